@@ -1,0 +1,51 @@
+"""groundstate: declarative LM programs (DSPy) for multi-agent decisions from scattered, partly wrong information.
+
+The public API is re-exported here and imported lazily, so ``import groundstate`` stays light: it never
+imports llama_cpp, litellm, ray or matplotlib until something that needs them is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # LMs
+    "get_lm": "groundstate.lm",
+    "configure": "groundstate.lm",
+    "LMConfig": "groundstate.lm",
+    "EmbeddedEngine": "groundstate.lm",
+    # errors
+    "GroundstateError": "groundstate.errors",
+    "InputError": "groundstate.errors",
+    "LMSetupError": "groundstate.errors",
+    "ConfigError": "groundstate.errors",
+    # running
+    "Runner": "groundstate.eval.runner",
+    "RunResult": "groundstate.eval.runner",
+    "RunAborted": "groundstate.eval.runner",
+    "thread_map": "groundstate.concurrency",
+    # programs
+    "QuestionAnswering": "groundstate.programs.qa",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'groundstate' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,1 @@
+"""Benchmarks, metrics, the durable runner, statistics and reports."""

@@ -1,0 +1,1 @@
+"""Benchmark loaders, builders and generators."""

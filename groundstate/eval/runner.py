@@ -1,0 +1,515 @@
+"""The durable runner: any program over any list of records, on threads, resumable, shardable.
+
+A run lives in ``<out>/<run-id>/``:
+
+- ``config.json``: what was run (program, its saved state hash, LM specs, data hash, seed, options). The
+  run id is ``<program>-<fingerprint of this config>``, so the same command finds the same directory and a
+  changed configuration gets a new one.
+- ``results.jsonl``: one JSON line per finished record, appended and flushed as the record finishes:
+  ``id``, ``outputs``, ``trace``, ``scores``, ``input_tokens``, ``output_tokens``, ``lm_calls``, ``latency_s``,
+  ``error`` (``null`` when the record succeeded) and ``attempt``.
+- ``summary.json``: counts, error rate, every score's mean with a 95% bootstrap interval, tokens, calls.
+
+Running the same command again resumes: records that succeeded are skipped, failed ones are retried. A
+torn last line (the process was killed mid-write) is detected and removed on resume, so a SIGKILL loses at
+most the record being written. ``shard=(i, n)`` runs a deterministic 1/n of the records (by a hash of their
+id), so several machines can share one data set; :func:`groundstate.eval.runs.merge_runs` joins them.
+
+An exception raised while a record runs (an LM error, a timeout, an unparseable output) is recorded on
+that record and the run goes on. A failed record's scores come from ``scorer(record, None)``, so a metric
+that gives failures 0 counts them as 0; the summary never silently drops them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groundstate.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+RESULTS = "results.jsonl"
+CONFIG = "config.json"
+SUMMARY = "summary.json"
+MIN_RECORDS_FOR_ERROR_RATE = 5
+
+
+class RunAborted(RuntimeError):
+    """The run stopped early (error rate over ``max_error_rate``); everything finished is kept on disk."""
+
+    def __init__(self, message: str, result: RunResult):
+        super().__init__(message)
+        self.result = result
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers: ids, fingerprints, shards, JSON
+# ---------------------------------------------------------------------------------------------------------
+
+
+def record_id(record: Any) -> str:
+    """A record's id: attribute ``id`` or key ``"id"``."""
+    rid = record.get("id") if isinstance(record, dict) else getattr(record, "id", None)
+    if rid is None:
+        raise ConfigError(f"record {record!r:.80} has no 'id'")
+    return str(rid)
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def fingerprint(config: dict[str, Any], length: int = 12) -> str:
+    """A short stable hash of a JSON-able configuration."""
+    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:length]
+
+
+def file_hash(path: str | os.PathLike) -> str:
+    """sha256 of a file's bytes (the data part of a run fingerprint)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"i/N"`` (0 <= i < N) -> ``(i, N)``; ``None`` -> ``None``."""
+    if text is None:
+        return None
+    try:
+        i, n = (int(part) for part in str(text).split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard must look like i/N (for example 0/4), got '{text}'") from None
+    if n < 1 or not 0 <= i < n:
+        raise ConfigError(f"--shard {text}: need 0 <= i < N (shards are numbered from 0)")
+    return i, n
+
+
+def shard_of(rid: str, n: int) -> int:
+    """The shard (0..n-1) a record id belongs to: a stable hash, independent of order and of other records."""
+    return int.from_bytes(hashlib.sha256(rid.encode("utf-8")).digest()[:8], "big") % n
+
+
+def select_records(records: Sequence[Any], limit: int | None = None,
+                   shard: tuple[int, int] | None = None) -> list[Any]:
+    """The records a run covers: the first ``limit`` records, then this shard's share of them."""
+    chosen = list(records)[: limit if limit is not None else None]
+    if shard is not None:
+        i, n = shard
+        chosen = [r for r in chosen if shard_of(record_id(r), n) == i]
+    return chosen
+
+
+def jsonable(value: Any) -> Any:
+    """Convert predictions, pydantic models and numpy values into plain JSON data."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return jsonable(value.model_dump(mode="json"))
+    if hasattr(value, "toDict"):
+        return jsonable(value.toDict())
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return jsonable(value.item())
+    if hasattr(value, "tolist"):
+        return jsonable(value.tolist())
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Metering: LM calls and tokens per record, across the threads a program may start
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _meter_class():
+    from dspy.utils.callback import BaseCallback
+    from dspy.utils.usage_tracker import UsageTracker
+
+    class RecordMeter(UsageTracker, BaseCallback):
+        """Counts one record's LM calls (callback) and billed tokens (usage tracker).
+
+        One meter is shared by every thread the record's program starts: DSPy copies the usage tracker
+        into worker threads with ``deepcopy``, which returns the meter itself here.
+        """
+
+        def __init__(self):
+            UsageTracker.__init__(self)
+            self.lock = threading.Lock()
+            self.calls = 0
+
+        def __deepcopy__(self, memo):
+            return self
+
+        def add_usage(self, lm, usage_entry):
+            with self.lock:
+                UsageTracker.add_usage(self, lm, usage_entry)
+
+        def on_lm_start(self, call_id, instance, inputs):
+            with self.lock:
+                self.calls += 1
+
+        def tokens(self) -> tuple[int, int]:
+            with self.lock:
+                entries = [e for v in self.usage_data.values() for e in v]
+            inp = sum(int(e.get("prompt_tokens") or e.get("input_tokens") or 0) for e in entries)
+            out = sum(int(e.get("completion_tokens") or e.get("output_tokens") or 0) for e in entries)
+            return inp, out
+
+    return RecordMeter
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The results file
+# ---------------------------------------------------------------------------------------------------------
+
+
+def read_results(path: str | os.PathLike, repair: bool = False) -> list[dict[str, Any]]:
+    """Read ``results.jsonl``; with ``repair`` cut a torn last line (and unreadable lines) off the file."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    rows, good_end, bad = [], 0, 0
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:  # a torn last line: written without its newline before the process died
+            bad += 1
+            break
+        line = data[pos:nl]
+        pos = nl + 1
+        if not line.strip():
+            good_end = pos
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict) or "id" not in row:
+                raise ValueError("not a result row")
+        except ValueError:
+            bad += 1
+            continue
+        rows.append(row)
+        good_end = pos
+    if repair and bad:
+        logger.warning("%s: dropped %d torn or unreadable line(s)", path, bad)
+        _atomic_write_lines(path, rows)
+    return rows
+
+
+def _atomic_write_lines(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: str | os.PathLike, value: Any) -> None:
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(jsonable(value), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Summaries
+# ---------------------------------------------------------------------------------------------------------
+
+
+def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> dict[str, Any]:
+    """Counts, error rate, per-score means with 95% bootstrap intervals, tokens, calls and latency."""
+    from groundstate.eval.stats import mean_ci
+
+    n = len(rows)
+    errors = sum(1 for r in rows if r.get("error"))
+    names: list[str] = []
+    for row in rows:
+        for key in (row.get("scores") or {}):
+            if key not in names:
+                names.append(key)
+    scores = {}
+    for name in names:
+        values = [row["scores"][name] for row in rows if row.get("scores") and row["scores"].get(name) is not None]
+        missing = n - len(values)
+        scores[name] = {**mean_ci(values), "missing": missing}
+    inp = sum(int(r.get("input_tokens") or 0) for r in rows)
+    out = sum(int(r.get("output_tokens") or 0) for r in rows)
+    calls = sum(int(r.get("lm_calls") or 0) for r in rows)
+    latency = [float(r.get("latency_s") or 0.0) for r in rows]
+    return {
+        "n_selected": n_selected if n_selected is not None else n,
+        "n_done": n,
+        "n_ok": n - errors,
+        "n_error": errors,
+        "error_rate": errors / n if n else 0.0,
+        "complete": n_selected is None or n >= n_selected,
+        "scores": scores,
+        "tokens": {"input": inp, "output": out, "total": inp + out,
+                   "per_record": (inp + out) / n if n else 0.0},
+        "lm_calls": {"total": calls, "per_record": calls / n if n else 0.0},
+        "latency_s": {"total": sum(latency), "mean": sum(latency) / n if n else 0.0},
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The runner
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """What a finished (or stopped) run left on disk, and its summary."""
+
+    run_id: str
+    run_dir: Path
+    config: dict[str, Any]
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    skipped: int = 0
+    stopped_reason: str | None = None
+
+    def row(self, rid: str) -> dict[str, Any] | None:
+        return next((r for r in self.rows if r["id"] == rid), None)
+
+
+@dataclass
+class Runner:
+    """Runs ``program`` over records, durably.
+
+    Args:
+        program: a callable (usually a ``dspy.Module``) taking the record's inputs as keyword arguments.
+        config: what identifies the run (program name, LM description, data hash, seed, options); its
+            fingerprint names the run directory. The runner adds ``limit`` and ``shard``.
+        out: the directory that holds run directories (``runs``).
+        threads: records processed concurrently.
+        inputs: record -> keyword arguments (default: ``record.inputs()`` if it exists, else the record's
+            fields without ``id``).
+        scorer: ``(record, prediction_or_None) -> {name: float}``; called with ``None`` for a failed record.
+        outputs: prediction -> JSON-able dict of outputs (default: every field but ``trace``).
+        max_error_rate: stop once at least 5 records are done and the error share exceeds this.
+        progress: show a progress bar (rich) with ETA, errors and tokens.
+        lm: an LM to use inside the run (``dspy.context(lm=...)``), or ``None`` for the configured one.
+        adapter: an adapter to use inside the run, or ``None``.
+    """
+
+    program: Callable[..., Any]
+    config: dict[str, Any]
+    out: str | os.PathLike = "runs"
+    threads: int = 1
+    inputs: Callable[[Any], dict[str, Any]] | None = None
+    scorer: Callable[[Any, Any], dict[str, float]] | None = None
+    outputs: Callable[[Any], dict[str, Any]] | None = None
+    max_error_rate: float | None = None
+    progress: bool = False
+    lm: Any = None
+    adapter: Any = None
+    _write_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def run(self, records: Sequence[Any], limit: int | None = None, shard: tuple[int, int] | None = None,
+            description: str | None = None) -> RunResult:
+        """Run (or resume) over ``records``; returns the :class:`RunResult`. Raises :class:`RunAborted`."""
+        if self.threads < 1:
+            raise ConfigError("--threads must be at least 1")
+        if limit is not None and limit < 0:
+            raise ConfigError("--limit must be >= 0")
+        if self.max_error_rate is not None and not 0 <= self.max_error_rate <= 1:
+            raise ConfigError("--max-error-rate must be between 0 and 1")
+        ids = [record_id(r) for r in records]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ConfigError(f"duplicate record id '{dup}': every record needs its own id")
+        config = {**self.config, "limit": limit, "shard": list(shard) if shard else None}
+        run_id = f"{config.get('program', 'run')}-{fingerprint(config)}"
+        run_dir = Path(self.out) / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_json(run_dir / CONFIG, {**config, "run_id": run_id})
+        results_path = run_dir / RESULTS
+
+        selected = select_records(records, limit, shard)
+        selected_ids = {record_id(r) for r in selected}
+        previous = [r for r in read_results(results_path, repair=True) if r["id"] in selected_ids]
+        done = {r["id"]: r for r in previous if not r.get("error")}
+        failed = {r["id"]: r for r in previous if r.get("error")}
+        if failed:  # failed records are retried: drop their old lines so each id appears once in the file
+            _atomic_write_lines(results_path, [r for r in read_results(results_path) if r["id"] not in failed])
+        todo = [r for r in selected if record_id(r) not in done]
+        rows = list(done.values())
+        logger.info("run %s: %d selected, %d already done, %d to run", run_id, len(selected), len(done), len(todo))
+
+        stopped = None
+        with open(results_path, "a", encoding="utf-8") as sink, self._progress(
+                description or run_id, len(selected), len(done)) as bar:
+            n_err = 0
+            tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rows)
+            for row in self._execute(todo, failed):
+                line = json.dumps(row, ensure_ascii=False)
+                with self._write_lock:
+                    sink.write(line + "\n")
+                    sink.flush()
+                rows.append(row)
+                n_err += bool(row["error"])
+                tokens += row["input_tokens"] + row["output_tokens"]
+                bar.advance(n_err, tokens)
+                if self._too_many_errors(rows):
+                    stopped = (f"stopped: error rate {sum(1 for r in rows if r.get('error')) / len(rows):.0%} "
+                               f"exceeds --max-error-rate {self.max_error_rate:.0%} after {len(rows)} records")
+                    break
+
+        order = {rid: i for i, rid in enumerate(r for r in (record_id(x) for x in selected))}
+        rows.sort(key=lambda r: order.get(r["id"], len(order)))
+        summary = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": stopped}
+        write_json(run_dir / SUMMARY, summary)
+        result = RunResult(run_id, run_dir, config, rows, summary, skipped=len(done), stopped_reason=stopped)
+        if stopped:
+            raise RunAborted(stopped, result)
+        return result
+
+    # -- internals ---------------------------------------------------------------------------------------
+    def _too_many_errors(self, rows: list[dict[str, Any]]) -> bool:
+        if self.max_error_rate is None or len(rows) < MIN_RECORDS_FOR_ERROR_RATE:
+            return False
+        return sum(1 for r in rows if r.get("error")) / len(rows) > self.max_error_rate
+
+    def _execute(self, todo: list[Any], failed: dict[str, dict[str, Any]]):
+        """Yield result rows as records finish; stop submitting when the consumer stops iterating."""
+        from dspy.dsp.utils.settings import thread_local_overrides
+
+        parent = dict(thread_local_overrides.get())
+        if self.threads == 1:
+            for record in todo:
+                yield self._one(record, parent, failed)
+            return
+        pending: set[Future] = set()
+        queue = list(reversed(todo))
+        pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="groundstate-run")
+        try:
+            while queue or pending:
+                while queue and len(pending) < self.threads * 2:
+                    pending.add(pool.submit(self._one, queue.pop(), parent, failed))
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield future.result()
+        finally:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _one(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        import dspy
+        from dspy.dsp.utils.settings import thread_local_overrides
+
+        rid = record_id(record)
+        meter = _meter_class()()
+        overrides = {**parent_overrides}
+        callbacks = list(overrides.get("callbacks", dspy.settings.callbacks) or [])
+        overrides.update(callbacks=[*callbacks, meter], usage_tracker=meter, track_usage=True)
+        if self.lm is not None:
+            overrides["lm"] = self.lm
+        if self.adapter is not None:
+            overrides["adapter"] = self.adapter
+        token = thread_local_overrides.set({**thread_local_overrides.get(), **overrides})
+        started = time.perf_counter()
+        prediction, error = None, None
+        try:
+            kwargs = self._inputs(record)
+            prediction = self.program(**kwargs)
+        except Exception as exc:  # an LM or program failure is recorded on this record; the run goes on
+            error = f"{type(exc).__name__}: {exc}".strip()
+            logger.debug("record %s failed:\n%s", rid, traceback.format_exc())
+        finally:
+            thread_local_overrides.reset(token)
+        latency = time.perf_counter() - started
+        scores: dict[str, Any] = {}
+        if self.scorer is not None:
+            try:
+                scores = dict(self.scorer(record, prediction if error is None else None))
+            except Exception as exc:
+                error = error or f"scoring failed: {type(exc).__name__}: {exc}"
+                scores = dict(self.scorer(record, None)) if prediction is not None else {}
+        inp, out = meter.tokens()
+        outputs, trace = ({}, None)
+        if prediction is not None and error is None:
+            outputs, trace = self._outputs(prediction)
+        return {
+            "id": rid,
+            "outputs": outputs,
+            "trace": trace,
+            "scores": jsonable(scores),
+            "input_tokens": inp,
+            "output_tokens": out,
+            "lm_calls": meter.calls,
+            "latency_s": round(latency, 6),
+            "error": error,
+            "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1,
+        }
+
+    def _inputs(self, record: Any) -> dict[str, Any]:
+        if self.inputs is not None:
+            return self.inputs(record)
+        if hasattr(record, "inputs") and callable(record.inputs):
+            return dict(record.inputs())
+        data = dict(record) if isinstance(record, dict) else record.model_dump()
+        data.pop("id", None)
+        return data
+
+    def _outputs(self, prediction: Any) -> tuple[dict[str, Any], Any]:
+        trace = prediction.get("trace") if hasattr(prediction, "get") else None
+        if self.outputs is not None:
+            return jsonable(self.outputs(prediction)), jsonable(trace)
+        data = prediction.toDict() if hasattr(prediction, "toDict") else dict(prediction)
+        data.pop("trace", None)
+        return jsonable(data), jsonable(trace)
+
+    def _progress(self, description: str, total: int, done: int):
+        return _Progress(description, total, done, enabled=self.progress)
+
+
+class _Progress:
+    """A rich progress bar with ETA, running error count and tokens (a no-op when disabled)."""
+
+    def __init__(self, description: str, total: int, done: int, enabled: bool):
+        self.enabled, self.total, self.done = enabled, total, done
+        self.description = description
+        self._bar = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("ETA"), TimeRemainingColumn(),
+                                 TextColumn("errors {task.fields[errors]}  tokens {task.fields[tokens]}"),
+                                 transient=False)
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.description, total=self.total, completed=self.done,
+                                            errors=0, tokens=0)
+        return self
+
+    def advance(self, errors: int, tokens: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, errors=errors, tokens=tokens)
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+        return False

@@ -1,0 +1,1 @@
+"""dspy.Modules composed from groundstate's signatures."""

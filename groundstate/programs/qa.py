@@ -1,0 +1,18 @@
+"""A one-step question answerer: the smallest program the runner and the CLI can drive."""
+
+from __future__ import annotations
+
+import dspy
+
+from groundstate.signatures.resolution import AnswerQuestion
+
+
+class QuestionAnswering(dspy.Module):
+    """``QuestionAnswering()(question=...)`` -> ``Prediction(answer=...)``."""
+
+    def __init__(self):
+        super().__init__()
+        self.answer = dspy.Predict(AnswerQuestion)
+
+    def forward(self, question: str) -> dspy.Prediction:
+        return dspy.Prediction(answer=self.answer(question=question).answer)
