@@ -347,8 +347,10 @@ class LMConfig:
         model = "ollama_chat/qwen3:8b"
         api_base = "http://localhost:11434"
 
-    Role patterns are matched with :func:`fnmatch.fnmatch` in file order; the first match wins and anything
-    unmatched uses ``[default]``.
+    A role is a dotted name: a predictor's name in the program (``verify.adjudicate.predict``) or an agent
+    (``agent.2``). A pattern matches a role when :func:`fnmatch.fnmatchcase` matches the role or one of its
+    dotted prefixes (so ``verify`` and ``verify.*`` both cover ``verify.adjudicate.predict``). Patterns are
+    tried in file order; the first match wins and anything unmatched uses ``[default]``.
     """
 
     default: dict[str, Any] = field(default_factory=lambda: {"model": EMBEDDED_SPEC})
@@ -383,7 +385,7 @@ class LMConfig:
     def spec_for(self, role: str | None) -> dict[str, Any]:
         if role is not None:
             for pattern, entry in self.roles.items():
-                if fnmatch.fnmatchcase(role, pattern):
+                if _role_matches(role, pattern):
                     return entry
         return self.default
 
@@ -403,16 +405,20 @@ class LMConfig:
         """
         changed = {}
         for name, predictor in program.named_predictors():
-            for pattern in self.roles:
-                if fnmatch.fnmatchcase(name, pattern):
-                    lm = self.lm_for(name)
-                    predictor.lm = lm
-                    changed[name] = lm.model
-                    break
+            pattern = next((p for p in self.roles if _role_matches(name, p)), None)
+            if pattern is not None:
+                lm = self.lm_for(pattern)
+                predictor.lm = lm
+                changed[name] = lm.model
         return changed
 
     def describe(self) -> dict[str, Any]:
         return {"default": _public(self.default), "roles": {k: _public(v) for k, v in self.roles.items()}}
+
+
+def _role_matches(role: str, pattern: str) -> bool:
+    parts = role.split(".")
+    return any(fnmatch.fnmatchcase(".".join(parts[:i]), pattern) for i in range(len(parts), 0, -1))
 
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:

@@ -187,7 +187,7 @@ def read_results(path: str | os.PathLike, repair: bool = False) -> list[dict[str
     if not path.exists():
         return []
     data = path.read_bytes()
-    rows, good_end, bad = [], 0, 0
+    rows, bad = [], 0
     pos = 0
     while pos < len(data):
         nl = data.find(b"\n", pos)
@@ -197,7 +197,6 @@ def read_results(path: str | os.PathLike, repair: bool = False) -> list[dict[str
         line = data[pos:nl]
         pos = nl + 1
         if not line.strip():
-            good_end = pos
             continue
         try:
             row = json.loads(line)
@@ -207,7 +206,6 @@ def read_results(path: str | os.PathLike, repair: bool = False) -> list[dict[str
             bad += 1
             continue
         rows.append(row)
-        good_end = pos
     if repair and bad:
         logger.warning("%s: dropped %d torn or unreadable line(s)", path, bad)
         _atomic_write_lines(path, rows)

@@ -1,0 +1,165 @@
+"""Scripted LMs for tests and benchmarks: deterministic, fast, and observable.
+
+:class:`ScriptedEngine` is a DSPy 3.4 engine (``complete(Request) -> Response``) whose answers come from a
+Python function. It records every request it receives (so tests can assert who saw what, in which order),
+can sleep to imitate latency, and can fail on chosen inputs. When the responder returns nothing for a
+request that carries a JSON schema, the engine fills the schema with placeholder values, so any
+program runs end to end with no real model.
+
+    lm = scripted_lm(lambda req: {"answer": "B"} if "Question 1" in req.text else None)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        ...
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SCRIPTED_MODEL_NAME = "scripted/engine"
+
+
+@dataclass
+class ScriptedRequest:
+    """What the responder sees: the chat messages, their joined text and the JSON schema (if any)."""
+
+    messages: list[dict[str, str]]
+    schema: dict | None
+    index: int
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(m["content"] for m in self.messages)
+
+    @property
+    def user(self) -> str:
+        """The last user message (DSPy puts the current inputs there)."""
+        return next((m["content"] for m in reversed(self.messages) if m["role"] == "user"), "")
+
+    @property
+    def system(self) -> str:
+        return next((m["content"] for m in self.messages if m["role"] == "system"), "")
+
+    @property
+    def output_fields(self) -> list[str]:
+        return list((self.schema or {}).get("properties", {}))
+
+
+Responder = Callable[[ScriptedRequest], "dict[str, Any] | str | BaseException | None"]
+
+
+def fill_schema(schema: dict, root: dict | None = None) -> Any:
+    """A valid placeholder instance of a (pydantic-generated) JSON schema: first enum value, empty strings..."""
+    root = root or schema
+    if "$ref" in schema:
+        name = schema["$ref"].split("/")[-1]
+        return fill_schema(root.get("$defs", {}).get(name, {}), root)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
+            return fill_schema(options[0], root)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        return {k: fill_schema(v, root) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [fill_schema(schema.get("items", {"type": "string"}), root)] if schema.get("minItems", 0) else []
+    if kind == "string":
+        return "x"
+    if kind == "integer":
+        return int(schema.get("minimum", 0))
+    if kind == "number":
+        return float(schema.get("minimum", 0.0))
+    if kind == "boolean":
+        return False
+    return None
+
+
+class ScriptedEngine:
+    """A DSPy engine that answers from a Python function.
+
+    Args:
+        responder: ``ScriptedRequest -> dict | str | Exception | None``. A dict is the output fields; a str is
+            the raw completion; an exception instance is raised (a failing LM); ``None`` fills the schema.
+        sleep: seconds to wait per call (imitates latency; calls do not hold a lock, so they overlap).
+        input_tokens, output_tokens: usage reported per call.
+    """
+
+    supports_response_schema = True
+    supports_function_calling = False
+    supports_reasoning = False
+    supported_params = frozenset({"response_format", "temperature", "max_tokens", "seed"})
+
+    def __init__(self, responder: Responder | None = None, sleep: float = 0.0, input_tokens: int = 10,
+                 output_tokens: int = 5):
+        self.responder = responder or (lambda request: None)
+        self.sleep = sleep
+        self.input_tokens, self.output_tokens = input_tokens, output_tokens
+        self.requests: list[ScriptedRequest] = []
+        self._lock = threading.Lock()
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    def complete(self, request):
+        from dspy.lm15 import Message, Response, Usage
+
+        from groundstate.lm import EmbeddedEngine
+
+        messages = EmbeddedEngine._messages(request)
+        fmt = request.config.response_format or {}
+        schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
+        with self._lock:
+            scripted = ScriptedRequest(messages, schema, len(self.requests))
+            self.requests.append(scripted)
+        if self.sleep:
+            time.sleep(self.sleep)
+        answer = self.responder(scripted)
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer is None:
+            answer = fill_schema(schema) if schema else {}
+        if isinstance(answer, dict):
+            if schema is not None or request.config.response_format is not None:
+                filled = fill_schema(schema) if schema else {}
+                text = json.dumps({**filled, **answer})
+            else:
+                text = "\n\n".join(f"[[ ## {k} ## ]]\n{_chat_value(v)}" for k, v in answer.items())
+                text += "\n\n[[ ## completed ## ]]"
+        else:
+            text = str(answer)
+        return Response(id=None, model=SCRIPTED_MODEL_NAME, message=Message.assistant(text), finish_reason="stop",
+                        usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens))
+
+    def stream(self, request):
+        from dspy.lm15 import response_to_events
+
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        pass
+
+
+def _chat_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def scripted_lm(responder: Responder | None = None, *, sleep: float = 0.0, cache: bool = False, **kwargs: Any):
+    """A ``dspy.LM`` over a :class:`ScriptedEngine` (DSPy's cache off by default, so every call reaches it).
+
+    The engine is available as ``lm.engine`` (its ``requests`` list records every call).
+    """
+    import dspy
+
+    engine = ScriptedEngine(responder, sleep=sleep, **kwargs)
+    return dspy.LM(SCRIPTED_MODEL_NAME, engine=engine, cache=cache, temperature=0.0, max_tokens=512)

@@ -1,0 +1,35 @@
+"""Shared helpers for tests."""
+
+from __future__ import annotations
+
+import dspy
+
+from groundstate.testing import scripted_lm
+
+
+def qa_records(n: int, fail: set[int] = frozenset()) -> list[dict]:
+    return [{"id": f"r{i:03d}", "question": f"{'FAIL ' if i in fail else ''}question number {i}", "answer": str(i)}
+            for i in range(n)]
+
+
+def echo_number_lm(**kwargs):
+    """Answers 'question number N' with N (so exact match is 1); raises on questions containing FAIL."""
+
+    def respond(req):
+        text = req.user
+        if "FAIL" in text:
+            return RuntimeError("scripted LM failure")
+        number = text.split("question number")[-1].split()[0].strip()
+        return {"answer": number}
+
+    return scripted_lm(respond, **kwargs)
+
+
+def qa_score(record, prediction):
+    if prediction is None:
+        return {"exact_match": 0.0}
+    return {"exact_match": float(str(prediction.answer).strip() == record["answer"])}
+
+
+def json_adapter():
+    return dspy.JSONAdapter()
