@@ -115,7 +115,9 @@ def print_summary(result: Any, console: Any = None) -> None:
     for name, entry in summary["scores"].items():
         table.add_row(name, format_ci(entry))
     table.add_row("records", f"{summary['n_done']}/{summary['n_selected']} ({summary['n_error']} errors)")
-    table.add_row("LM calls / record", f"{summary['lm_calls']['per_record']:.1f}")
+    cached = summary["lm_calls"].get("cached", 0)
+    table.add_row("LM calls / record", f"{summary['lm_calls']['per_record']:.1f}"
+                  + (f" ({cached} of {summary['lm_calls']['total']} from cache)" if cached else ""))
     table.add_row("tokens / record", f"{summary['tokens']['per_record']:.0f}")
     table.add_row("tokens total (in/out)", f"{summary['tokens']['input']}/{summary['tokens']['output']}")
     console.print(table)
@@ -131,7 +133,7 @@ def print_summary(result: Any, console: Any = None) -> None:
 def cmd_lm_check(args: argparse.Namespace) -> int:
     import dspy
 
-    from groundstate.lm import default_adapter, describe_lm
+    from groundstate.lm import EmbeddedEngine, default_adapter, describe_lm
     from groundstate.signatures.checks import StructuredCheck
 
     config = lm_config_from_args(args)
@@ -141,8 +143,12 @@ def cmd_lm_check(args: argparse.Namespace) -> int:
 
     lm = get_lm(spec, **{**entry, "cache": False})
     print(f"LM: {json.dumps(describe_lm(lm))}")
-    if getattr(lm, "engine", None) is not None and hasattr(lm.engine, "resolved_path"):
-        print(f"model file: {lm.engine.resolved_path()}")
+    if isinstance(getattr(lm, "engine", None), EmbeddedEngine):
+        from groundstate.lm import _load_llama
+
+        started = time.perf_counter()
+        _load_llama(lm.engine.resolved_path(), lm.engine.n_ctx, lm.engine.n_threads)
+        print(f"model file: {lm.engine.resolved_path()} (loaded in {time.perf_counter() - started:.2f}s)")
     predict = dspy.Predict(StructuredCheck)
     with dspy.context(lm=lm, adapter=default_adapter(lm)), dspy.track_usage() as usage:
         started = time.perf_counter()

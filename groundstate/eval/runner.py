@@ -7,7 +7,8 @@ A run lives in ``<out>/<run-id>/``:
   changed configuration gets a new one.
 - ``results.jsonl``: one JSON line per finished record, appended and flushed as the record finishes:
   ``id``, ``outputs``, ``trace``, ``scores``, ``input_tokens``, ``output_tokens``, ``lm_calls``, ``latency_s``,
-  ``error`` (``null`` when the record succeeded) and ``attempt``.
+  ``error`` (``null`` when the record succeeded), ``attempt`` and ``cached_calls`` (calls DSPy's cache answered:
+  they cost no tokens).
 - ``summary.json``: counts, error rate, every score's mean with a 95% bootstrap interval, tokens, calls.
 
 Running the same command again resumes: records that succeeded are skipped, failed ones are retried. A
@@ -166,6 +167,11 @@ def _meter_class():
             with self.lock:
                 self.calls += 1
 
+        def reached_model(self) -> int:
+            """Calls that reported usage, i.e. reached the model (DSPy's cache hits report none)."""
+            with self.lock:
+                return sum(len(v) for v in self.usage_data.values())
+
         def tokens(self) -> tuple[int, int]:
             with self.lock:
                 entries = [e for v in self.usage_data.values() for e in v]
@@ -253,6 +259,7 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
     inp = sum(int(r.get("input_tokens") or 0) for r in rows)
     out = sum(int(r.get("output_tokens") or 0) for r in rows)
     calls = sum(int(r.get("lm_calls") or 0) for r in rows)
+    cached = sum(int(r.get("cached_calls") or 0) for r in rows)
     latency = [float(r.get("latency_s") or 0.0) for r in rows]
     return {
         "n_selected": n_selected if n_selected is not None else n,
@@ -264,7 +271,7 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
         "scores": scores,
         "tokens": {"input": inp, "output": out, "total": inp + out,
                    "per_record": (inp + out) / n if n else 0.0},
-        "lm_calls": {"total": calls, "per_record": calls / n if n else 0.0},
+        "lm_calls": {"total": calls, "per_record": calls / n if n else 0.0, "cached": cached},
         "latency_s": {"total": sum(latency), "mean": sum(latency) / n if n else 0.0},
     }
 
@@ -456,6 +463,7 @@ class Runner:
             "input_tokens": inp,
             "output_tokens": out,
             "lm_calls": meter.calls,
+            "cached_calls": max(0, meter.calls - meter.reached_model()),
             "latency_s": round(latency, 6),
             "error": error,
             "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1,

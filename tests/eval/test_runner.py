@@ -238,3 +238,14 @@ def test_meter_counts_calls_made_on_program_threads(tmp_path):
                     inputs=lambda r: {"question": r["question"]}, lm=lm, adapter=json_adapter()).run(qa_records(5))
     assert all(r["lm_calls"] == 4 and r["input_tokens"] == 40 for r in result.rows)
     assert lm.engine.calls == 20
+
+
+def test_cached_calls_are_counted_and_cost_no_tokens(tmp_path):
+    lm = echo_number_lm(cache=True)
+    first = make_runner(tmp_path, lm).run(qa_records(4))
+    assert first.summary["lm_calls"]["cached"] == 0 and first.summary["tokens"]["total"] == 4 * 15
+    again = Runner(QuestionAnswering(), {"program": "qa", "data": "second"}, out=tmp_path / "runs",
+                   inputs=lambda r: {"question": r["question"]}, lm=lm, adapter=json_adapter()).run(qa_records(4))
+    assert again.summary["lm_calls"] == {"total": 4, "per_record": 1.0, "cached": 4}
+    assert again.summary["tokens"]["total"] == 0
+    assert lm.engine.calls == 4
