@@ -330,7 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs")
     p.set_defaults(func=cmd_runs_merge)
 
-    for group in COMMAND_GROUPS:
+    from groundstate import cli_data
+
+    for group in (cli_data.register, *COMMAND_GROUPS):
         group(sub)
     return parser
 
