@@ -29,7 +29,7 @@ class AgentEvidence(BaseModel):
 
     agent: int = Field(ge=0, description="the agent's index (0-based, the order of the instance's agents)")
     role: str | None = Field(default=None, description="the agent's role or department, when known")
-    evidence: str = Field(description="the agent's private text")
+    evidence: str = Field(min_length=1, pattern=r"\S", description="the agent's private text")
 
     @property
     def name(self) -> str:
@@ -42,7 +42,7 @@ class T2Fact(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, pattern=r"\S")
     label: Literal[0, 1]
 
 
@@ -99,7 +99,7 @@ class OffQueryInstance(BaseModel):
             raise ValueError(f"options must be exactly A, B, C and D (got {sorted(value)})")
         if any(not str(v).strip() for v in value.values()):
             raise ValueError("options must not be empty")
-        return value
+        return {k: value[k] for k in LETTERS}
 
     @model_validator(mode="after")
     def _consistent(self) -> OffQueryInstance:
