@@ -31,6 +31,21 @@ _EXPORTS: dict[str, str] = {
     "RunResult": "groundstate.eval.runner",
     "RunAborted": "groundstate.eval.runner",
     "thread_map": "groundstate.concurrency",
+    # records and data
+    "OffQueryInstance": "groundstate.records",
+    "AgentEvidence": "groundstate.records",
+    "T2Fact": "groundstate.records",
+    "load_offquery": "groundstate.eval.benchmarks.offquery",
+    "load_any": "groundstate.eval.benchmarks.offquery",
+    "save_instances": "groundstate.eval.benchmarks.offquery",
+    "generate_offquery": "groundstate.eval.benchmarks.synthetic:generate",
+    # metrics
+    "LexicalJudge": "groundstate.eval.metrics",
+    "LMJudge": "groundstate.eval.metrics",
+    "offquery_scores": "groundstate.eval.metrics",
+    "t1_metric": "groundstate.eval.metrics",
+    "t2_metric": "groundstate.eval.metrics",
+    "t3_metric": "groundstate.eval.metrics",
     # programs
     "QuestionAnswering": "groundstate.programs.qa",
 }
@@ -39,10 +54,11 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    target = _EXPORTS.get(name)
+    if target is None:
         raise AttributeError(f"module 'groundstate' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
     globals()[name] = value
     return value
 
