@@ -73,7 +73,7 @@ def cmd_generate_offquery(args: argparse.Namespace) -> int:
 
 
 def cmd_build_offquery(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.mediq import build_lm, build_rule, load_mediq, tag_sufficiency
+    from groundstate.eval.benchmarks.mediq import BuildReport, build_lm, build_rule, load_mediq, tag_sufficiency
     from groundstate.eval.benchmarks.offquery import save_instances
 
     problems: list[str] = []
@@ -86,14 +86,23 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
         from groundstate.cli import configure_lms
 
         configure_lms(args)
+    report = BuildReport()
     if args.builder == "rule":
-        instances = build_rule(cases, seed=args.seed)
+        instances = build_rule(cases, seed=args.seed, report=report)
     else:
-        instances = build_lm(cases, seed=args.seed)
+        instances = build_lm(cases, seed=args.seed, threads=args.threads, report=report)
     if args.tag_split:
         instances = tag_sufficiency(instances, threads=args.threads)
+        failed = sum(1 for x in instances if x.split is None)
+        tagged = {s: sum(1 for x in instances if x.split == s) for s in ("healthcare-s", "healthcare-i")}
+        print(f"split: {tagged}" + (f", {failed} untagged (LM failures)" if failed else ""))
     save_instances(args.out, instances)
-    print(f"wrote {len(instances)} instances from {len(cases)} cases to {args.out}")
+    for entry in report.skipped:
+        print(f"skipped case {entry['case_id']}: {entry['reason']}", file=sys.stderr)
+    if report.rejections:
+        print(f"{len(report.rejections)} LM attempt(s) rejected (wrong answer = gold, no conflict, ...)",
+              file=sys.stderr)
+    print(f"wrote {len(instances)} instances from {len(cases)} cases to {args.out} ({len(report.skipped)} skipped)")
     return 0
 
 
