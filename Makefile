@@ -22,6 +22,9 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(BIN)/groundstate lm check
+	$(BIN)/groundstate data generate offquery --domain both --variant all --n 5 --seed 0 --out runs/demo/synthetic.jsonl
+	$(BIN)/groundstate data validate runs/demo/synthetic.jsonl
+	$(BIN)/groundstate data stats runs/demo/synthetic.jsonl
 	$(BIN)/groundstate run qa --data examples/qa.jsonl --out runs/demo --threads 2
 
 test: setup

@@ -19,6 +19,7 @@ Any other spec is a LiteLLM model string (``openai/gpt-4o-mini``, ``ollama_chat/
 
 from __future__ import annotations
 
+import atexit
 import copy
 import fnmatch
 import importlib.util
@@ -96,11 +97,24 @@ def _load_llama(path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.L
                     "(build it with CMAKE_ARGS=-DGGML_NATIVE=OFF; `make demo` does this)"
                 ) from exc
             started = time.perf_counter()
+            if not _MODELS:
+                atexit.register(_close_models)
             _MODELS[key] = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
                                  flash_attn=True, verbose=False)
             _MODEL_LOCKS[key] = threading.Lock()
             logger.info("loaded %s in %.2fs", path, time.perf_counter() - started)
         return _MODELS[key], _MODEL_LOCKS[key]
+
+
+def _close_models() -> None:
+    """Free the models while the interpreter is still whole (llama.cpp's finalizers fail during teardown)."""
+    with _LOAD_LOCK:
+        for model in _MODELS.values():
+            try:
+                model.close()
+            except Exception:  # pragma: no cover - best effort at exit
+                pass
+        _MODELS.clear()
 
 
 def bound_schema(schema: dict, max_string_length: int, max_items: int) -> dict:
