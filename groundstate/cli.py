@@ -191,8 +191,8 @@ def run_task(args: argparse.Namespace, task_name: str, extra_config: dict[str, A
         "options": task.options(args),
         **(extra_config or {}),
     }
-    runner = Runner(program, config, out=args.out, threads=args.threads, inputs=task.inputs, scorer=task.scorer,
-                    outputs=task.outputs, max_error_rate=args.max_error_rate,
+    runner = Runner(program, config, out=args.out, threads=args.threads, inputs=task.inputs_for(args),
+                    scorer=task.scorer_for(args), outputs=task.outputs, max_error_rate=args.max_error_rate,
                     progress=not args.no_progress and sys.stderr.isatty())
     return runner.run(records, limit=args.limit, shard=shard, description=task.name)
 
@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_sub.required = True
     for task in load_builtin_tasks().values():
         p = run_sub.add_parser(task.name, help=task.help, description=task.help)
-        p.add_argument("--data", default=None, help="data file")
+        p.add_argument("--data", default=None, help="data file (OffQuery programs: a file or 'synthetic', the default)")
         if task.add_arguments:
             task.add_arguments(p)
         add_run_options(p)
@@ -330,9 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs")
     p.set_defaults(func=cmd_runs_merge)
 
-    from groundstate import cli_data
+    from groundstate import cli_data, cli_offquery
 
-    for group in (cli_data.register, *COMMAND_GROUPS):
+    for group in (cli_data.register, cli_offquery.register, *COMMAND_GROUPS):
         group(sub)
     return parser
 

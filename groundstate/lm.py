@@ -161,7 +161,7 @@ class EmbeddedEngine:
     supported_params = frozenset({"response_format", "temperature", "max_tokens", "top_p", "stop", "seed"})
 
     def __init__(self, model_path: str | None = None, n_ctx: int = 4096, n_threads: int = 2,
-                 max_string_length: int = 300, max_items: int = 12, seed: int = 0):
+                 max_string_length: int = 300, max_items: int = 8, seed: int = 0):
         self.model_path = str(model_path) if model_path else None
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads)

@@ -152,6 +152,25 @@ class OffQueryInstance(BaseModel):
         inputs = self.inputs(condition)
         return dspy.Example(id=self.id, condition=condition, **inputs, **self.labels()).with_inputs(*inputs)
 
+    def reliable_information(self) -> str:
+        """Everything reliable about the episode in one text (what an Oracle sees).
+
+        Generated instances keep each misleading agent's truthful evidence; published ones keep the original
+        context; otherwise it is the reliable shared context plus the non-misleading agents' evidence.
+        """
+        structure = (self.provenance or {}).get("structure") or {}
+        original = (self.provenance or {}).get("original_context")
+        if isinstance(original, str) and original.strip():
+            return original
+        truthful = structure.get("reliable_evidence", {})
+        parts = [self.shared_context]
+        for agent in self.agents:
+            text = truthful.get(str(agent.agent))
+            if text is None and agent.agent in self.misleading:
+                continue
+            parts.append(text if text is not None else agent.evidence)
+        return "\n".join(p for p in parts if p)
+
     @property
     def n_agents(self) -> int:
         return len(self.agents)

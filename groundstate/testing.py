@@ -48,6 +48,14 @@ class ScriptedRequest:
     def output_fields(self) -> list[str]:
         return list((self.schema or {}).get("properties", {}))
 
+    def field(self, name: str) -> str | None:
+        """The value of input field ``name`` in the last user message (``None`` if absent)."""
+        import re
+
+        end = r"(?=\n\n\[\[ ## |\n\nRespond with |\Z)"
+        match = re.search(r"\[\[ ## " + re.escape(name) + r" ## \]\]\n(.*?)" + end, self.user, re.S)
+        return match.group(1).strip() if match else None
+
 
 Responder = Callable[[ScriptedRequest], "dict[str, Any] | str | BaseException | None"]
 

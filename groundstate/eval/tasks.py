@@ -30,6 +30,8 @@ class Task:
         inputs: ``record -> kwargs`` (default: ``record.inputs()``).
         add_arguments: adds the task's own options to its ``run`` parser.
         options: ``args -> dict`` of the task options that change results (part of the fingerprint).
+        scorer_factory: ``args -> scorer``, when the scorer depends on options (overrides ``scorer``).
+        inputs_factory: ``args -> inputs``, when the inputs depend on options (overrides ``inputs``).
     """
 
     name: str
@@ -41,6 +43,16 @@ class Task:
     inputs: Callable[[Any], dict[str, Any]] | None = None
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     options: Callable[[argparse.Namespace], dict[str, Any]] = field(default=lambda args: {})
+    scorer_factory: Callable[[argparse.Namespace], Callable[[Any, Any], dict[str, float]]] | None = None
+    inputs_factory: Callable[[argparse.Namespace], Callable[[Any], dict[str, Any]]] | None = None
+
+    def scorer_for(self, args: argparse.Namespace):
+        """The scorer, built from the options when it depends on them (e.g. the T2 judge)."""
+        return self.scorer_factory(args) if self.scorer_factory else self.scorer
+
+    def inputs_for(self, args: argparse.Namespace):
+        """The record -> inputs function, built from the options when it depends on them (e.g. the condition)."""
+        return self.inputs_factory(args) if self.inputs_factory else self.inputs
 
 
 TASKS: dict[str, Task] = {}
@@ -60,6 +72,8 @@ def get_task(name: str) -> Task:
 
 def load_builtin_tasks() -> dict[str, Task]:
     """Import the modules that register groundstate's own tasks."""
+    import groundstate.eval.offquery_tasks  # noqa: F401
+
     return TASKS
 
 

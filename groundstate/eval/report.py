@@ -1,0 +1,110 @@
+"""Comparison reports: one row per program (or setting), T1/T2/T3 with 95% intervals, tokens and calls.
+
+:func:`comparison_rows` turns run summaries into rows; :func:`markdown_table` renders them;
+:func:`write_report` writes ``compare.md``, ``compare.json`` and, when matplotlib is installed,
+``compare.png`` (a bar chart of T1/T2/T3 with their intervals and of tokens per instance).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from groundstate.eval.stats import format_ci
+
+logger = logging.getLogger(__name__)
+
+METRICS = ("t1", "t2", "t3")
+
+
+def comparison_rows(summaries: Mapping[str, Mapping[str, Any]], metrics: Sequence[str] = METRICS,
+                    notes: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """One row per named run summary: the metrics' CI entries, tokens and calls per instance, errors."""
+    rows = []
+    for name, summary in summaries.items():
+        scores = summary.get("scores", {})
+        rows.append({
+            "name": name,
+            "n": summary.get("n_done", 0),
+            "errors": summary.get("n_error", 0),
+            **{m: scores.get(m) for m in metrics},
+            "tokens_per_instance": summary.get("tokens", {}).get("per_record", 0.0),
+            "calls_per_instance": summary.get("lm_calls", {}).get("per_record", 0.0),
+            "run_id": summary.get("run_id"),
+            "note": (notes or {}).get(name, ""),
+        })
+    return rows
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
+                   title: str | None = None) -> str:
+    """A Markdown table: program, each metric as ``mean [low, high]``, tokens/calls per instance, errors."""
+    header = ["program", *(m.upper() for m in metrics), "tokens/inst.", "calls/inst.", "n", "errors"]
+    lines = [f"### {title}", ""] if title else []
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        name = row["name"] + (f" ({row['note']})" if row.get("note") else "")
+        cells = [name, *(format_ci(row.get(m)) for m in metrics), f"{row['tokens_per_instance']:.0f}",
+                 f"{row['calls_per_instance']:.1f}", str(row["n"]), str(row["errors"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequence[str] = METRICS,
+              title: str | None = None) -> bool:
+    """Write a PNG of the metrics (with 95% intervals) and tokens per instance; ``False`` without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        logger.warning("matplotlib is not installed (pip install 'groundstate[plot]'); no chart written")
+        return False
+    import numpy as np
+
+    names = [r["name"] for r in rows]
+    fig, (ax, ax_tokens) = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(rows) + 6), 4.2),
+                                        gridspec_kw={"width_ratios": [3, 1.4]})
+    width = 0.8 / max(1, len(metrics))
+    x = np.arange(len(rows))
+    for k, metric in enumerate(metrics):
+        means, low_err, high_err = [], [], []
+        for row in rows:
+            entry = row.get(metric) or {}
+            mean = entry.get("mean")
+            means.append(mean if mean is not None else 0.0)
+            low, high = entry.get("low"), entry.get("high")
+            low_err.append(max(0.0, (mean or 0) - low) if low is not None else 0.0)
+            high_err.append(max(0.0, high - (mean or 0)) if high is not None else 0.0)
+        ax.bar(x + (k - (len(metrics) - 1) / 2) * width, means, width, yerr=[low_err, high_err], capsize=3,
+               label=metric.upper())
+    ax.set_xticks(x, names, rotation=20, ha="right")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score (95% CI)")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(title or "OffQuery")
+    ax_tokens.bar(x, [r["tokens_per_instance"] for r in rows], color="grey")
+    ax_tokens.set_xticks(x, names, rotation=20, ha="right")
+    ax_tokens.set_title("tokens per instance")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def write_report(rows: Sequence[Mapping[str, Any]], out_dir: str | Path, config: Mapping[str, Any] | None = None,
+                 metrics: Sequence[str] = METRICS, title: str | None = None, stem: str = "compare") -> dict[str, str]:
+    """Write ``<stem>.md``, ``<stem>.json`` and ``<stem>.png``; return their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": str(out_dir / f"{stem}.md"), "json": str(out_dir / f"{stem}.json")}
+    Path(paths["markdown"]).write_text(markdown_table(rows, metrics, title), encoding="utf-8")
+    Path(paths["json"]).write_text(json.dumps({"config": dict(config or {}), "rows": list(rows)}, indent=2,
+                                              default=str) + "\n", encoding="utf-8")
+    if bar_chart(rows, out_dir / f"{stem}.png", metrics, title):
+        paths["chart"] = str(out_dir / f"{stem}.png")
+    return paths

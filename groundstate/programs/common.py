@@ -1,0 +1,107 @@
+"""Small pieces every OffQuery program shares: input coercion, prompt formatting, the output contract.
+
+Every OffQuery program (ReGround and the collaboration baselines) takes ``agents`` (a list of
+:class:`~groundstate.records.AgentEvidence` or dicts of the same shape), ``shared_context``, ``question`` and
+``options`` (letter -> text) and returns :func:`offquery_prediction`'s ``dspy.Prediction`` with:
+
+- ``misleading_agent``: the index of the agent judged misleading (``None`` = no agent; a list of indices
+  in multi-misleading mode),
+- ``state``: the information state the group carries forward (natural language),
+- ``kept_facts`` / ``removed_facts``: the shared-context facts kept or dropped (empty for programs that do
+  not filter facts),
+- ``answer``: the chosen option letter,
+- ``trace``: a JSON-able record of every step (who said what, each verdict).
+
+Evidence text is always passed to predictors as a field value, never spliced into an instruction.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import dspy
+
+from groundstate.records import AgentEvidence, options_text
+
+logger = logging.getLogger(__name__)
+
+
+_MARKER = re.compile(r"\[\[\s*##\s*([^\]#]*?)\s*##\s*\]\]")
+
+
+def as_data(text: Any) -> str:
+    """Text from agents or files, made safe to place in a prompt as a field value.
+
+    DSPy's adapters delimit fields with markers like ``[[ ## answer ## ]]``. A marker inside evidence is
+    rewritten to ``(## answer ##)`` so that neither the prompt nor an output that echoes the evidence can
+    open or close a field. JSON fragments and instructions need no rewriting: they stay inside a field value
+    (and, under ``JSONAdapter``, inside a JSON string), and every instruction says such text is data.
+    """
+    return _MARKER.sub(lambda m: f"(## {m.group(1).strip()} ##)", "" if text is None else str(text))
+
+
+def coerce_agents(agents: Iterable[AgentEvidence | Mapping[str, Any]]) -> list[AgentEvidence]:
+    """Accept agents as records or plain dicts (``agent``, ``role``, ``evidence``); evidence goes through
+    :func:`as_data`."""
+    out = []
+    for i, agent in enumerate(agents):
+        if isinstance(agent, AgentEvidence):
+            data = agent.model_dump()
+        elif isinstance(agent, Mapping):
+            data = dict(agent)
+            data.setdefault("agent", i)
+        else:
+            raise TypeError(f"agent {i} must be an AgentEvidence or a dict, not {type(agent).__name__}")
+        data["evidence"] = as_data(data.get("evidence"))
+        if data.get("role") is not None:
+            data["role"] = as_data(data["role"])
+        out.append(AgentEvidence(**data))
+    return out
+
+
+def format_options(options: Mapping[str, str] | str) -> str:
+    """``A: ...`` lines (a string is passed through), as data (see :func:`as_data`)."""
+    return as_data(options if isinstance(options, str) else options_text(dict(options)))
+
+
+def format_sources(agents: Sequence[AgentEvidence], statements: Mapping[int, Sequence[str]] | None = None) -> str:
+    """One block per agent: ``Agent 2 (laboratory):`` followed by its statements (or its evidence) as bullets."""
+    blocks = []
+    for agent in agents:
+        lines = statements.get(agent.agent, []) if statements is not None else [agent.evidence]
+        body = "\n".join(f"- {line}" for line in lines) if lines else "- (no statements)"
+        blocks.append(f"{agent.name}:\n{body}")
+    return "\n\n".join(blocks)
+
+
+def bullet_list(items: Sequence[str]) -> str:
+    return "\n".join(f"- {item}" for item in items) if items else "(none)"
+
+
+def offquery_prediction(*, misleading_agent: int | list[int] | None, state: str, answer: str | None,
+                        kept_facts: Sequence[str] = (), removed_facts: Sequence[str] = (),
+                        trace: Any = None, **extra: Any) -> dspy.Prediction:
+    """The output every OffQuery program returns (see the module docstring)."""
+    return dspy.Prediction(misleading_agent=misleading_agent, state=state, kept_facts=list(kept_facts),
+                           removed_facts=list(removed_facts), answer=answer, trace=trace or {}, **extra)
+
+
+def agent_index(value: Any, agents: Sequence[AgentEvidence]) -> int | None:
+    """An agent index from an LM output (``2``, ``"2"``, ``"Agent 2"``, a role name); ``None`` if none matches."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value < len(agents) else None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        match = re.search(r"-?\d+", text)
+        if match:
+            index = int(match.group())
+            return index if 0 <= index < len(agents) else None
+        for agent in agents:
+            if agent.role and agent.role.lower() in text:
+                return agent.agent
+    return None

@@ -1,0 +1,223 @@
+import re
+import threading
+import time
+
+import dspy
+import pytest
+
+from groundstate.eval.benchmarks.synthetic import generate
+from groundstate.programs.reground import Reconstruct, ReGround, Resolve, Verify
+from groundstate.records import AgentEvidence
+from groundstate.testing import scripted_lm
+
+AGENTS = [
+    AgentEvidence(agent=0, role="vital signs", evidence="Temperature is 39.2 C. Pulse is 120."),
+    AgentEvidence(agent=1, role="imaging", evidence="X-ray shows consolidation."),
+    AgentEvidence(agent=2, role="laboratory", evidence="WBC is 4.0. Temperature is 36.5 C."),
+    AgentEvidence(agent=3, role="history", evidence="No recent travel."),
+]
+SHARED = "A 60-year-old man with cough. Temperature is 36.5 C. He smokes."
+OPTIONS = {"A": "Pneumonia", "B": "Bronchitis", "C": "Asthma", "D": "Heart failure"}
+
+
+def sentences(text):
+    return [s.strip() for s in re.split(r"(?<=\.)\s+", text) if s.strip()]
+
+
+class Script:
+    """A responder for ReGround's signatures, driven by a few knobs; it records what each call saw."""
+
+    def __init__(self, pairs=((0, 2),), incorrect="second", scores=None, detect=None, verdicts=None):
+        self.pairs = list(pairs)
+        self.incorrect = incorrect
+        self.scores = scores or {}
+        self.detect = detect
+        self.verdicts = verdicts or {}
+        self.lock = threading.Lock()
+
+    def __call__(self, req):
+        fields = req.output_fields
+        if "statements" in fields:
+            return {"statements": sentences(req.field("evidence"))}
+        if "conflict_found" in fields:
+            with self.lock:
+                pair = self.pairs.pop(0) if self.pairs else None
+            if pair is None:
+                return {"conflict_found": False, "first_source": 0, "second_source": 0, "strength": "none",
+                        "reason": "none"}
+            return {"conflict_found": True, "first_source": pair[0], "second_source": pair[1],
+                    "strength": "strong", "reason": "temperatures differ"}
+        if "argument" in fields:
+            return {"argument": f"ARG-{req.field('stance')}"}
+        if "incorrect" in fields:
+            return {"incorrect": self.incorrect, "reason": "outnumbered"}
+        if "consistency" in fields:
+            agent = int(re.search(r"\[(\d+)\]", req.field("candidate")).group(1))
+            return {"consistency": self.scores.get(agent, 5), "reason": f"score for {agent}"}
+        if "misleading_source" in fields:
+            return {"misleading_source": self.detect, "reason": "detector"}
+        if "facts" in fields:
+            return {"facts": sentences(req.field("context"))}
+        if "verdict" in fields:
+            fact = req.field("fact")
+            verdict, importance = next((v for k, v in self.verdicts.items() if k in fact), ("supported", "high"))
+            return {"verdict": verdict, "importance": importance}
+        if "state" in fields:
+            return {"state": "STATE: " + req.field("verified_facts").replace("\n", " ")}
+        if "answer" in fields:
+            return {"answer": "A", "reason": "from the state"}
+        raise AssertionError(f"unexpected request for {fields}")
+
+
+def run(program, script, adapter=None, **kwargs):
+    lm = scripted_lm(script)
+    with dspy.context(lm=lm, adapter=adapter or dspy.JSONAdapter()):
+        out = program(**kwargs)
+    return out, lm.engine.requests
+
+
+def calls(requests, field):
+    return [r for r in requests if field in r.output_fields]
+
+
+def test_verify_early_stop_when_no_conflict():
+    out, reqs = run(Verify(max_candidates=3), Script(pairs=()), agents=AGENTS)
+    assert out.misleading_agent is None and out.candidates == []
+    assert len(calls(reqs, "conflict_found")) == 1
+    assert not calls(reqs, "argument") and not calls(reqs, "incorrect") and not calls(reqs, "consistency")
+    assert out.trace["rounds"][0]["stop"] == "no conflict found"
+    assert out.trusted == [0, 1, 2, 3]
+
+
+def test_verify_arguments_use_only_other_sources_and_loser_is_dropped():
+    out, reqs = run(Verify(max_candidates=1), Script(pairs=[(0, 2)], incorrect="second"), agents=AGENTS)
+    args = calls(reqs, "argument")
+    assert len(args) == 4
+    assert sorted(r.field("stance") for r in args) == ["refute", "refute", "support", "support"]
+    for r in args:
+        others = r.field("others")
+        assert "[1]" in others and "[3]" in others
+        assert "[0]" not in others and "[2]" not in others
+    adjudication = calls(reqs, "incorrect")[0]
+    assert "ARG-support" in adjudication.field("arguments") and "ARG-refute" in adjudication.field("arguments")
+    assert out.candidates == [2] and out.misleading_agent == 2
+    assert out.trusted == [0, 1, 3]
+
+
+def test_verify_rounds_capped_at_m_and_pairs_among_remaining_sources():
+    out, reqs = run(Verify(max_candidates=2), Script(pairs=[(0, 2), (0, 1), (1, 3)], incorrect="second",
+                                                     scores={2: 1, 1: 8}, detect=2), agents=AGENTS)
+    finds = calls(reqs, "conflict_found")
+    assert len(finds) == 2
+    assert "[2]" in finds[0].field("sources") and "[2]" not in finds[1].field("sources")
+    assert out.candidates == [2, 1]
+    scored = calls(reqs, "consistency")
+    assert len(scored) == 2
+    for r in scored:  # scored against the sources still standing only
+        verified = r.field("verified_facts")
+        assert "No recent travel" in verified and "WBC is 4.0" not in verified and "X-ray" not in verified
+    detector = calls(reqs, "misleading_source")[0]
+    assert "consistency: 1/10" in detector.field("candidates")
+    assert out.misleading_agent == 2
+    assert out.trusted == [0, 1, 3]  # the other candidate returns to the trusted evidence
+
+
+def test_detector_outside_pool_falls_back_to_lowest_consistency():
+    out, _ = run(Verify(max_candidates=2), Script(pairs=[(0, 2), (0, 1)], scores={2: 7, 1: 2}, detect=3),
+                 agents=AGENTS)
+    assert out.misleading_agent == 1
+    assert "lowest consistency" in out.trace["decision"]["rule"]
+
+
+def test_invalid_pair_stops_search():
+    out, reqs = run(Verify(max_candidates=3), Script(pairs=[(1, 1)]), agents=AGENTS)
+    assert out.misleading_agent is None and "invalid pair" in out.trace["rounds"][0]["stop"]
+    assert not calls(reqs, "argument")
+
+
+def test_multi_misleading_flags_every_candidate():
+    out, _ = run(Verify(max_candidates=3, multi_misleading=True), Script(pairs=[(0, 2), (0, 1)]), agents=AGENTS)
+    assert out.misleading_agent == [2, 1] and out.trusted == [0, 3]
+
+
+def test_reconstruct_filtering_rule_and_trusted_evidence():
+    verdicts = {"60-year-old": ("unverifiable", "low"), "36.5": ("refuted", "high"), "smokes": ("unverifiable", "high"),
+                "cough": ("supported", "high")}
+    out, reqs = run(Reconstruct(), Script(verdicts=verdicts), shared_context="A 60-year-old man. Has cough. "
+                    "Temperature is 36.5 C. He smokes.", trusted_statements=["Temperature is 39.2 C."])
+    assert out.kept_facts == ["A 60-year-old man.", "Has cough."]
+    assert out.removed_facts == ["Temperature is 36.5 C.", "He smokes."]
+    for r in calls(reqs, "verdict"):
+        assert r.field("evidence") == "- Temperature is 39.2 C."
+    state_call = calls(reqs, "state")[0]
+    assert "He smokes" not in state_call.field("verified_facts")
+    assert out.state.startswith("STATE:")
+    assert [c["kept"] for c in out.trace["facts"]] == [True, True, False, False]
+
+
+def test_keep_rule_table():
+    keep = Reconstruct.keep
+    assert keep("supported", "high") and keep("supported", "low") and keep("unverifiable", "low")
+    assert not keep("unverifiable", "high") and not keep("refuted", "low") and not keep("refuted", "high")
+
+
+def test_resolve_sees_only_the_state():
+    out, reqs = run(Resolve(), Script(), state="STATE ONLY", question="Which?", options=OPTIONS)
+    assert out.answer == "A"
+    assert reqs[0].field("information") == "STATE ONLY"
+
+
+def test_reground_end_to_end_contract_and_information_flow():
+    out, reqs = run(ReGround(max_candidates=1), Script(pairs=[(0, 2)], incorrect="second"),
+                    agents=AGENTS, shared_context=SHARED, question="Which diagnosis?", options=OPTIONS)
+    for key in ("misleading_agent", "state", "kept_facts", "removed_facts", "answer", "trace"):
+        assert key in out
+    assert out.misleading_agent == 2 and out.answer == "A"
+    # verification never sees the shared context
+    verify_fields = ("statements", "conflict_found", "argument", "incorrect", "consistency", "misleading_source")
+    for r in reqs:
+        if any(f in r.output_fields for f in verify_fields):
+            assert "He smokes" not in r.user
+    # fact verification uses the trusted agents' statements only (agent 2 excluded)
+    for r in calls(reqs, "verdict"):
+        assert "WBC is 4.0" not in r.field("evidence") and "X-ray shows consolidation" in r.field("evidence")
+    # the decision is made from the reconstructed state
+    assert calls(reqs, "answer")[0].field("information") == out.state
+    assert set(out.trace) == {"verify", "reconstruct", "resolve"}
+
+
+def test_oracle_t1_skips_attribution():
+    out, reqs = run(ReGround(oracle_t1=True), Script(), agents=AGENTS, shared_context=SHARED, question="Q?",
+                    options=OPTIONS, misleading=[1])
+    assert out.misleading_agent == 1
+    assert not calls(reqs, "conflict_found")
+    for r in calls(reqs, "verdict"):
+        assert "X-ray" not in r.field("evidence")
+    with pytest.raises(ValueError, match="oracle_t1"):
+        run(ReGround(oracle_t1=True), Script(), agents=AGENTS, shared_context=SHARED, question="Q?", options=OPTIONS)
+
+
+def test_independent_calls_run_concurrently():
+    active, peak = [0], [0]
+    lock = threading.Lock()
+    script = Script(pairs=())
+
+    def slow(req):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return script(req)
+
+    run(ReGround(), slow, agents=AGENTS, shared_context=SHARED, question="Q?", options=OPTIONS)
+    assert peak[0] >= 3
+
+
+def test_runs_on_synthetic_instances_with_placeholder_lm():
+    instance = generate("disaster", "main", 1, seed=2)[0]
+    lm = scripted_lm()  # fills every schema with placeholders
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        out = ReGround()(**instance.inputs("unreliable"))
+    assert out.answer in "ABCD" and isinstance(out.state, str)
