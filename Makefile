@@ -25,13 +25,13 @@ demo: setup
 	$(BIN)/groundstate data generate offquery --domain both --variant all --n 5 --seed 0 --out runs/demo/synthetic.jsonl
 	$(BIN)/groundstate data validate runs/demo/synthetic.jsonl
 	$(BIN)/groundstate data stats runs/demo/synthetic.jsonl
-	$(BIN)/groundstate run qa --data examples/qa.jsonl --out runs/demo --threads 2
+	$(BIN)/groundstate run reground --data runs/demo/synthetic.jsonl --limit 3 --out runs/demo --threads 2
 
 test: setup
 	$(BIN)/python -m pytest -q
 
 bench: setup
-	$(BIN)/python bench/lm_overhead.py
+	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 lint: setup
 	$(BIN)/ruff check groundstate tests bench

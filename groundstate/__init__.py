@@ -48,6 +48,19 @@ _EXPORTS: dict[str, str] = {
     "t3_metric": "groundstate.eval.metrics",
     # programs
     "QuestionAnswering": "groundstate.programs.qa",
+    "ReGround": "groundstate.programs.reground",
+    "Verify": "groundstate.programs.reground",
+    "Reconstruct": "groundstate.programs.reground",
+    "Resolve": "groundstate.programs.reground",
+    "Oracle": "groundstate.programs.collaboration",
+    "StandardCollaboration": "groundstate.programs.collaboration",
+    "Voting": "groundstate.programs.collaboration",
+    "Robin": "groundstate.programs.collaboration",
+    "Manager": "groundstate.programs.collaboration",
+    "Instructor": "groundstate.programs.collaboration",
+    "SelfReflect": "groundstate.programs.collaboration",
+    "Confidence": "groundstate.programs.collaboration",
+    "BASELINES": "groundstate.programs.collaboration",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
