@@ -40,12 +40,12 @@ _EXPORTS: dict[str, str] = {
     "save_instances": "groundstate.eval.benchmarks.offquery",
     "generate_offquery": "groundstate.eval.benchmarks.synthetic:generate",
     # metrics
-    "LexicalJudge": "groundstate.eval.metrics",
-    "LMJudge": "groundstate.eval.metrics",
-    "offquery_scores": "groundstate.eval.metrics",
-    "t1_metric": "groundstate.eval.metrics",
-    "t2_metric": "groundstate.eval.metrics",
-    "t3_metric": "groundstate.eval.metrics",
+    "LexicalJudge": "groundstate.scoring",
+    "LMJudge": "groundstate.scoring",
+    "offquery_scores": "groundstate.scoring",
+    "t1_metric": "groundstate.scoring",
+    "t2_metric": "groundstate.scoring",
+    "t3_metric": "groundstate.scoring",
     # programs
     "QuestionAnswering": "groundstate.programs.qa",
     "ReGround": "groundstate.programs.reground",
