@@ -31,6 +31,13 @@ _EXPORTS: dict[str, str] = {
     "RunResult": "groundstate.eval.runner",
     "RunAborted": "groundstate.eval.runner",
     "thread_map": "groundstate.concurrency",
+    # optimization and artifacts
+    "tune": "groundstate.optimizers.tune",
+    "Budget": "groundstate.optimizers.tune",
+    "load": "groundstate.optimizers.artifacts",
+    "save_program": "groundstate.optimizers.artifacts",
+    "offquery_metric": "groundstate.optimizers.metrics",
+    "gepa_metric": "groundstate.optimizers.metrics",
     # records and data
     "OffQueryInstance": "groundstate.records",
     "AgentEvidence": "groundstate.records",

@@ -62,6 +62,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     report_dir = Path(args.report_dir or Path(args.out) / f"compare-{fingerprint(run_ids, 10)}")
     title = f"OffQuery ({args.condition} shared context)"
     paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": args.condition}, title=title)
-    console.print(markdown_table(rows, title=title))
+    print(markdown_table(rows, title=title))
     console.print("wrote " + ", ".join(paths.values()))
     return 0

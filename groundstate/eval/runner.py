@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError
+from groundstate.metering import meter_overrides, new_meter
 
 logger = logging.getLogger(__name__)
 
@@ -138,48 +139,6 @@ def jsonable(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 # Metering: LM calls and tokens per record, across the threads a program may start
 # ---------------------------------------------------------------------------------------------------------
-
-
-def _meter_class():
-    from dspy.utils.callback import BaseCallback
-    from dspy.utils.usage_tracker import UsageTracker
-
-    class RecordMeter(UsageTracker, BaseCallback):
-        """Counts one record's LM calls (callback) and billed tokens (usage tracker).
-
-        One meter is shared by every thread the record's program starts: DSPy copies the usage tracker
-        into worker threads with ``deepcopy``, which returns the meter itself here.
-        """
-
-        def __init__(self):
-            UsageTracker.__init__(self)
-            self.lock = threading.Lock()
-            self.calls = 0
-
-        def __deepcopy__(self, memo):
-            return self
-
-        def add_usage(self, lm, usage_entry):
-            with self.lock:
-                UsageTracker.add_usage(self, lm, usage_entry)
-
-        def on_lm_start(self, call_id, instance, inputs):
-            with self.lock:
-                self.calls += 1
-
-        def reached_model(self) -> int:
-            """Calls that reported usage, i.e. reached the model (DSPy's cache hits report none)."""
-            with self.lock:
-                return sum(len(v) for v in self.usage_data.values())
-
-        def tokens(self) -> tuple[int, int]:
-            with self.lock:
-                entries = [e for v in self.usage_data.values() for e in v]
-            inp = sum(int(e.get("prompt_tokens") or e.get("input_tokens") or 0) for e in entries)
-            out = sum(int(e.get("completion_tokens") or e.get("output_tokens") or 0) for e in entries)
-            return inp, out
-
-    return RecordMeter
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -420,14 +379,11 @@ class Runner:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _one(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        import dspy
         from dspy.dsp.utils.settings import thread_local_overrides
 
         rid = record_id(record)
-        meter = _meter_class()()
-        overrides = {**parent_overrides}
-        callbacks = list(overrides.get("callbacks", dspy.settings.callbacks) or [])
-        overrides.update(callbacks=[*callbacks, meter], usage_tracker=meter, track_usage=True)
+        meter = new_meter()
+        overrides = meter_overrides(meter, parent_overrides)
         if self.lm is not None:
             overrides["lm"] = self.lm
         if self.adapter is not None:

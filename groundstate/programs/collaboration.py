@@ -52,7 +52,7 @@ from groundstate.programs.collaboration_turns import (
     speaking_order,
     turn,
 )
-from groundstate.programs.common import offquery_prediction
+from groundstate.programs.common import offquery_prediction, saveable
 from groundstate.records import AgentEvidence, OffQueryInstance
 from groundstate.signatures.collaboration import (
     AnswerInstructor,
@@ -79,6 +79,7 @@ DEFAULT_INSTRUCTOR_QUESTION = "What does your evidence report that bears on the 
 # ---------------------------------------------------------------------------------------------------------
 
 
+@saveable
 class Oracle(dspy.Module):
     """The empirical upper bound (appendix D.3): decide from the complete reliable information.
 
@@ -117,6 +118,7 @@ class Oracle(dspy.Module):
 # ---------------------------------------------------------------------------------------------------------
 
 
+@saveable
 class StandardCollaboration(CollaborationBaseline):
     """Standard collaboration (appendix D.3): agents share assessments over a topology, then a summarizer
     names the misleading agent, an updater writes the shared state, and the decision is made from the state.
@@ -179,6 +181,7 @@ class StandardCollaboration(CollaborationBaseline):
         return current
 
 
+@saveable
 class Confidence(StandardCollaboration):
     """Confidence-aware collaboration (appendix D.4): all-to-all discussion where every message carries its
     author's confidence (1-100), shown to peers, the summarizer and the updater as an input signal.
@@ -199,6 +202,7 @@ class Confidence(StandardCollaboration):
 # ---------------------------------------------------------------------------------------------------------
 
 
+@saveable
 class Voting(CollaborationBaseline):
     """Independent agents, majority decision (appendix D.4).
 
@@ -257,6 +261,7 @@ class Voting(CollaborationBaseline):
 # ---------------------------------------------------------------------------------------------------------
 
 
+@saveable
 class Robin(CollaborationBaseline):
     """Sequential discussion in a random speaking order (appendix D.4).
 
@@ -310,6 +315,7 @@ class Robin(CollaborationBaseline):
 # ---------------------------------------------------------------------------------------------------------
 
 
+@saveable
 class Manager(CollaborationBaseline):
     """Centralized collaboration with a carried-forward state (appendix D.4).
 
@@ -377,6 +383,7 @@ class Manager(CollaborationBaseline):
 # ---------------------------------------------------------------------------------------------------------
 
 
+@saveable
 class Instructor(CollaborationBaseline):
     """Centralized elicitation (appendix D.4): an instructor questions one agent per turn, then decides.
 
@@ -455,6 +462,7 @@ class Instructor(CollaborationBaseline):
 # ---------------------------------------------------------------------------------------------------------
 
 
+@saveable
 class SelfReflect(CollaborationBaseline):
     """Agents choose, each round, between reflection and debate (appendix D.4).
 

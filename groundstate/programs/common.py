@@ -17,6 +17,8 @@ Evidence text is always passed to predictors as a field value, never spliced int
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +29,32 @@ import dspy
 from groundstate.records import AgentEvidence, options_text
 
 logger = logging.getLogger(__name__)
+
+
+def saveable(cls):
+    """Class decorator: remember the keyword arguments a program was built with (``program.init_kwargs``).
+
+    A saved program records its class and these arguments in its manifest, so
+    :func:`groundstate.optimizers.artifacts.load_program` can rebuild it without pickles and then load its
+    DSPy state. Only the outermost class's arguments are kept (a subclass calling ``super().__init__`` does
+    not overwrite them). Arguments must be JSON-serializable.
+    """
+    original = cls.__init__
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        if "_init_kwargs" not in self.__dict__:
+            bound = signature.bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            self.__dict__["_init_kwargs"] = {k: v for k, v in list(bound.arguments.items())[1:]
+                                            if signature.parameters[k].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                                                    inspect.Parameter.VAR_KEYWORD)}
+        original(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    cls.init_kwargs = property(lambda self: dict(self.__dict__.get("_init_kwargs", {})))
+    return cls
 
 
 _MARKER = re.compile(r"\[\[\s*##\s*([^\]#]*?)\s*##\s*\]\]")

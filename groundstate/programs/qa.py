@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dspy
 
+from groundstate.programs.common import saveable
 from groundstate.signatures.resolution import AnswerQuestion
 
 
+@saveable
 class QuestionAnswering(dspy.Module):
     """``QuestionAnswering()(question=...)`` -> ``Prediction(answer=...)``."""
 

@@ -30,7 +30,14 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.programs.common import as_data, bullet_list, coerce_agents, format_options, offquery_prediction
+from groundstate.programs.common import (
+    as_data,
+    bullet_list,
+    coerce_agents,
+    format_options,
+    offquery_prediction,
+    saveable,
+)
 from groundstate.records import AgentEvidence
 from groundstate.signatures.resolution import ChooseOption
 from groundstate.signatures.state import DecomposeContext, RegenerateState, VerifyFact
@@ -65,6 +72,7 @@ def _sources_text(agents: Sequence[AgentEvidence], statements: dict[int, list[st
     return "\n\n".join(_source_block(a, statements.get(a.agent, [])) for a in agents) or "(no sources)"
 
 
+@saveable
 class Verify(dspy.Module):
     """Stage 1: conflict-guided evidence verification.
 
@@ -183,6 +191,7 @@ class Verify(dspy.Module):
                           "detector_answer": out.misleading_source, "reason": out.reason}
 
 
+@saveable
 class Reconstruct(dspy.Module):
     """Stage 2: rebuild the shared state from atomic facts checked against the trusted evidence.
 
@@ -215,6 +224,7 @@ class Reconstruct(dspy.Module):
         return dspy.Prediction(state=state, kept_facts=kept, removed_facts=removed, trace={"facts": checked})
 
 
+@saveable
 class Resolve(dspy.Module):
     """Stage 3: choose the option from the reconstructed state only.
 
@@ -230,6 +240,7 @@ class Resolve(dspy.Module):
         return dspy.Prediction(answer=out.answer, reason=out.reason)
 
 
+@saveable
 class ReGround(dspy.Module):
     """Verify -> reconstruct -> resolve.
 

@@ -1,0 +1,78 @@
+"""Counting LM calls and tokens across every thread a piece of work starts.
+
+A :class:`Meter` is both a DSPy callback (it counts calls, cache hits included) and a usage tracker (it sums
+the tokens the LM reports; DSPy's cache hits report none). DSPy copies the usage tracker into worker threads
+with ``deepcopy``, which returns the meter itself, so calls made on any thread are counted once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def meter_class() -> type:
+    from dspy.utils.callback import BaseCallback
+    from dspy.utils.usage_tracker import UsageTracker
+
+    class Meter(UsageTracker, BaseCallback):
+        """LM calls (callback) and billed tokens (usage tracker) of one piece of work."""
+
+        def __init__(self):
+            UsageTracker.__init__(self)
+            self.lock = threading.Lock()
+            self.calls = 0
+
+        def __deepcopy__(self, memo):
+            return self
+
+        def add_usage(self, lm, usage_entry):
+            with self.lock:
+                UsageTracker.add_usage(self, lm, usage_entry)
+
+        def on_lm_start(self, call_id, instance, inputs):
+            with self.lock:
+                self.calls += 1
+
+        def reached_model(self) -> int:
+            """Calls that reported usage, i.e. reached the model (DSPy's cache hits report none)."""
+            with self.lock:
+                return sum(len(v) for v in self.usage_data.values())
+
+        def tokens(self) -> tuple[int, int]:
+            """``(input_tokens, output_tokens)`` so far."""
+            with self.lock:
+                entries = [e for v in self.usage_data.values() for e in v]
+            inp = sum(int(e.get("prompt_tokens") or e.get("input_tokens") or 0) for e in entries)
+            out = sum(int(e.get("completion_tokens") or e.get("output_tokens") or 0) for e in entries)
+            return inp, out
+
+    return Meter
+
+
+def new_meter():
+    """A fresh :class:`Meter`."""
+    return meter_class()()
+
+
+def meter_overrides(meter, base: dict | None = None) -> dict:
+    """DSPy setting overrides that route calls and usage into ``meter`` (on top of ``base``)."""
+    import dspy
+
+    base = dict(base or {})
+    callbacks = list(base.get("callbacks", dspy.settings.callbacks) or [])
+    return {**base, "callbacks": [*callbacks, meter], "usage_tracker": meter, "track_usage": True}
+
+
+@contextmanager
+def meter_context() -> Iterator:
+    """``with meter_context() as meter:`` counts every LM call made inside the block (on any thread)."""
+    import dspy
+
+    meter = new_meter()
+    overrides = meter_overrides(meter)
+    with dspy.context(**{k: v for k, v in overrides.items()}):
+        yield meter

@@ -1,0 +1,203 @@
+"""``tune``: fit any DSPy program to data with one of DSPy's optimizers, within a budget, metered.
+
+Optimizers: ``bootstrap`` (``BootstrapFewShot``), ``random-search`` (``BootstrapFewShotWithRandomSearch``),
+``mipro`` (``MIPROv2``) and ``gepa`` (``GEPA``, with a reflection LM of the user's choice and a capped number
+of metric calls). The three that choose among candidate programs need a validation set, so the choice is
+never made on the examples the candidates were built from.
+
+``trainable`` restricts what the optimizer may touch (:mod:`groundstate.optimizers.targets`). The program is
+scored before and after on the training set and, when given, the validation set; every LM call made during
+tuning (the program's, the proposer's, the reflection LM's) is counted with its tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dspy
+
+from groundstate.errors import ConfigError
+from groundstate.metering import meter_context
+from groundstate.optimizers.metrics import gepa_metric, make_metric, parse_metric
+from groundstate.optimizers.targets import frozen_except
+from groundstate.scoring import Judge
+
+logger = logging.getLogger(__name__)
+
+OPTIMIZERS = ("bootstrap", "random-search", "mipro", "gepa")
+NEEDS_VALSET = {"random-search", "mipro", "gepa"}
+
+
+@dataclass
+class Budget:
+    """How much an optimizer may spend. Only the fields an optimizer uses matter to it.
+
+    Attributes:
+        max_bootstrapped_demos: demos bootstrapped per predictor (bootstrap, random-search, mipro).
+        max_labeled_demos: raw training examples used as demos per predictor (0 suits multi-stage programs,
+            whose raw examples do not have each stage's fields).
+        max_rounds: bootstrapping rounds (bootstrap, random-search).
+        num_candidate_programs: candidate programs tried (random-search).
+        num_candidates: instruction / demo-set candidates (mipro).
+        num_trials: search trials (mipro).
+        max_metric_calls: metric calls, the whole budget of a GEPA run (gepa).
+    """
+
+    max_bootstrapped_demos: int = 2
+    max_labeled_demos: int = 0
+    max_rounds: int = 1
+    num_candidate_programs: int = 4
+    num_candidates: int = 3
+    num_trials: int = 6
+    max_metric_calls: int = 60
+
+    def check(self, optimizer: str) -> None:
+        """Raise :class:`ConfigError` when the fields ``optimizer`` uses leave it nothing to do."""
+        needed = {
+            "bootstrap": ("max_rounds",),
+            "random-search": ("num_candidate_programs", "max_rounds"),
+            "mipro": ("num_candidates", "num_trials"),
+            "gepa": ("max_metric_calls",),
+        }[optimizer]
+        for name in needed:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"the budget for '{optimizer}' needs {name.replace('_', '-')} > 0")
+        if optimizer in ("bootstrap", "random-search", "mipro") and \
+                self.max_bootstrapped_demos + self.max_labeled_demos <= 0 and optimizer != "mipro":
+            raise ConfigError(f"a budget of zero demos leaves '{optimizer}' nothing to change")
+        if any(v < 0 for v in asdict(self).values()):
+            raise ConfigError("budget values must not be negative")
+
+
+@dataclass
+class TuneResult:
+    """The optimized program and what it cost.
+
+    Attributes:
+        program: the optimized program (a copy; the input program is unchanged).
+        scores: ``{"train": {"before", "after"}, "val": {...}}`` (means of the metric).
+        lm_calls, input_tokens, output_tokens: everything spent while tuning (including evaluations).
+        seconds: wall time.
+        settings: the optimizer, its budget, the metric spec, the trainable predictors.
+    """
+
+    program: Any
+    scores: dict[str, dict[str, float | None]]
+    lm_calls: int
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluate(program: Any, examples: Sequence[Any], metric: Callable, threads: int = 1,
+             progress: bool = False) -> float | None:
+    """The mean of ``metric`` over ``examples`` (a failed example scores 0), via ``dspy.Evaluate``."""
+    if not examples:
+        return None
+    evaluator = dspy.Evaluate(devset=list(examples), metric=metric, num_threads=threads,
+                              display_progress=progress, display_table=False, provide_traceback=False,
+                              failure_score=0.0, max_errors=len(examples) + 1)
+    result = evaluator(program)
+    values = [float(score) if score is not None else 0.0 for _, _, score in result.results]
+    return sum(values) / len(values) if values else None
+
+
+def _score_value(score: Any) -> float:
+    return float(getattr(score, "score", score))
+
+
+def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = None,
+         metric: str | Mapping[str, float] | Callable = "t1+t2+t3", optimizer: str = "bootstrap",
+         budget: Budget | None = None, trainable: Sequence[str] | None = None, reflection_lm: Any = None,
+         judge: Judge | None = None, threads: int = 1, seed: int = 0, progress: bool = True) -> TuneResult:
+    """Optimize ``program`` on ``trainset`` (choosing on ``valset``) and report scores before and after.
+
+    Args:
+        program: any ``dspy.Module``.
+        trainset, valset: ``dspy.Example`` lists (``OffQueryInstance.to_example()`` for OffQuery programs).
+        metric: a spec (``"t1"``, ``"t1+t2+t3"``, ``"0.5*t1+t3"``) or a DSPy metric callable.
+        optimizer: ``bootstrap``, ``random-search``, ``mipro`` or ``gepa``.
+        budget: what the optimizer may spend (:class:`Budget`).
+        trainable: glob patterns of the predictors the optimizer may touch (``None``: all).
+        reflection_lm: GEPA's reflection LM (default: the configured LM).
+        judge: the T2 judge for metric specs that include t2.
+        threads: threads for evaluation and for the optimizers that take them.
+        seed: the optimizers' seed.
+        progress: show DSPy's progress bars.
+
+    Raises:
+        ConfigError: an unknown optimizer or metric, a missing valset, a zero budget, empty data, or
+            ``trainable`` patterns that match nothing.
+    """
+    if optimizer not in OPTIMIZERS:
+        raise ConfigError(f"unknown optimizer '{optimizer}': use {', '.join(OPTIMIZERS)}")
+    if not trainset:
+        raise ConfigError("the training set is empty")
+    if optimizer in NEEDS_VALSET and not valset:
+        raise ConfigError(f"optimizer '{optimizer}' chooses among candidate programs and needs a validation set "
+                          "(--val)")
+    budget = budget or Budget()
+    budget.check(optimizer)
+    metric_fn = make_metric(metric, judge)
+    spec = metric if isinstance(metric, str) else getattr(metric_fn, "spec", getattr(metric_fn, "__name__", "custom"))
+    if optimizer == "gepa" and isinstance(metric, (str, Mapping)):
+        feedback_metric = gepa_metric(parse_metric(metric), judge)
+    elif optimizer == "gepa":
+        feedback_metric = metric
+    started = time.perf_counter()
+    with meter_context() as meter:
+        scores = {"train": {"before": evaluate(program, trainset, metric_fn, threads, progress)}}
+        if valset:
+            scores["val"] = {"before": evaluate(program, valset, metric_fn, threads, progress)}
+        student = program.deepcopy()
+        freeze = frozen_except(student, trainable)
+        try:
+            optimized = _compile(optimizer, student, trainset, valset, metric_fn,
+                                 feedback_metric if optimizer == "gepa" else None, budget, reflection_lm,
+                                 threads, seed)
+        finally:
+            freeze.thaw()
+        optimized = freeze.restore(optimized)
+        scores["train"]["after"] = evaluate(optimized, trainset, metric_fn, threads, progress)
+        if valset:
+            scores["val"]["after"] = evaluate(optimized, valset, metric_fn, threads, progress)
+    inp, out = meter.tokens()
+    settings = {"optimizer": optimizer, "budget": asdict(budget), "metric": spec, "trainable": freeze.trainable,
+                "seed": seed, "threads": threads,
+                "judge": getattr(judge, "name", None) if judge is not None else "lexical"}
+    if optimizer == "gepa":
+        settings["reflection_lm"] = getattr(reflection_lm or dspy.settings.lm, "model", None)
+    return TuneResult(optimized, scores, meter.calls, inp, out, time.perf_counter() - started, settings)
+
+
+def _compile(optimizer: str, student, trainset, valset, metric, feedback_metric, budget: Budget, reflection_lm,
+             threads: int, seed: int):
+    trainset, valset = list(trainset), list(valset or [])
+    if optimizer == "bootstrap":
+        opt = dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=budget.max_bootstrapped_demos,
+                                    max_labeled_demos=budget.max_labeled_demos, max_rounds=budget.max_rounds)
+        return opt.compile(student, trainset=trainset)
+    if optimizer == "random-search":
+        opt = dspy.BootstrapFewShotWithRandomSearch(
+            metric=metric, max_bootstrapped_demos=budget.max_bootstrapped_demos,
+            max_labeled_demos=budget.max_labeled_demos, max_rounds=budget.max_rounds,
+            num_candidate_programs=budget.num_candidate_programs, num_threads=threads)
+        return opt.compile(student, trainset=trainset, valset=valset)
+    if optimizer == "mipro":
+        opt = dspy.MIPROv2(metric=metric, auto=None, num_candidates=budget.num_candidates,
+                           max_bootstrapped_demos=budget.max_bootstrapped_demos,
+                           max_labeled_demos=budget.max_labeled_demos, num_threads=threads, seed=seed,
+                           verbose=False)
+        return opt.compile(student, trainset=trainset, valset=valset, num_trials=budget.num_trials,
+                           minibatch=len(valset) > 25, minibatch_size=min(25, len(valset)))
+    lm = reflection_lm or dspy.settings.lm
+    if lm is None:
+        raise ConfigError("GEPA needs a reflection LM (--reflection-lm) or a configured LM")
+    opt = dspy.GEPA(metric=feedback_metric, max_metric_calls=budget.max_metric_calls, reflection_lm=lm,
+                    num_threads=threads, seed=seed, track_stats=False, use_merge=False)
+    return opt.compile(student, trainset=trainset, valset=valset)

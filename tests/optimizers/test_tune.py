@@ -1,0 +1,129 @@
+import dspy
+import pytest
+
+from groundstate.cli_optimize import examples_for
+from groundstate.errors import ConfigError
+from groundstate.eval.benchmarks.synthetic import generate
+from groundstate.optimizers.tune import Budget, tune
+from groundstate.programs.collaboration import Oracle
+from groundstate.programs.reground import ReGround
+from groundstate.testing import scripted_lm
+
+
+def oracle_inputs(instance):
+    easy = "EASY " if instance.provenance["index"] % 3 == 0 else ""
+    return {**instance.inputs("unreliable"), "reliable_information": easy + instance.reliable_information(),
+            "misleading": list(instance.misleading)}
+
+
+class Learner:
+    """Answers correctly when the case is marked EASY, when it has been shown demos, or when its instruction
+    has been rewritten to contain NEW INSTRUCTION; otherwise it answers wrong."""
+
+    def __init__(self, instances):
+        self.gold = {x.reliable_information()[:80]: x.answer for x in instances}
+        self.gold.update({x.shared_context[:60]: x.answer for x in instances})
+
+    def lookup(self, text):
+        for key, answer in self.gold.items():
+            if key[:60] in text:
+                return answer
+        return None
+
+    def __call__(self, req):
+        fields = req.output_fields
+        if "answer" in fields and "reason" in fields:
+            gold = self.lookup(req.user) or "A"
+            knows = ("EASY" in req.user or len(req.messages) > 2 or "NEW INSTRUCTION" in req.system)
+            wrong = "B" if gold != "B" else "C"
+            return {"answer": gold if knows else wrong, "reason": "because"}
+        if "proposed_instruction" in fields:
+            return {"proposed_instruction": "Use the NEW INSTRUCTION and choose the option all findings support."}
+        if "state" in fields:
+            return {"state": "STATE " + (req.field("verified_facts") or "")}
+        if "facts" in fields:
+            return {"facts": [req.field("context")]}
+        if "verdict" in fields:
+            return {"verdict": "supported", "importance": "high"}
+        return None  # placeholders for everything else
+
+
+def reflect(req):
+    """A reflection LM that proposes an instruction containing the marker the Learner responds to."""
+    text = "Use the NEW INSTRUCTION and weigh every finding."
+    return {field: text for field in req.output_fields} if req.output_fields else f"```\n{text}\n```"
+
+
+def make_data(n=9, seed=0):
+    instances = generate("healthcare", "main", n, seed=seed)
+    return instances, examples_for(instances, oracle_inputs)
+
+
+def test_bootstrap_changes_the_program_and_train_metric_does_not_drop():
+    instances, examples = make_data()
+    lm = scripted_lm(Learner(instances))
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        result = tune(Oracle(), examples, metric="t3", optimizer="bootstrap",
+                      budget=Budget(max_bootstrapped_demos=2), progress=False)
+    assert len(result.program.decide.demos) == 2
+    before, after = result.scores["train"]["before"], result.scores["train"]["after"]
+    assert before == pytest.approx(3 / 9) and after == pytest.approx(1.0)
+    assert result.lm_calls >= 9 + 9 and result.input_tokens > 0
+    assert result.settings["optimizer"] == "bootstrap" and result.settings["metric"] == "t3"
+
+
+def test_stage_wise_tuning_touches_only_the_trainable_predictors():
+    instances = generate("healthcare", "main", 6, seed=1)
+    marked = [x.model_copy(update={"corrupted_context": ("EASY " if i % 2 == 0 else "") + x.corrupted_context})
+              for i, x in enumerate(instances)]
+    examples = examples_for(marked, lambda x: x.inputs("unreliable"))
+    lm = scripted_lm(Learner(marked))
+    program = ReGround(max_candidates=1)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        result = tune(program, examples, metric="t3", optimizer="bootstrap", trainable=["resolve.*"],
+                      budget=Budget(max_bootstrapped_demos=1), progress=False)
+    states = {name: p.dump_state() for name, p in result.program.named_predictors()}
+    assert len(states) == 11  # nothing is left frozen or hidden afterwards
+    assert states["resolve.choose"]["demos"]
+    for name, state in states.items():
+        if name != "resolve.choose":
+            assert state["demos"] == [], name
+    assert result.settings["trainable"] == ["resolve.choose"]
+    assert result.scores["train"]["after"] >= result.scores["train"]["before"]
+    assert all(not p.demos for _, p in program.named_predictors())  # the input program is unchanged
+
+
+def test_random_search_mipro_and_gepa_run_within_budget():
+    instances, examples = make_data(12, seed=2)
+    train, val = examples[:8], examples[8:]
+    for optimizer, budget in (("random-search", Budget(num_candidate_programs=2, max_bootstrapped_demos=1)),
+                              ("mipro", Budget(num_candidates=2, num_trials=2, max_bootstrapped_demos=1)),
+                              ("gepa", Budget(max_metric_calls=40))):
+        lm = scripted_lm(Learner(instances))
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            result = tune(Oracle(), train, val, metric="t3", optimizer=optimizer, budget=budget,
+                          reflection_lm=scripted_lm(reflect),
+                          progress=False)
+        instructions = result.program.decide.signature.instructions
+        if optimizer == "gepa":  # GEPA rewrites instructions only
+            assert "NEW INSTRUCTION" in instructions
+        else:
+            assert result.program.decide.demos or "NEW INSTRUCTION" in instructions, optimizer
+        assert result.scores["val"]["after"] >= result.scores["val"]["before"], optimizer
+        assert result.lm_calls > 0
+
+
+def test_bad_configurations_are_refused():
+    _, examples = make_data(3)
+    with pytest.raises(ConfigError, match="unknown metric 't4'"):
+        tune(Oracle(), examples, metric="t1+t4")
+    with pytest.raises(ConfigError, match="needs a validation set"):
+        tune(Oracle(), examples, optimizer="mipro")
+    with pytest.raises(ConfigError, match="max-metric-calls > 0"):
+        tune(Oracle(), examples, examples, optimizer="gepa", budget=Budget(max_metric_calls=0))
+    with pytest.raises(ConfigError, match="zero demos"):
+        tune(Oracle(), examples, optimizer="bootstrap", budget=Budget(max_bootstrapped_demos=0))
+    with pytest.raises(ConfigError, match="unknown optimizer"):
+        tune(Oracle(), examples, optimizer="simba")
+    with pytest.raises(ConfigError, match="matches no predictor"):
+        tune(Oracle(), examples, trainable=["verify.*"])

@@ -1,0 +1,100 @@
+import json
+
+import pytest
+
+from groundstate.cli import main
+from groundstate.eval.benchmarks.offquery import load_instances, save_instances
+from groundstate.eval.benchmarks.synthetic import generate
+from groundstate.eval.splits import group_key, split_instances
+from groundstate.lm import LMConfig
+from groundstate.testing import scripted_lm
+from tests.conftest import requires_embedded
+
+
+@pytest.fixture
+def placeholder_lm(monkeypatch):
+    lm = scripted_lm()
+    monkeypatch.setattr(LMConfig, "lm_for", lambda self, role=None: lm)
+    return lm
+
+
+def test_splits_are_disjoint_by_id_and_source_case():
+    instances = generate("healthcare", "main", 20, seed=0)
+    # two instances built from the same source case must stay together
+    shared = [x.model_copy(update={"id": f"{x.id}-b", "provenance": {**x.provenance, "source": "mediq",
+                                                                        "case_id": i % 7}})
+              for i, x in enumerate(instances)]
+    splits = split_instances(shared, 0.6, 0.2, 0.2, seed=3)
+    assert sum(len(v) for v in splits.values()) == 20
+    groups = {name: {group_key(x) for x in items} for name, items in splits.items()}
+    assert not groups["train"] & groups["val"] and not groups["train"] & groups["test"]
+    assert not groups["val"] & groups["test"]
+    plain = split_instances(instances, 0.6, 0.2, 0.2, seed=3)
+    assert [len(plain[k]) for k in ("train", "val", "test")] == [12, 4, 4]
+    assert split_instances(instances, 0.6, 0.2, 0.2, seed=3) == plain  # deterministic
+
+
+def test_split_optimize_evaluate_cli(tmp_path, capsys, placeholder_lm):
+    data = tmp_path / "syn.jsonl"
+    save_instances(data, generate("healthcare", "main", 10, seed=0))
+    assert main(["split", str(data), "--train", "0.6", "--val", "0.2", "--test", "0.2", "--seed", "1"]) == 0
+    train, val, test = (tmp_path / f"syn.{s}.jsonl" for s in ("train", "val", "test"))
+    ids = [{x.id for x in load_instances(p)} for p in (train, val, test)]
+    assert not ids[0] & ids[1] and not ids[0] & ids[2] and sum(map(len, ids)) == 10
+    out = tmp_path / "opt"
+    assert main(["optimize", "reground", "--stage", "resolve", "--optimizer", "bootstrap", "--train", str(train),
+                 "--val", str(val), "--out", str(out), "--max-demos", "1"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["task"] == "reground" and manifest["metric"]["spec"] == "t3"
+    assert manifest["optimizer"]["trainable"] == ["resolve.choose"]
+    assert set(manifest["data"]["train"]["ids"]) == ids[0] and manifest["data"]["train"]["sha256"]
+    assert set(manifest["scores"]) == {"train", "val"} and manifest["cost"]["lm_calls"] > 0
+    capsys.readouterr()
+    assert main(["evaluate", str(out), "--data", str(test), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "| before (unoptimized) |" in text and "| after (optimized) |" in text and "| T1 | T2 | T3 |" in text
+    report = next((out / "evaluations").glob("*/evaluate.json"))
+    rows = json.loads(report.read_text())["rows"]
+    assert [r["n"] for r in rows] == [len(ids[2])] * 2
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--metric", "t9"], "unknown metric 't9'"),
+    (["--optimizer", "mipro"], "needs a validation set"),
+    (["--max-demos", "0"], "zero demos"),
+])
+def test_optimize_bad_input_is_one_line_exit_2(tmp_path, capsys, placeholder_lm, argv, message):
+    data = tmp_path / "d.jsonl"
+    save_instances(data, generate("healthcare", "main", 3))
+    assert main(["optimize", "oracle", "--train", str(data), "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_evaluate_refuses_incompatible_artifact(tmp_path, capsys, placeholder_lm):
+    data = tmp_path / "d.jsonl"
+    save_instances(data, generate("healthcare", "main", 3))
+    main(["optimize", "oracle", "--train", str(data), "--out", str(tmp_path / "o"), "--metric", "t3"])
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    manifest["versions"]["dspy"] = "2.5.0"
+    (tmp_path / "o" / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "o"), "--data", str(data)]) == 2
+    assert "incompatible" in capsys.readouterr().err
+
+
+@pytest.mark.embedded
+@requires_embedded
+def test_embedded_bootstrap_then_held_out_evaluation(tmp_path, capsys):
+    instances = generate("healthcare", "main", 9, seed=5)
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    save_instances(train, instances[:6])
+    save_instances(test, instances[6:])
+    out = tmp_path / "opt"
+    assert main(["optimize", "oracle", "--optimizer", "bootstrap", "--metric", "t3", "--max-demos", "1",
+                 "--train", str(train), "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["cost"]["lm_calls"] >= 6 and manifest["cost"]["input_tokens"] > 0
+    assert main(["evaluate", str(out), "--data", str(test), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    rows = json.loads(next((out / "evaluations").glob("*/evaluate.json")).read_text())["rows"]
+    assert [r["n"] for r in rows] == [3, 3] and all(r["errors"] == 0 for r in rows)
