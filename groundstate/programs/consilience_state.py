@@ -1,0 +1,156 @@
+"""The collective state of a hidden-profile discussion (Consilience §3.1.1) and its surrogate loss J.
+
+Given every agent's belief and the public transcript after round ``t``:
+
+- **H** group uncertainty: the entropy of the mean belief, divided by ``log K`` (0 = certain, 1 = uniform).
+- **D** disagreement: the mean Jensen-Shannon *divergence* of each agent's belief from the mean belief, in
+  bits (``scipy.spatial.distance.jensenshannon(p, q, base=2) ** 2``: the function returns the distance, its
+  square is the divergence; base 2 keeps it in [0, 1]).
+- **R** message redundancy and **G** evidence gain of the latest message:
+
+  * *exact* (simulated agents, whose messages list the facts they state): R is the share of the message's
+    facts that were already public (shared, or stated earlier); G is the share of its facts that were not
+    public and carry support for some option.
+  * *estimated* (LM transcripts, from words alone): R is the share of the message's content words already
+    present in the shared facts or the earlier transcript; G is the share of its content words that are new
+    there **and** occur in some agent's private facts, i.e. lexically new evidence. This is an approximation:
+    paraphrases and inferences are invisible to it.
+
+  Before any message, R = G = 0.
+- **C** communication cost: transcript words / 1000.
+- **P** premature consensus: ``p* (1 - G) * 1[p* > 0.70, G < 0.30, t < K + 2]`` with ``p*`` the largest mean
+  belief and ``K`` the number of options.
+- **J** = aH*H + aD*D + aR*R - aG*G + aC*C + aP*P with configurable weights (:class:`LossWeights`).
+
+:data:`FEATURES` names the state vector given to controllers; :data:`FEATURE_GROUPS` groups it for the
+feature ablation (belief, information, cost).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from groundstate.records import Belief, HiddenProfileTask, Transcript
+
+FEATURES: tuple[str, ...] = ("H", "D", "R", "G", "C", "P", "p_star", "round_frac")
+FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
+    "belief": ("H", "D", "p_star"),
+    "information": ("R", "G", "P"),
+    "cost": ("C",),
+    "time": ("round_frac",),
+}
+
+
+@dataclass(frozen=True)
+class LossWeights:
+    """The weights of the surrogate loss J (all 1 by default)."""
+
+    H: float = 1.0
+    D: float = 1.0
+    R: float = 1.0
+    G: float = 1.0
+    C: float = 1.0
+    P: float = 1.0
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CollectiveState:
+    """The state after round ``round``: the six quantities, the leading belief, and J."""
+
+    round: int
+    H: float
+    D: float
+    R: float
+    G: float
+    C: float
+    P: float
+    p_star: float
+    leader: str
+    J: float
+    max_rounds: int
+
+    def vector(self, features: Sequence[str] = FEATURES) -> np.ndarray:
+        """The controller's input: the named features (``round_frac`` = round / max_rounds)."""
+        values = {**asdict(self), "round_frac": self.round / max(1, self.max_rounds)}
+        return np.array([float(values[f]) for f in features], dtype=float)
+
+    def to_dict(self) -> dict[str, float | int | str]:
+        return asdict(self)
+
+
+def mean_belief(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray:
+    return np.mean([[b.probs.get(o, 0.0) for o in options] for b in beliefs], axis=0)
+
+
+def uncertainty(mean: np.ndarray) -> float:
+    """H: normalized entropy of the mean belief."""
+    k = len(mean)
+    p = mean[mean > 0]
+    return float(-(p * np.log(p)).sum() / math.log(k)) if k > 1 else 0.0
+
+
+def divergences(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray:
+    """Each agent's Jensen-Shannon divergence (bits) from the mean belief."""
+    from scipy.spatial.distance import jensenshannon
+
+    matrix = np.array([[b.probs.get(o, 0.0) for o in options] for b in beliefs], dtype=float)
+    mean = matrix.mean(axis=0)
+    return np.array([float(jensenshannon(row, mean, base=2) ** 2) for row in matrix])
+
+
+_WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
+_STOP = frozenset("a an the and or of to in on at for with is are was were be i we you it that this my our as by "
+                  "from but not no do does did have has had will would should can could me us they them their "
+                  "there here what which who so if than then also just".split())
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def redundancy_gain(task: HiddenProfileTask, transcript: Transcript) -> tuple[float, float]:
+    """(R, G) of the latest message: exact when it lists its facts, estimated from words otherwise."""
+    if not transcript.messages:
+        return 0.0, 0.0
+    last = transcript.messages[-1]
+    earlier = transcript.messages[:-1]
+    if last.facts:
+        public = set(task.shared) | {f for m in earlier for f in m.facts}
+        facts = list(dict.fromkeys(last.facts))
+        old = sum(f in public for f in facts)
+        new_relevant = sum(f not in public and any(v != 0 for v in task.support.get(f, {}).values()) for f in facts)
+        return old / len(facts), new_relevant / len(facts)
+    words = _words(last.text)
+    if not words:
+        return 1.0, 0.0
+    public = set().union(*(_words(s) for s in task.shared), *(_words(m.text) for m in earlier)) if (
+        task.shared or earlier) else set()
+    private = set().union(*(_words(f) for facts in task.private for f in facts)) if task.private else set()
+    old = len(words & public)
+    gain = len((words - public) & private)
+    return old / len(words), gain / len(words)
+
+
+def collective_state(task: HiddenProfileTask, beliefs: Sequence[Belief], transcript: Transcript, round: int,
+                     max_rounds: int, weights: LossWeights | None = None) -> CollectiveState:
+    """The state of the discussion after ``round`` rounds (see the module docstring)."""
+    weights = weights or LossWeights()
+    options = task.options
+    mean = mean_belief(beliefs, options)
+    H = uncertainty(mean)
+    D = float(divergences(beliefs, options).mean())
+    R, G = redundancy_gain(task, transcript)
+    C = transcript.words / 1000.0
+    p_star = float(mean.max())
+    P = p_star * (1 - G) if (p_star > 0.70 and G < 0.30 and round < len(options) + 2) else 0.0
+    J = weights.H * H + weights.D * D + weights.R * R - weights.G * G + weights.C * C + weights.P * P
+    return CollectiveState(round=round, H=H, D=D, R=R, G=G, C=C, P=P, p_star=p_star,
+                           leader=options[int(mean.argmax())], J=float(J), max_rounds=max_rounds)
