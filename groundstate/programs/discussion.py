@@ -42,6 +42,7 @@ from groundstate.programs.discussion_protocols import (
     discussion_scores,
     full_info_task,
     plurality,
+    pooled_vote_accuracy,
     run_discussion,
 )
 from groundstate.records import Belief, HiddenProfileTask, Message, Transcript
@@ -56,7 +57,7 @@ from groundstate.signatures.discussion import (
 __all__ = [
     "ACTION_MEANINGS", "FREE_TURN_MEANING", "PROTOCOLS", "DiscussionResult", "HiddenProfileProtocol", "LMAgent",
     "LMTeam", "aggregate_results", "discussion_scores", "full_info_task", "option_labels", "plurality",
-    "repair_belief", "resolve_option", "run_discussion",
+    "pooled_vote_accuracy", "repair_belief", "resolve_option", "run_discussion",
 ]
 
 logger = logging.getLogger(__name__)

@@ -18,6 +18,7 @@ from groundstate.programs.discussion import (
     discussion_scores,
     full_info_task,
     plurality,
+    pooled_vote_accuracy,
     repair_belief,
     run_discussion,
 )
@@ -130,11 +131,15 @@ def test_program_prediction_and_scores():
     assert Transcript.model_validate(prediction.transcript).words == prediction.words
     votes = [Belief.model_validate(v) for v in prediction.votes]
     scores = discussion_scores(task, prediction)
+    correct_votes = sum(v.vote == task.correct for v in votes)
     assert scores == {"task_accuracy": float(prediction.answer == task.correct),
-                      "vote_accuracy": sum(v.vote == task.correct for v in votes) / 4,
-                      "rounds": 2.0, "words": float(prediction.words)}
+                      "vote_accuracy": correct_votes / 4, "rounds": 2.0, "words": float(prediction.words),
+                      "votes_correct": float(correct_votes), "votes": 4.0}
     assert prediction.correct == (prediction.answer == task.correct)
-    assert discussion_scores(task, None) == {"task_accuracy": 0.0, "vote_accuracy": 0.0}
+    assert discussion_scores(task, None) == {"task_accuracy": 0.0, "vote_accuracy": 0.0, "votes_correct": 0.0,
+                                             "votes": 4.0}
+    rows = [{"scores": scores}, {"scores": discussion_scores(task, None)}]
+    assert pooled_vote_accuracy(rows)["mean"] == pytest.approx(correct_votes / 8)
     with pytest.raises(ValueError, match="needs agents"):
         HiddenProfileProtocol("hidden-pre")(task=task)
 
