@@ -25,9 +25,7 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
     """Add ``run`` to the ``hidden`` command group."""
     from groundstate.cli import add_run_options
     from groundstate.programs.discussion_protocols import PROTOCOLS
-    from groundstate.simulate import SimParams
 
-    defaults = SimParams()
     p = hidden_sub.add_parser(
         "run", help="run a discussion protocol (hidden-pre, hidden-post, full-info) over hidden-profile tasks",
         description="Runs Hidden-Pre (vote without discussion), Hidden-Post (fixed round-robin discussion, then "
@@ -35,9 +33,19 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
                     "agents, and prints task accuracy, vote accuracy, rounds, words and tokens.")
     p.add_argument("--tasks", required=True, metavar="FILE", help="hidden-profile tasks (JSON Lines)")
     p.add_argument("--protocol", choices=PROTOCOLS, default="hidden-post", help="the protocol (default hidden-post)")
+    p.add_argument("--rounds", type=int, default=3, help="round-robin rounds for hidden-post (default 3)")
+    add_agent_options(p)
+    add_run_options(p)
+    p.set_defaults(func=cmd_hidden_run)
+
+
+def add_agent_options(p: argparse.ArgumentParser) -> None:
+    """``--agents lm|sim`` and the simulated agents' parameters."""
+    from groundstate.simulate import SimParams
+
+    defaults = SimParams()
     p.add_argument("--agents", choices=AGENT_KINDS, default="lm",
                    help="'lm' (agent i uses role agent.i of --lm-config) or 'sim' (seeded simulated agents)")
-    p.add_argument("--rounds", type=int, default=3, help="round-robin rounds for hidden-post (default 3)")
     sim = p.add_argument_group("simulated agents (--agents sim)")
     sim.add_argument("--sim-beta", type=float, default=defaults.beta,
                      help=f"belief sharpness on summed support (default {defaults.beta})")
@@ -49,8 +57,26 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
                      help=f"weight of shared vs private facts on free turns (default {defaults.shared_bias})")
     sim.add_argument("--sim-facts-per-message", type=int, default=defaults.facts_per_message,
                      help=f"facts stated per message (default {defaults.facts_per_message})")
-    add_run_options(p)
-    p.set_defaults(func=cmd_hidden_run)
+
+
+def build_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str) -> tuple[Any, dict[str, Any], Any]:
+    """``(team, agents description, LM description)`` from ``--agents`` and its options."""
+    from groundstate.cli import configure_lms
+    from groundstate.errors import InputError
+    from groundstate.lm import describe_lm
+    from groundstate.programs.discussion import LMTeam
+    from groundstate.simulate import SimTeam
+
+    if args.agents == "sim":
+        params = sim_params(args)
+        unannotated = next((t for t in tasks if not t.support), None)
+        if unannotated is not None:
+            raise InputError("simulated agents need per-fact support; annotate the task or use --agents lm",
+                             file=tasks_file, record=unannotated.id, field="support")
+        return SimTeam(params, args.seed), {"kind": "sim", "params": asdict(params), "seed": args.seed}, {"model": None}
+    lm, lm_config = configure_lms(args)
+    team = LMTeam(lambda i: lm_config.lm_for(f"agent.{i}"))
+    return team, {"kind": "lm", "lm_config": lm_config.describe() if lm_config.roles else None}, describe_lm(lm)
 
 
 def cmd_hidden_run(args: argparse.Namespace) -> int:
@@ -100,31 +126,16 @@ def sim_params(args: argparse.Namespace):
 def run_hidden(args: argparse.Namespace):
     """Build the agents and the protocol from parsed options and run them over the tasks; return the
     :class:`~groundstate.eval.runner.RunResult`."""
-    from groundstate.cli import configure_lms, program_state_hash
-    from groundstate.errors import ConfigError, InputError
+    from groundstate.cli import program_state_hash
+    from groundstate.errors import ConfigError
     from groundstate.eval.runner import Runner, parse_shard
-    from groundstate.lm import describe_lm
-    from groundstate.programs.discussion import HiddenProfileProtocol, LMTeam, discussion_scores
-    from groundstate.simulate import SimTeam
+    from groundstate.programs.discussion import HiddenProfileProtocol, discussion_scores
 
     if args.rounds < 0:
         raise ConfigError("--rounds must be >= 0")
     shard = parse_shard(args.shard)
     tasks, data = load_tasks(args.tasks)
-    if args.agents == "sim":
-        params = sim_params(args)
-        unannotated = next((t for t in tasks if not t.support), None)
-        if unannotated is not None:
-            raise InputError("simulated agents need per-fact support; annotate the task or use --agents lm",
-                             file=args.tasks, record=unannotated.id, field="support")
-        team: Any = SimTeam(params, args.seed)
-        lm_description: dict[str, Any] = {"model": None}
-        agents = {"kind": "sim", "params": asdict(params), "seed": args.seed}
-    else:
-        lm, lm_config = configure_lms(args)
-        team = LMTeam(lambda i: lm_config.lm_for(f"agent.{i}"))
-        lm_description = describe_lm(lm)
-        agents = {"kind": "lm", "lm_config": lm_config.describe() if lm_config.roles else None}
+    team, agents, lm_description = build_team(args, tasks, args.tasks)
     program = HiddenProfileProtocol(args.protocol, args.rounds, team=team)
     rounds = args.rounds if args.protocol == "hidden-post" else 0
     config = {

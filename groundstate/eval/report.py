@@ -97,14 +97,16 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
 
 
 def write_report(rows: Sequence[Mapping[str, Any]], out_dir: str | Path, config: Mapping[str, Any] | None = None,
-                 metrics: Sequence[str] = METRICS, title: str | None = None, stem: str = "compare") -> dict[str, str]:
-    """Write ``<stem>.md``, ``<stem>.json`` and ``<stem>.png``; return their paths."""
+                 metrics: Sequence[str] = METRICS, title: str | None = None, stem: str = "compare",
+                 chart_metrics: Sequence[str] | None = None) -> dict[str, str]:
+    """Write ``<stem>.md``, ``<stem>.json`` and ``<stem>.png`` (bars of ``chart_metrics``, default ``metrics``;
+    they should be shares in [0, 1]); return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": str(out_dir / f"{stem}.md"), "json": str(out_dir / f"{stem}.json")}
     Path(paths["markdown"]).write_text(markdown_table(rows, metrics, title), encoding="utf-8")
     Path(paths["json"]).write_text(json.dumps({"config": dict(config or {}), "rows": list(rows)}, indent=2,
                                               default=str) + "\n", encoding="utf-8")
-    if bar_chart(rows, out_dir / f"{stem}.png", metrics, title):
+    if bar_chart(rows, out_dir / f"{stem}.png", chart_metrics or metrics, title):
         paths["chart"] = str(out_dir / f"{stem}.png")
     return paths

@@ -8,7 +8,8 @@ parameters, never a pickle:
   was built with (programs decorated with :func:`~groundstate.programs.common.saveable`). Loading imports
   the class, builds it with those arguments and loads the state.
 - ``sklearn``: ``model.skops`` (scikit-learn estimators through ``skops.io``, which loads only types it is
-  told to trust: here scikit-learn's and NumPy's) plus the manifest; the scikit-learn version must match.
+  told to trust: here scikit-learn's, NumPy's, SciPy's and groundstate's own) plus the manifest; the
+  scikit-learn version must match.
 - ``params``: ``params.json`` for estimators that describe themselves with ``to_params()`` and rebuild with
   ``from_params(params)`` (the conformal calibrator).
 
@@ -205,11 +206,12 @@ def save_sklearn(estimator: Any, directory: str | Path, **manifest: Any) -> Path
     return directory
 
 
-_TRUSTED_PREFIXES = ("sklearn.", "numpy.", "builtins.", "collections.", "scipy.")
+_TRUSTED_PREFIXES = ("sklearn.", "numpy.", "builtins.", "collections.", "scipy.", "groundstate.")
 
 
 def load_sklearn(directory: str | Path) -> Any:
-    """Load an estimator saved by :func:`save_sklearn`, trusting only scikit-learn, NumPy and SciPy types."""
+    """Load an estimator saved by :func:`save_sklearn`, trusting only scikit-learn, NumPy, SciPy and groundstate's
+    own types (any other type in the file is refused)."""
     import skops.io as sio
 
     directory = Path(directory)
@@ -221,7 +223,7 @@ def load_sklearn(directory: str | Path) -> Any:
     untrusted = sio.get_untrusted_types(file=path)
     refused = [t for t in untrusted if not t.startswith(_TRUSTED_PREFIXES)]
     if refused:
-        raise ConfigError(f"{path} contains types that are not scikit-learn's or NumPy's: {refused}")
+        raise ConfigError(f"{path} contains types that are not scikit-learn's, NumPy's or groundstate's: {refused}")
     return sio.load(path, trusted=untrusted)
 
 

@@ -45,6 +45,11 @@ class Branch:
     state: CollectiveState
 
 
+def worker_count(agents: Sequence[Any], threads: int) -> int:
+    """Threads worth using: simulated agents are pure CPU, so they run inline (1); LM agents use ``threads``."""
+    return 1 if all(getattr(a, "is_simulated", False) for a in agents) else threads
+
+
 def elicit(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcript: Transcript, round: int,
            threads: int = 8) -> list[Belief]:
     """Every agent's belief at ``transcript`` (concurrently)."""
@@ -124,8 +129,9 @@ class Consilience(dspy.Module):
         agents = list(self.agents(task))
         if len(agents) != task.n_agents:
             raise ValueError(f"task {task.id} has {task.n_agents} agents but {len(agents)} were built")
+        threads = worker_count(agents, self.threads)
         transcript = Transcript()
-        beliefs = elicit(task, agents, transcript, 0, self.threads)
+        beliefs = elicit(task, agents, transcript, 0, threads)
         state = collective_state(task, beliefs, transcript, 0, self.max_rounds, self.weights)
         trace: list[dict[str, Any]] = []
         rng = random.Random(f"consilience:{self.seed}:{task.id}")
@@ -137,7 +143,7 @@ class Consilience(dspy.Module):
             if proposal not in actions:
                 raise ValueError(f"controller proposed '{proposal}', not admissible ({actions})")
             branches = evaluate_branches(task, agents, transcript, beliefs, state, actions, t, self.max_rounds,
-                                         self.router, self.weights, self.seed, self.threads)
+                                         self.router, self.weights, self.seed, threads)
             regrets = regrets_of(branches)
             epsilon = self.threshold(t)
             admissible = [a for a in actions if regrets[a] <= epsilon]
@@ -158,7 +164,7 @@ class Consilience(dspy.Module):
             if executed == "Vote":
                 break
             transcript, beliefs, state = chosen.transcript, chosen.beliefs, chosen.state
-        votes = thread_map(lambda agent: agent.vote(task, transcript), agents, self.threads)
+        votes = thread_map(lambda agent: agent.vote(task, transcript), agents, threads)
         answer = plurality(votes, task.options)
         return dspy.Prediction(answer=answer, correct=answer == task.correct,
                                votes=[v.model_dump() for v in votes], transcript=transcript.model_dump(),
@@ -186,6 +192,7 @@ def explore(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], max_roun
     """
     rng = random.Random(f"explore:{seed}:{task.id}")
     agents = list(agents)
+    threads = worker_count(agents, threads)
     transcript = Transcript()
     beliefs = elicit(task, agents, transcript, 0, threads)
     state = collective_state(task, beliefs, transcript, 0, max_rounds, weights)

@@ -1,0 +1,359 @@
+import math
+
+import dspy
+import numpy as np
+import pytest
+from scipy.spatial.distance import jensenshannon
+
+from groundstate.eval.benchmarks.travel import generate_hidden_travel
+from groundstate.eval.consilience import (
+    Configuration,
+    build_controller,
+    calibrate,
+    check_config,
+    coverage,
+    explore_tasks,
+    features_without,
+    run_tasks,
+    train_controller,
+)
+from groundstate.errors import ConfigError
+from groundstate.optimizers.conformal import RoundwiseConformal
+from groundstate.programs.consilience import Consilience, evaluate_branches, explore, proposal_scores
+from groundstate.programs.consilience_control import (
+    ControlContext,
+    LLMController,
+    RuleController,
+    admissible_actions,
+    route,
+)
+from groundstate.programs.consilience_state import LossWeights, collective_state
+from groundstate.records import ACTIONS, Belief, Message, Transcript
+from groundstate.simulate import SimParams, SimTeam
+from groundstate.testing import scripted_lm
+
+TASKS = generate_hidden_travel(40, seed=7)
+TEAM = SimTeam(SimParams(), seed=0)
+
+
+def belief(*probs):
+    options = ["A", "B", "C", "D"][: len(probs)]
+    return Belief.from_scores(options, list(probs))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# state
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_state_features_hand_computed():
+    task = TASKS[0].model_copy(update={"private": TASKS[0].private[:2]})
+    beliefs = [belief(0.7, 0.1, 0.1, 0.1), belief(0.1, 0.7, 0.1, 0.1)]
+    state = collective_state(task, beliefs, Transcript(), 0, 10)
+    mean = np.array([0.4, 0.4, 0.1, 0.1])
+    assert state.H == pytest.approx(-(mean * np.log(mean)).sum() / np.log(4))
+    d = np.mean([jensenshannon(np.array(list(b.probs.values())), mean, base=2) ** 2 for b in beliefs])
+    assert state.D == pytest.approx(d)
+    assert state.R == 0 and state.G == 0 and state.C == 0 and state.P == 0
+    assert state.J == pytest.approx(state.H + state.D)
+
+
+def test_premature_consensus_and_weights():
+    task = TASKS[0]
+    agreed = [belief(0.9, 0.04, 0.03, 0.03)] * task.n_agents
+    fact = task.shared[-1]  # a shared fact: redundant, no gain
+    transcript = Transcript().with_message(Message(speaker=0, round=1, text=fact, words=len(fact.split()),
+                                                   facts=[fact]))
+    state = collective_state(task, agreed, transcript, 1, 10)
+    assert state.R == 1.0 and state.G == 0.0
+    assert state.P == pytest.approx(0.9)  # p* (1 - G) with p* > 0.7, G < 0.3, t < K + 2
+    late = collective_state(task, agreed, transcript, len(task.options) + 2, 10)
+    assert late.P == 0.0
+    weighted = collective_state(task, agreed, transcript, 1, 10, LossWeights(H=0, D=0, R=2, G=1, C=0, P=3))
+    assert weighted.J == pytest.approx(2 * 1.0 + 3 * 0.9)
+    private_fact = next(f for f in task.private[1] if any(v != 0 for v in task.support.get(f, {}).values()))
+    gain = Transcript().with_message(Message(speaker=1, round=1, text=private_fact, words=5, facts=[private_fact]))
+    s = collective_state(task, agreed, gain, 1, 10)
+    assert s.R == 0.0 and s.G == 1.0
+
+
+def test_lexical_estimators_for_lm_transcripts():
+    from groundstate.records import HiddenProfileTask
+
+    task = HiddenProfileTask(id="lex", description="Pick a suspect.", shared=["The butler was home."],
+                             private=[["The gardener owns muddy boots."], ["The cook left early."]],
+                             options=["butler", "gardener"], correct="gardener")
+    flat = [Belief.from_scores(["butler", "gardener"], [1, 1])] * 2
+    said = "The gardener owns muddy boots."
+    once = Transcript().with_message(Message(speaker=0, round=1, text=said, words=5))
+    state = collective_state(task, flat, once, 1, 10)
+    assert state.G == pytest.approx(1.0) and state.R == 0.0  # content words: gardener, owns, muddy, boots
+    twice = once.with_message(Message(speaker=1, round=2, text=said, words=5))
+    repeated = collective_state(task, flat, twice, 2, 10)
+    assert repeated.R == 1.0 and repeated.G == 0.0
+    mixed = Transcript().with_message(Message(speaker=1, round=1, text="The butler has muddy boots", words=5))
+    partial = collective_state(task, flat, mixed, 1, 10)
+    assert partial.R == pytest.approx(1 / 3) and partial.G == pytest.approx(2 / 3)  # butler old; muddy, boots new
+
+
+# ---------------------------------------------------------------------------------------------------------
+# routing and controllers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def ctx_for(beliefs, spoken, admissible=ACTIONS):
+    task = TASKS[0]
+    return ControlContext(task, Transcript(), beliefs, spoken, list(admissible))
+
+
+def test_action_conditional_routing():
+    beliefs = [belief(0.3, 0.3, 0.2, 0.2), belief(0.1, 0.1, 0.1, 0.7), belief(0.3, 0.3, 0.2, 0.2)]
+    ctx = ctx_for(beliefs, spoken=[2, 0, 1])
+    assert route("Challenge", ctx) == 1 and route("Clarify", ctx) == 1  # most divergent
+    ctx = ctx_for(beliefs, spoken=[2, 3, 1])
+    assert route("SeekEvidence", ctx) == 2 and route("Route", ctx) == 2  # least participating
+    assert route("Vote", ctx) is None
+    assert route("Route", ctx, "most-spoken") == 1
+    assert route("Route", ctx, "most-disagreeing") == 1
+    assert route("Route", ctx, "random") == route("Route", ctx, "random")  # seeded
+    with pytest.raises(ValueError, match="unknown router"):
+        route("Route", ctx, "loudest")
+
+
+def test_rule_controller_thresholds():
+    task = TASKS[0]
+    rules = RuleController(min_rounds=2)
+    ctx = ctx_for([belief(0.25, 0.25, 0.25, 0.25)] * 3, [0, 0, 0])
+
+    def state(**kw):
+        base = dict(round=3, H=0.2, D=0.01, R=0.0, G=0.5, C=0.1, P=0.0, p_star=0.9, leader="A", J=0.0, max_rounds=10)
+        from groundstate.programs.consilience_state import CollectiveState
+
+        return CollectiveState(**{**base, **kw})
+
+    assert rules.propose(state(), ctx) == "Vote"
+    assert rules.propose(state(round=1), ctx) != "Vote"  # not before the minimum rounds
+    assert rules.propose(state(P=0.5, G=0.1), ctx) == "Challenge"  # confident but weak evidence
+    assert rules.propose(state(p_star=0.5, D=0.3), ctx) == "Clarify"
+    assert rules.propose(state(p_star=0.5, D=0.01, R=0.8, G=0.1), ctx) == "SeekEvidence"
+    assert rules.propose(state(p_star=0.5, D=0.01, R=0.0, G=0.6), ctx) == "Route"
+    no_vote = ctx_for(ctx.beliefs, ctx.spoken, admissible_actions(False, 3))
+    assert rules.propose(state(), no_vote) != "Vote"
+    assert task is not None
+
+
+def test_admissible_actions():
+    assert admissible_actions(False, 5) == ["Challenge", "Clarify", "SeekEvidence", "Route"]
+    assert admissible_actions(True, 0, min_vote_round=1) == ["Challenge", "Clarify", "SeekEvidence", "Route"]
+    assert admissible_actions(True, 2, removed=["Route"]) == ["Challenge", "Clarify", "SeekEvidence", "Vote"]
+
+
+def test_llm_controller_with_scripted_lm():
+    lm = scripted_lm(lambda req: {"action": "Clarify" if "Clarify" in req.field("allowed") else "Route"})
+    program = Consilience(TEAM, LLMController(allow_vote=True), max_rounds=2)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        out = program(task=TASKS[0])
+    assert [e["proposal"] for e in out.trace] == ["Clarify", "Clarify"]
+    seen = lm.engine.requests[0]
+    assert "Agent 0:" in seen.field("beliefs") and "H=" in seen.field("state")
+    assert seen.field("allowed") == "Challenge, Clarify, SeekEvidence, Route"  # Vote not yet admissible
+    assert "Vote" in lm.engine.requests[1].field("allowed")
+    bad = scripted_lm(lambda req: {"action": "Vote"})
+    controller = LLMController(allow_vote=False)
+    with dspy.context(lm=bad, adapter=dspy.JSONAdapter()):
+        out = Consilience(TEAM, controller, max_rounds=1)(task=TASKS[0])
+    assert out.trace[0]["proposal"] == "Challenge" and controller.fallbacks == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# counterfactual branches and acceptance
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Counting:
+    """Wraps an agent and counts speak calls per transcript length (to prove nothing is resampled)."""
+
+    def __init__(self, agent, log):
+        self.agent, self.index, self.log = agent, agent.index, log
+        self.is_simulated = True
+
+    def belief(self, task, transcript, round):
+        return self.agent.belief(task, transcript, round)
+
+    def vote(self, task, transcript):
+        return self.agent.vote(task, transcript)
+
+    def speak(self, task, transcript, action, round):
+        self.log.append((len(transcript.messages), action, self.index))
+        return self.agent.speak(task, transcript, action, round)
+
+
+def test_executed_branch_is_the_evaluated_branch():
+    log = []
+    program = Consilience(lambda task: [Counting(a, log) for a in TEAM(task)], RuleController(), max_rounds=5)
+    out = program(task=TASKS[2])
+    messages = out.transcript["messages"]
+    for entry in out.trace:
+        if entry["executed"] == "Vote":
+            continue
+        n = entry["round"]
+        # one speak call per admissible communication action at this state, and no extra one afterwards
+        calls = [c for c in log if c[0] == n]
+        assert sorted(c[1] for c in calls) == sorted(a for a in entry["admissible"] if a != "Vote")
+        assert messages[n]["text"] == entry["message"] and messages[n]["speaker"] == entry["speaker"]
+        assert min(entry["regrets"].values()) == 0.0
+
+
+def test_regrets_are_j_differences_and_vote_keeps_the_state():
+    task = TASKS[3]
+    agents = TEAM(task)
+    beliefs = [a.belief(task, Transcript(), 0) for a in agents]
+    state = collective_state(task, beliefs, Transcript(), 0, 10)
+    branches = evaluate_branches(task, agents, Transcript(), beliefs, state, list(ACTIONS), 0, 10)
+    assert branches["Vote"].state is state and branches["Vote"].speaker is None
+    for action in ("Challenge", "Clarify", "SeekEvidence", "Route"):
+        b = branches[action]
+        assert len(b.transcript.messages) == 1 and b.transcript.messages[0].speaker == b.speaker
+        assert b.state.J == pytest.approx(collective_state(task, b.beliefs, b.transcript, 1, 10).J)
+
+
+def test_executed_regret_within_threshold_every_time():
+    calibration, test = TASKS[:25], TASKS[25:]
+    config = Configuration("rules", max_rounds=6)
+    calibrator = calibrate(calibration, TEAM, RuleController(), config, alpha=0.2)
+    program = Consilience(TEAM, RuleController(), calibrator=calibrator, max_rounds=6)
+    rejected = 0
+    for out in run_tasks(program, test):
+        for entry in out.trace:
+            eps = math.inf if entry["threshold"] is None else entry["threshold"]
+            assert entry["regrets"][entry["executed"]] <= eps
+            assert entry["certified"] == math.isfinite(eps)
+            assert entry["executed"] in entry["conformal_set"]
+            if not entry["proposal_accepted"]:
+                rejected += 1
+                assert entry["executed"] == min(entry["conformal_set"], key=lambda a: entry["regrets"][a])
+    sampled = Consilience(TEAM, RuleController(), calibrator=calibrator, max_rounds=6, sample_from_set=True)
+    for out in run_tasks(sampled, test):
+        for entry in out.trace:
+            assert entry["executed"] in entry["conformal_set"]
+    assert rejected >= 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# conformal calibration
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_threshold_formula_and_uncertified_rounds():
+    scores = [0.5, 0.1, 0.3, 0.2, 0.4, 0.0, 0.6, 0.9, 0.7, 0.8]  # n = 10
+    cal = RoundwiseConformal(alpha=0.2).fit([0] * 10 + [1] * 3, scores + [0.1, 0.2, 0.3])
+    # k = ceil(11 * 0.8) = 9 -> the 9th smallest of round 0 is 0.8; round 1: k = ceil(4 * 0.8) = 4 > 3 -> inf
+    assert cal.threshold(0) == pytest.approx(0.8)
+    assert math.isinf(cal.threshold(1)) and not cal.certified(1)
+    assert math.isinf(cal.threshold(7))
+    again = RoundwiseConformal.from_params(cal.to_params())
+    assert again.thresholds_ == cal.thresholds_ and again.counts_ == cal.counts_
+    with pytest.raises(ValueError):
+        RoundwiseConformal(alpha=1.5).fit([0], [0.1])
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        RoundwiseConformal().threshold(0)
+
+
+def test_conformal_coverage_over_many_seeds_exchangeable_scores():
+    """P(Q <= threshold) >= 1 - alpha for exchangeable scores, checked over many seeded draws."""
+    alpha, n_cal, n_test, seeds = 0.1, 80, 200, 200
+    coverages = []
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        draw = lambda n: np.where(rng.random(n) < 0.5, 0.0, rng.exponential(1.0, n))  # noqa: E731  ties at 0
+        cal = RoundwiseConformal(alpha).fit(np.zeros(n_cal, int), draw(n_cal))
+        coverages.append(np.mean(draw(n_test) <= cal.threshold(0)))
+    mean = float(np.mean(coverages))
+    se = math.sqrt(alpha * (1 - alpha) * (1 / (n_test * seeds) + 1 / ((n_cal + 1) * seeds)))
+    assert mean >= 1 - alpha - 3 * se
+    assert mean <= 1 - alpha + 1 / (n_cal + 1) + 3 * se + 0.05  # not trivially conservative
+
+
+def test_conformal_coverage_on_simulated_trajectories():
+    """Held-out trajectories: every round with >= 50 calibration scores covers at least 1 - alpha - 3 SE."""
+    tasks = generate_hidden_travel(240, seed=11)
+    checked = 0
+    for seed in range(2):
+        team = SimTeam(SimParams(), seed=seed)
+        order = np.random.default_rng(seed).permutation(len(tasks))
+        cal_tasks, test_tasks = [tasks[i] for i in order[:120]], [tasks[i] for i in order[120:]]
+        config = Configuration("rules", max_rounds=6)
+        calibrator = calibrate(cal_tasks, team, RuleController(), config, alpha=0.1, seed=seed)
+        program = Consilience(team, RuleController(), max_rounds=6, seed=seed)
+        rows = coverage(calibrator, [p.trace for p in run_tasks(program, test_tasks)], min_calibration=50)
+        for row in rows:
+            if row["checked"]:
+                checked += 1
+                assert row["ok"], row
+    assert checked >= 4
+
+
+def test_calibrator_refuses_another_configuration():
+    cal = RoundwiseConformal(0.1, config=Configuration("rules").to_dict()).fit([0, 0], [0.1, 0.2])
+    check_config(cal, Configuration("rules"))
+    with pytest.raises(ConfigError, match="router: calibrated 'action-conditional', now 'random'"):
+        check_config(cal, Configuration("rules", router="random"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the MLP controller
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_exploration_rows_and_mlp_controller():
+    rows = explore_tasks(TASKS[:10], TEAM, max_rounds=4)
+    assert len(rows) == 40 and all(len(r["rewards"]) == len(ACTIONS) for r in rows)
+    vote = ACTIONS.index("Vote")
+    assert all(r["rewards"][vote] == 0.0 for r in rows)  # voting leaves the state as it is
+    model = train_controller(rows, max_iter=300)
+    assert model.predict_rewards(np.array([rows[0]["features"]])).shape == (1, len(ACTIONS))
+    controller = build_controller("mlp", model)
+    out = Consilience(TEAM, controller, max_rounds=3)(task=TASKS[11])
+    assert all(e["proposal"] in ACTIONS for e in out.trace)
+    reduced = features_without(["cost", "time"])
+    model2 = train_controller(rows, reduced, max_iter=200)
+    assert model2.features_ == reduced and model2.n_features_in_ == len(reduced)
+    with pytest.raises(ConfigError):
+        features_without(["colour"])
+
+
+def test_mlp_follows_sklearn_conventions_and_learns():
+    from sklearn.exceptions import NotFittedError
+
+    from groundstate.optimizers.controller import MLPActionValue
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    best = (X[:, 0] > 0).astype(int)  # action 0 is best when x0 > 0, else action 1
+    Y = np.zeros((400, 5))
+    Y[np.arange(400), best] = 1.0
+    model = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0)
+    with pytest.raises(NotFittedError):
+        model.predict(X)
+    assert model.fit(X, Y) is model
+    accuracy = np.mean(model.predict(X) == np.array([ACTIONS[i] for i in best]))
+    assert accuracy > 0.9
+    again = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0).fit(X, Y)
+    assert np.allclose(again.predict_rewards(X), model.predict_rewards(X))
+    assert model.get_params()["hidden_layer_sizes"] == (16,)
+    with pytest.raises(ValueError):
+        MLPActionValue().fit(X, Y[:, :3])
+
+
+def test_proposal_scores_extracts_the_proposals_regret():
+    traces = [[{"round": 0, "proposal": "Route", "regrets": {"Route": 0.2, "Clarify": 0.0}}],
+              [{"round": 0, "proposal": "Clarify", "regrets": {"Route": 0.1, "Clarify": 0.0}},
+               {"round": 1, "proposal": "Route", "regrets": {"Route": 0.5}}]]
+    assert proposal_scores(traces) == ([0, 0, 1], [0.2, 0.0, 0.5])
+
+
+def test_explore_best_policy_runs():
+    rows = explore(TASKS[5], TEAM(TASKS[5]), max_rounds=3, policy="best")
+    assert [r["round"] for r in rows] == [0, 1, 2]
