@@ -54,6 +54,15 @@ _EXPORTS: dict[str, str] = {
     "generate_travel": "groundstate.eval.benchmarks.travel",
     "validate_travel": "groundstate.eval.benchmarks.travel",
     "to_hidden_profile": "groundstate.eval.benchmarks.travel",
+    # consilience
+    "Consilience": "groundstate.programs.consilience",
+    "RuleController": "groundstate.programs.consilience_control",
+    "ValueController": "groundstate.programs.consilience_control",
+    "LLMController": "groundstate.programs.consilience_control",
+    "collective_state": "groundstate.programs.consilience_state",
+    "LossWeights": "groundstate.programs.consilience_state",
+    "RoundwiseConformal": "groundstate.optimizers.conformal",
+    "MLPActionValue": "groundstate.optimizers.controller",
     # records and data
     "OffQueryInstance": "groundstate.records",
     "AgentEvidence": "groundstate.records",

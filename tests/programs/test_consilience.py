@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
 
+from groundstate.errors import ConfigError
 from groundstate.eval.benchmarks.travel import generate_hidden_travel
 from groundstate.eval.consilience import (
     Configuration,
@@ -17,7 +18,6 @@ from groundstate.eval.consilience import (
     run_tasks,
     train_controller,
 )
-from groundstate.errors import ConfigError
 from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.programs.consilience import Consilience, evaluate_branches, explore, proposal_scores
 from groundstate.programs.consilience_control import (

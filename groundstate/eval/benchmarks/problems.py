@@ -41,7 +41,6 @@ appended to ``problems``. Ids must be unique within a file.
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -52,6 +51,7 @@ from pydantic import ValidationError
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.benchmarks.offquery import _own_rows
 from groundstate.eval.io import write_jsonl
+from groundstate.programs.deliberation_evaluator import parse_plain_number
 from groundstate.records import Problem
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,6 @@ JEEBENCH_ABS_TOLERANCE = 0.01
 SCIBENCH_TOLERANCE = 0.05
 KINDS: tuple[str, ...] = ("number", "option", "options", "expression", "text")
 _GENERIC_KNOWN = {"id", "input", "question", "answer", "kind", "unit", "tolerance", "source", "metadata"}
-_PLAIN_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 def load_problems(path: str | Path, format: str = "auto", *, skip_invalid: bool = False,
@@ -215,19 +214,6 @@ def infer_kind(answer: str) -> str:
     if re.fullmatch(r"[A-Z]", answer.strip()):
         return "option"
     return "text"
-
-
-def parse_plain_number(text: Any) -> float | None:
-    """``float(text)`` for a plain decimal/scientific number (``+65.49``, ``1e-3``); ``None`` otherwise."""
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, int | float):
-        return float(text) if math.isfinite(float(text)) else None
-    stripped = str(text).strip().replace(",", "")
-    if not _PLAIN_NUMBER.match(stripped):
-        return None
-    value = float(stripped)
-    return value if math.isfinite(value) else None
 
 
 def _load(path: Path, convert, skip_invalid: bool, problems: list[str] | None, id_key: str) -> list[Problem]:

@@ -1,0 +1,219 @@
+"""The DHD message cache: messages are generated once per problem, stored, and reused by every replay.
+
+A cache is a directory:
+
+- ``cache.json``: the cache's identity (a random ``cache_id`` made when the directory is created; run
+  configurations include it, so runs of a deleted and rebuilt cache never mix with the old ones) and ``k``.
+- ``problems.jsonl``: the problems (``Problem.model_dump``), in the order they were added. Adding a problem
+  whose id is already stored with different content is an :class:`~groundstate.errors.InputError`.
+- ``messages.jsonl``: one line per problem, a :class:`PoolEntry`: the recruiter's roles, the ``K``
+  :class:`~groundstate.records.HypothesisMessage` records and each proposal's correctness (1, 0, or ``None``
+  when the proposal could not be evaluated). Lines are appended and flushed; a problem is stored once and never
+  overwritten (the first stored entry wins), so every replay of a problem sees the same messages. A torn last
+  line (the process died mid-write) is ignored on reading.
+- ``runs/``: the durable runs (generate, replay, mask) unless another ``out`` is given.
+
+**Failed hypothesizers.** A message whose hypothesizer failed is stored with ``error`` set and is left out of
+every pool: a problem's pool is its messages without errors, in index order, and the nested pool of size ``K``
+is the first ``K`` of them. A problem with fewer than ``K`` usable messages takes no part in replays of size
+``K``. Message ids everywhere are the stored ``index``, so labels always point at the cached message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from groundstate.errors import InputError
+from groundstate.records import HypothesisMessage, Problem
+
+logger = logging.getLogger(__name__)
+
+META = "cache.json"
+PROBLEMS = "problems.jsonl"
+MESSAGES = "messages.jsonl"
+RUNS = "runs"
+
+
+class PoolEntry(BaseModel):
+    """One problem's cached messages, with each proposal's correctness (aligned with ``messages``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem_id: str
+    roles: list[str]
+    padded_roles: int = 0
+    messages: list[HypothesisMessage]
+    proposal_correct: list[int | None] = Field(default_factory=list)
+    proposal_method: list[str | None] = Field(default_factory=list)
+    generator: dict[str, Any] = Field(default_factory=dict)
+
+    def pool(self, k: int | None = None) -> list[HypothesisMessage]:
+        """The usable messages (no ``error``) in index order; the first ``k`` of them when ``k`` is given."""
+        usable = sorted((m for m in self.messages if m.error is None), key=lambda m: m.index)
+        return usable if k is None else usable[:k]
+
+    def message(self, index: int) -> HypothesisMessage:
+        return next(m for m in self.messages if m.index == index)
+
+    def proposal(self, index: int) -> bool | None:
+        """Whether message ``index``'s proposed answer is correct (``None``: unknown or not evaluable)."""
+        position = next((i for i, m in enumerate(self.messages) if m.index == index), None)
+        if position is None or position >= len(self.proposal_correct):
+            return None
+        value = self.proposal_correct[position]
+        return None if value is None else bool(value)
+
+
+class MessageCache:
+    """A DHD cache directory (see the module notes)."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.dir = Path(directory)
+        self._lock = threading.Lock()
+
+    # -- identity ----------------------------------------------------------------------------------------
+    @property
+    def runs_dir(self) -> Path:
+        return self.dir / RUNS
+
+    def exists(self) -> bool:
+        return (self.dir / META).is_file()
+
+    def meta(self) -> dict[str, Any]:
+        path = self.dir / META
+        if not path.is_file():
+            return {}
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"unreadable cache metadata ({exc})", file=str(path)) from None
+
+    def ensure(self, k: int | None = None) -> dict[str, Any]:
+        """Create the directory and its identity if needed; returns the metadata."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        meta = self.meta()
+        if not meta:
+            meta = {"cache_id": uuid.uuid4().hex[:12], "k": k}
+            (self.dir / META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        return meta
+
+    @property
+    def cache_id(self) -> str:
+        meta = self.meta()
+        if not meta:
+            raise InputError("is not a DHD message cache (no cache.json); run `groundstate dhd generate` first",
+                             file=str(self.dir))
+        return str(meta["cache_id"])
+
+    def require(self) -> None:
+        """Raise a one-line error unless the directory is a cache with messages."""
+        if not self.exists():
+            raise InputError("is not a DHD message cache (no cache.json); run `groundstate dhd generate` first",
+                             file=str(self.dir))
+
+    # -- problems ----------------------------------------------------------------------------------------
+    def problems(self) -> list[Problem]:
+        path = self.dir / PROBLEMS
+        out: list[Problem] = []
+        for number, data in _read_lines(path):
+            try:
+                out.append(Problem.model_validate(data))
+            except ValidationError as exc:
+                raise InputError(f"line {number}: not a problem ({exc.errors()[0]['msg']})", file=str(path)) from None
+        return out
+
+    def problem_map(self) -> dict[str, Problem]:
+        return {p.id: p for p in self.problems()}
+
+    def add_problems(self, problems: Iterable[Problem], source: str | None = None) -> int:
+        """Store problems not yet in the cache; returns how many were new.
+
+        Raises:
+            InputError: a problem id already stored with a different question, answer or kind.
+        """
+        self.ensure()
+        stored = self.problem_map()
+        new: list[Problem] = []
+        for problem in problems:
+            old = stored.get(problem.id)
+            if old is None:
+                stored[problem.id] = problem
+                new.append(problem)
+            elif (old.question, old.answer, old.kind, old.unit) != (problem.question, problem.answer, problem.kind,
+                                                                  problem.unit):
+                raise InputError(f"differs from the problem with the same id already in the cache {self.dir} "
+                                 "(use another --cache or another id)", file=source, record=problem.id)
+        _append(self.dir / PROBLEMS, [p.model_dump(mode="json") for p in new], self._lock)
+        return len(new)
+
+    # -- messages ----------------------------------------------------------------------------------------
+    def entries(self) -> dict[str, PoolEntry]:
+        """Every stored entry by problem id (the first line per problem wins)."""
+        path = self.dir / MESSAGES
+        out: dict[str, PoolEntry] = {}
+        for number, data in _read_lines(path):
+            try:
+                entry = PoolEntry.model_validate(data)
+            except ValidationError as exc:
+                raise InputError(f"line {number}: not a message entry ({exc.errors()[0]['msg']})",
+                                 file=str(path)) from None
+            out.setdefault(entry.problem_id, entry)
+        return out
+
+    def put(self, entries: Iterable[PoolEntry]) -> int:
+        """Store entries for problems that have none yet; returns how many were stored."""
+        self.ensure()
+        have = set(self.entries())
+        fresh: list[PoolEntry] = []
+        for entry in entries:
+            if entry.problem_id not in have:
+                have.add(entry.problem_id)
+                fresh.append(entry)
+        _append(self.dir / MESSAGES, [e.model_dump(mode="json") for e in fresh], self._lock)
+        return len(fresh)
+
+
+def _append(path: Path, rows: list[dict[str, Any]], lock: threading.Lock) -> None:
+    if not rows:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with lock, open(path, "a", encoding="utf-8") as handle:
+        if handle.tell() > 0 and not _ends_with_newline(path):
+            handle.write("\n")  # a torn last line stays on its own line and is skipped by readers
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
+def _read_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    if not path.is_file():
+        return []
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                logger.warning("%s: line %d is torn or unreadable; ignored", path, number)
+                continue
+            if isinstance(data, dict):
+                rows.append((number, data))
+    return rows
