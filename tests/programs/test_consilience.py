@@ -267,7 +267,7 @@ def test_conformal_coverage_over_many_seeds_exchangeable_scores():
     coverages = []
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
-        draw = lambda n: np.where(rng.random(n) < 0.5, 0.0, rng.exponential(1.0, n))  # noqa: E731  ties at 0
+        draw = lambda n, rng=rng: np.where(rng.random(n) < 0.5, 0.0, rng.exponential(1.0, n))  # noqa: E731
         cal = RoundwiseConformal(alpha).fit(np.zeros(n_cal, int), draw(n_cal))
         coverages.append(np.mean(draw(n_test) <= cal.threshold(0)))
     mean = float(np.mean(coverages))
