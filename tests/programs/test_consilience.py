@@ -357,3 +357,22 @@ def test_proposal_scores_extracts_the_proposals_regret():
 def test_explore_best_policy_runs():
     rows = explore(TASKS[5], TEAM(TASKS[5]), max_rounds=3, policy="best")
     assert [r["round"] for r in rows] == [0, 1, 2]
+
+
+def test_consilience_runs_with_lm_agents():
+    from groundstate.programs.discussion import LMTeam
+
+    task = TASKS[4]
+
+    def respond(req):
+        fields = req.output_fields
+        if "message" in fields:
+            return {"message": f"I can add that {task.private[0][0]}"}
+        return None  # beliefs and votes: schema placeholders (repaired into valid beliefs)
+
+    lm = scripted_lm(respond)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        out = Consilience(LMTeam(lambda i: lm), RuleController(), max_rounds=2)(task=task)
+    assert len(out.trace) == 2 and out.answer in task.options
+    assert out.transcript["messages"][0]["text"].startswith("I can add that")
+    assert lm.engine.calls > 2 * task.n_agents  # beliefs for every branch, messages, final votes
