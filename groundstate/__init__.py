@@ -63,6 +63,13 @@ _EXPORTS: dict[str, str] = {
     "LossWeights": "groundstate.programs.consilience_state",
     "RoundwiseConformal": "groundstate.optimizers.conformal",
     "MLPActionValue": "groundstate.optimizers.controller",
+    # diverse hypothesis deliberation
+    "Problem": "groundstate.records",
+    "HypothesisMessage": "groundstate.records",
+    "DiverseHypothesisDeliberation": "groundstate.programs.deliberation",
+    "AnswerEvaluator": "groundstate.programs.deliberation_evaluator",
+    "load_problems": "groundstate.eval.benchmarks.problems",
+    "MessageCache": "groundstate.eval.dhd_cache",
     # records and data
     "OffQueryInstance": "groundstate.records",
     "AgentEvidence": "groundstate.records",

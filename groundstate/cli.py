@@ -330,10 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs")
     p.set_defaults(func=cmd_runs_merge)
 
-    from groundstate import cli_consilience, cli_data, cli_hidden, cli_offquery, cli_optimize
+    from groundstate import cli_consilience, cli_data, cli_dhd, cli_hidden, cli_offquery, cli_optimize
 
     for group in (cli_data.register, cli_offquery.register, cli_optimize.register, cli_hidden.register,
-                  cli_consilience.register, *COMMAND_GROUPS):
+                  cli_consilience.register, cli_dhd.register, *COMMAND_GROUPS):
         group(sub)
     return parser
 

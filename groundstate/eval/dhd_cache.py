@@ -183,16 +183,24 @@ class MessageCache:
 
 
 def _append(path: Path, rows: list[dict[str, Any]], lock: threading.Lock) -> None:
+    """Append rows as JSON lines in one ``write`` on an ``O_APPEND`` descriptor, so processes sharing the cache
+    (shards on one file system) never interleave within a line."""
     if not rows:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with lock, open(path, "a", encoding="utf-8") as handle:
-        if handle.tell() > 0 and not _ends_with_newline(path):
-            handle.write("\n")  # a torn last line stays on its own line and is skipped by readers
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    payload = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    with lock:
+        if path.is_file() and path.stat().st_size > 0 and not _ends_with_newline(path):
+            payload = "\n" + payload  # a torn last line stays on its own line and is skipped by readers
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            data = payload.encode("utf-8")
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _ends_with_newline(path: Path) -> bool:

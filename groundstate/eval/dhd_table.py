@@ -58,7 +58,9 @@ class EffectTable:
 
     def __post_init__(self) -> None:
         self.keys = [(str(p), int(m)) for p, m in self.keys]
-        self.effects = np.asarray(self.effects, dtype=float).reshape(len(self.keys), -1)
+        self.effects = np.asarray(self.effects, dtype=float)
+        if self.effects.ndim != 2 or self.effects.shape[0] != len(self.keys):
+            self.effects = self.effects.reshape(len(self.keys), -1)
         self.proposal_correct = np.asarray([None if v is None else bool(v) for v in self.proposal_correct],
                                            dtype=object)
         if not self.problems:

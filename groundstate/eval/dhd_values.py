@@ -86,7 +86,7 @@ def _sign_flip_p_values(n_blocks: int) -> np.ndarray:
     out = np.full((size, size), np.nan)
     combos = [(p, m) for p in range(size) for m in range(size - p)]
     if n_blocks <= MAX_EXACT_BLOCKS:
-        data = np.zeros((len(combos), max(n_blocks, 1)))
+        data = np.zeros((len(combos), max(n_blocks, 2)))  # zero padding leaves every sign-flip sum unchanged
         for row, (p, m) in enumerate(combos):
             data[row, :p] = 1.0
             data[row, p:p + m] = -1.0

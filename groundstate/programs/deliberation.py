@@ -3,8 +3,8 @@
 The stages, each usable alone and composed by :class:`DiverseHypothesisDeliberation`:
 
 1. :class:`Recruiter` assigns ``K`` (default 5) problem-specific roles. It sees the problem and the form of the
-   answer, never the gold answer. If the LM returns fewer than ``K`` distinct roles, generic fallback roles fill
-   the panel (``padded`` counts them).
+   answer, never the gold answer. If the LM returns fewer than ``K`` distinct roles (a role needs at least three
+   letters), generic fallback roles fill the panel (``padded`` counts them).
 2. :class:`Hypothesizer` writes one structured message from one role (proposed answer, reasoning direction, key
    idea, critical assumption, what to check, confidence) with no access to peers or the gold answer. The ``K``
    hypothesizers run concurrently; one that fails yields a message with ``error`` set (callers leave such
@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -153,7 +154,7 @@ def _clean_roles(roles: Any, k: int) -> list[str]:
     seen: dict[str, None] = {}
     for role in roles if isinstance(roles, list | tuple) else []:
         text = " ".join(str(role).split())[:200]
-        if text and text.lower() not in {s.lower() for s in seen}:
+        if len(re.findall(r"[^\W\d_]", text)) >= 3 and text.lower() not in {s.lower() for s in seen}:
             seen.setdefault(text, None)
     return list(seen)[:k]
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import dspy
 
-from groundstate.programs.common import saveable
+from groundstate.programs.common import as_data, saveable
 from groundstate.records import Problem
 from groundstate.signatures.deliberation import JudgeEquivalence
 
@@ -238,7 +238,7 @@ class AnswerEvaluator(dspy.Module):
             return dspy.Prediction(correct=None, method="judge-off", value=text)
         gold_text = f"{gold} {unit}" if unit else str(gold)
         try:
-            verdict = self.judge(gold=gold_text, candidate=text).equivalent
+            verdict = self.judge(gold=as_data(gold_text), candidate=as_data(text)).equivalent
         except Exception as exc:  # a judge failure is an operational failure, never a wrong answer
             logger.debug("judge failed: %s", exc)
             return dspy.Prediction(correct=None, method="judge-error", value=text, error=f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,157 @@
+"""``groundstate dhd``: generate -> replay -> analyze -> crossfit -> mask with a scripted LM, resume, errors.
+
+The group is wired on a throwaway parser (the lead registers :func:`groundstate.cli_dhd.register` in ``cli.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import dspy
+import pytest
+
+from groundstate import cli
+from groundstate.cli import _Parser
+from groundstate.cli_dhd import register
+from groundstate.errors import GroundstateError
+from groundstate.eval.benchmarks.problems import load_problems
+from groundstate.lm import LMConfig
+from groundstate.testing import scripted_lm
+
+DATA = Path(__file__).resolve().parent / "data" / "dhd"
+SCIBENCH = DATA / "scibench_small.json"
+
+
+def parser():
+    root = _Parser(prog="groundstate")
+    register(root.add_subparsers(dest="command", parser_class=_Parser))
+    return root
+
+
+def run(argv: list[str]) -> int:
+    args = parser().parse_args(["dhd", *argv])
+    try:
+        return args.func(args)
+    except GroundstateError as exc:
+        print(f"groundstate: error: {exc}")
+        return exc.exit_code
+
+
+class Solver:
+    """Scripted DHD LM: message 0 proposes a wrong answer but makes the integrator right; message 1 proposes the
+    gold answer; everything else is wrong."""
+
+    def __init__(self):
+        self.golds = {p.question: p.answer for p in load_problems(SCIBENCH)}
+
+    def __call__(self, req):
+        fields = req.output_fields
+        if "roles" in fields:
+            return {"roles": [f"Role{i}: view {i}" for i in range(int(req.field("n_roles")))]}
+        gold = self.golds.get(req.field("problem") or "", "0")
+        if "proposed_answer" in fields:
+            i = int(re.search(r"Role(\d+)", req.field("role")).group(1))
+            return {"proposed_answer": gold if i == 1 else "0.001", "reasoning_direction": f"MARK{i}X",
+                    "key_idea": "k", "critical_assumption": "a", "what_to_check": "c", "confidence": 0.5}
+        if "equivalent" in fields:
+            return {"equivalent": False}
+        if "answer" in fields:
+            helped = "MARK0X" in (req.field("messages") or "")
+            return {"reasoning": "r", "answer": gold if helped else "0.001"}
+        return None
+
+
+@pytest.fixture
+def lm(monkeypatch):
+    dspy.cache.reset_memory_cache()
+    model = scripted_lm(Solver(), cache=True)
+
+    def configure(args):
+        dspy.configure(lm=model, adapter=dspy.JSONAdapter())
+        return model, LMConfig()
+
+    monkeypatch.setattr(cli, "configure_lms", configure)
+    yield model
+    dspy.cache.reset_memory_cache()
+
+
+def test_every_dhd_command_has_help(capsys):
+    for command in ("generate", "replay", "analyze", "mask", "crossfit"):
+        with pytest.raises(SystemExit) as info:
+            parser().parse_args(["dhd", command, "--help"])
+        assert info.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
+def test_generate_replay_analyze_crossfit_mask(tmp_path, lm, capsys):
+    cache = tmp_path / "cache"
+    common = ["--cache", str(cache), "--threads", "2", "--no-progress"]
+    assert run(["generate", "--problems", str(SCIBENCH), "--k", "3", *common]) == 0
+    assert "4 problems: 0 already cached, 4 generated" in capsys.readouterr().out
+    assert lm.engine.calls == 4 * 4
+
+    assert run(["replay", "--mode", "loo", "--repeats", "3", "--k", "1", "2", "3", *common]) == 0
+    calls = lm.engine.calls
+    assert calls == 16 + 4 * 3 * (3 + 4 + 5)  # problems x blocks x arms of K=1,2,3: every replay sampled
+    assert run(["replay", "--mode", "loo", "--repeats", "3", "--k", "1", "2", "3", *common]) == 0
+    assert lm.engine.calls == calls  # resumed: nothing re-run
+    assert run(["replay", "--mode", "single", "--repeats", "2", "--k", "3", *common]) == 0
+    assert lm.engine.calls == calls + 4 * 2 * 4
+    capsys.readouterr()
+
+    assert run(["analyze", "--cache", str(cache), "--permutations", "200", "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "loo K=3: 12 messages x 3 blocks" in out and "W+ 4" in out and "disagreement 0.0%" in out
+    analysis = cache / "analysis"
+    labels = [json.loads(line) for line in (analysis / "labels.jsonl").read_text().splitlines()]
+    assert len(labels) == 12 + 12
+    helpful = [x for x in labels if x["mode"] == "loo" and x["message_id"] == 0]
+    assert all(x["label"] == "helpful" and x["proposal_correct"] is False and x["estimate"] == 1.0 for x in helpful)
+    assert all(x["proposal_correct"] is True for x in labels if x["message_id"] == 1)
+    report = (analysis / "report.md").read_text()
+    assert "In-pool leave-one-out (K=3" in report and "Per-message LOO rates by K" in report
+    pairs = (analysis / "pairs.jsonl").read_text().splitlines()
+    assert len(pairs) == 4 * 3 * (1 + 2 + 3) + 4 * 2 * 3
+    data = json.loads((analysis / "report.json").read_text())
+    assert data["modes"]["loo"]["groups"]["W+"] == 4 and set(data["loo_rates_by_K"]) == {"1", "2", "3"}
+    assert data["modes"]["loo"]["flip_direction"]["wrong"]["helpful_share"] == 1.0
+
+    assert run(["crossfit", "--cache", str(cache), "--resamples", "50", "--shuffles", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "replicate A (K=3)" in out and "replicate B" in out
+    assert (analysis / "crossfit.json").is_file()
+
+    before = lm.engine.calls
+    assert run(["mask", "--sample", "3", "--repeats", "2", "--labels", str(analysis / "labels.jsonl"), *common]) == 0
+    out = capsys.readouterr().out
+    assert lm.engine.calls == before + 3 * 2 * 6
+    assert "| wrong-helpful" in out and "hide_reasoning" in out
+    assert run(["mask", "--sample", "3", "--repeats", "2", "--labels", str(analysis / "labels.jsonl"), *common]) == 0
+    assert lm.engine.calls == before + 3 * 2 * 6  # resumed
+
+
+def test_bad_problem_file_is_one_line_exit_2(tmp_path, lm, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"problem_text": "Q", "answer_number": "lots", "unit": "m", "problemid": "x1"}]))
+    assert run(["generate", "--problems", str(bad), "--cache", str(tmp_path / "c"), "--format", "scibench"]) == 2
+    line = capsys.readouterr().out.strip()
+    assert "\n" not in line and str(bad) in line and "record position 0" in line and "field 'answer_number'" in line
+    assert lm.engine.calls == 0
+
+
+def test_steps_out_of_order_are_one_line_errors(tmp_path, lm, capsys):
+    assert run(["replay", "--cache", str(tmp_path / "none"), "--mode", "loo"]) == 2
+    assert "is not a DHD message cache" in capsys.readouterr().out
+    cache = tmp_path / "cache"
+    assert run(["generate", "--problems", str(SCIBENCH), "--cache", str(cache), "--k", "2", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert run(["analyze", "--cache", str(cache)]) == 2
+    assert "no finished replay blocks" in capsys.readouterr().out
+    assert run(["replay", "--cache", str(cache), "--mode", "loo", "--repeats", "1", "--k", "2", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert run(["crossfit", "--cache", str(cache)]) == 2  # one block cannot be cross-fitted
+    assert "needs more replays" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        parser().parse_args(["dhd", "replay", "--cache", str(cache), "--mode", "both"])
+    assert info.value.code == 2
