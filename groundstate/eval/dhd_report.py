@@ -117,7 +117,8 @@ def plot_flip_direction(stats: dict[str, dict[str, Any]], path: str | Path,
     ax.set_yticklabels([f"{n} proposal\nflip rate {stats[n]['flip_rate']:.1%}" for n in names])
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of correctness flips")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
+    if ax.get_legend_handles_labels()[0]:  # no flips at all: nothing to label
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)
