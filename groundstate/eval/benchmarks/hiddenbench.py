@@ -40,8 +40,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import InputError
-from groundstate.eval.benchmarks.offquery import _first_list_item, _own_rows
-from groundstate.eval.io import read_json, write_jsonl
+from groundstate.eval.io import first_list_item, load_models, read_json, write_jsonl
 from groundstate.records import HiddenProfileTask
 
 logger = logging.getLogger(__name__)
@@ -199,7 +198,7 @@ def is_hiddenbench_file(path: str | Path) -> bool:
     path = Path(path)
     if not path.is_file():
         return False
-    first = _first_list_item(path)
+    first = first_list_item(path)
     return isinstance(first, dict) and HIDDENBENCH_MARKER in first
 
 
@@ -216,28 +215,7 @@ def load_hidden_tasks(path: str | Path, skip_invalid: bool = False,
     path = Path(path)
     if is_hiddenbench_file(path):
         return load_hiddenbench(path, skip_invalid=skip_invalid, problems=problems)
-    reported = problems if problems is not None else []
-    tasks: list[HiddenProfileTask] = []
-    seen: dict[str, str] = {}
-    for where, row, error in _own_rows(path):
-        try:
-            if error is not None:
-                raise error
-            label = f"{row['id']} ({where})" if isinstance(row.get("id"), str | int) else where
-            try:
-                task = HiddenProfileTask.model_validate(row)
-            except ValidationError as exc:
-                raise _from_validation(exc, str(path), label) from None
-            if task.id in seen:
-                raise InputError(f"duplicate id '{task.id}' (first {seen[task.id]})", file=str(path), record=label,
-                                 field="id")
-            seen[task.id] = where
-            tasks.append(task)
-        except InputError as err:
-            if not skip_invalid:
-                raise
-            reported.append(f"{err} (record skipped)")
-    return tasks
+    return load_models(path, HiddenProfileTask, _from_validation, skip_invalid, problems)
 
 
 def save_hidden_tasks(path: str | Path, tasks: Iterable[HiddenProfileTask]) -> None:

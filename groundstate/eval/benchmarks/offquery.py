@@ -45,13 +45,12 @@ appended to ``problems``.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import statistics
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +58,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.io import read_json, write_jsonl
+from groundstate.eval.io import first_char, first_list_item, load_models, read_json, write_jsonl
 from groundstate.records import CONDITIONS, LETTERS, AgentEvidence, OffQueryInstance, T2Fact
 
 logger = logging.getLogger(__name__)
@@ -394,7 +393,7 @@ def _read_official(path: Path, use_datasets: bool | None) -> list[Any]:
     if use_datasets is None:
         use_datasets = size > DATASETS_THRESHOLD_BYTES
     # datasets also reads a single object or JSON Lines as rows; only a JSON list is a published file
-    if use_datasets and _first_char(path) == "[":
+    if use_datasets and first_char(path) == "[":
         try:
             rows = _read_with_datasets(path)
         except Exception as exc:  # any failure falls back to the plain reader, whose errors are exact
@@ -405,18 +404,6 @@ def _read_official(path: Path, use_datasets: bool | None) -> list[Any]:
     if not isinstance(data, list):
         raise InputError(f"expected a JSON list of OffQuery items (got a JSON {type(data).__name__})", file=str(path))
     return data
-
-
-def _first_char(path: Path) -> str:
-    """The first character of the file that is not whitespace or a byte-order mark ('' if none)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            while char := handle.read(1):
-                if not char.isspace() and char != "\ufeff":
-                    return char
-    except (OSError, UnicodeDecodeError):
-        pass
-    return ""
 
 
 def _read_with_datasets(path: Path) -> list[dict]:
@@ -466,65 +453,13 @@ def load_instances(path: str | Path, skip_invalid: bool = False, problems: list[
     path = Path(path)
     if condition is not None and condition not in CONDITIONS:
         raise ConfigError(f"condition must be one of {', '.join(CONDITIONS)} (got '{condition}')")
-    reported = problems if problems is not None else []
-    instances: list[OffQueryInstance] = []
-    seen: dict[str, str] = {}
-    for where, row, error in _own_rows(path):
-        try:
-            if error is not None:
-                raise error
-            label = f"{row['id']} ({where})" if isinstance(row.get("id"), str | int) else where
-            try:
-                instance = OffQueryInstance.model_validate(row)
-            except ValidationError as exc:
-                raise _from_validation(exc, str(path), label) from None
-            if condition == "unreliable" and instance.corrupted_context is None:
-                raise InputError("is missing, but condition 'unreliable' needs the corrupted shared context",
-                                 file=str(path), record=label, field="corrupted_context")
-            if instance.id in seen:
-                raise InputError(f"duplicate id '{instance.id}' (first {seen[instance.id]})", file=str(path),
-                                 record=label, field="id")
-            seen[instance.id] = where
-            instances.append(instance)
-        except InputError as err:
-            if not skip_invalid:
-                raise
-            reported.append(f"{err} (record skipped)")
-    return instances
 
+    def check(instance: OffQueryInstance, label: str) -> None:
+        if condition == "unreliable" and instance.corrupted_context is None:
+            raise InputError("is missing, but condition 'unreliable' needs the corrupted shared context",
+                             file=str(path), record=label, field="corrupted_context")
 
-def _own_rows(path: Path) -> Iterator[tuple[str, Any, InputError | None]]:
-    """``(where, row, error)`` per record: ``where`` is ``at line N`` (JSON Lines) or ``at position N`` (list)."""
-    if _first_char(path) == "[":
-        data = read_json(path)
-        for position, row in enumerate(data):
-            where = f"at position {position}"
-            error = None if isinstance(row, dict) else InputError("not a JSON object", file=str(path), record=where)
-            yield where, row, error
-        return
-    try:
-        handle = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    with handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"at line {number}"
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield where, None, InputError(f"not valid JSON ({exc.msg}, column {exc.colno})",
-                                                  file=str(path), record=where)
-                    continue
-                error = None if isinstance(row, dict) else InputError("not a JSON object", file=str(path),
-                                                                       record=where)
-                yield where, row, error
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason})", file=str(path)) from None
+    return load_models(path, OffQueryInstance, _from_validation, skip_invalid, problems, check)
 
 
 def save_instances(path: str | Path, instances: Iterable[OffQueryInstance]) -> None:
@@ -567,35 +502,8 @@ def is_official_file(path: str | Path) -> bool:
     path = Path(path)
     if path.suffix.lower() != ".json" or not path.is_file():
         return False
-    first = _first_list_item(path)
+    first = first_list_item(path)
     return isinstance(first, dict) and OFFICIAL_MARKER in first
-
-
-def _first_list_item(path: Path) -> Any:
-    """The first item of a top-level JSON list, parsing no more of the file than needed; None if none."""
-    decoder = json.JSONDecoder()
-    buffer, chunk = "", 1 << 16
-    try:
-        with open(path, encoding="utf-8") as handle:
-            while True:
-                data = handle.read(chunk)
-                buffer += data
-                text = buffer.lstrip("\ufeff \t\r\n")
-                if text and text[0] != "[":
-                    return None
-                rest = text[1:].lstrip()
-                if rest.startswith("]"):
-                    return None
-                if rest:
-                    try:
-                        return decoder.raw_decode(rest)[0]
-                    except json.JSONDecodeError:
-                        pass
-                if not data:
-                    return None
-                chunk *= 2
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 # -- validation errors ----------------------------------------------------------------------------------------

@@ -49,8 +49,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.benchmarks.offquery import _own_rows
-from groundstate.eval.io import write_jsonl
+from groundstate.eval.io import iter_rows, write_jsonl
 from groundstate.programs.deliberation_evaluator import parse_plain_number
 from groundstate.records import Problem
 
@@ -97,7 +96,7 @@ def detect_format(path: str | Path) -> str:
     path = Path(path)
     if not path.is_file():
         raise InputError("file not found", file=str(path))
-    first = next((row for _, row, error in _own_rows(path) if error is None), None)
+    first = next((row for _, row, error in iter_rows(path) if error is None), None)
     if isinstance(first, dict):
         if "problem_text" in first:
             return "scibench"
@@ -220,7 +219,7 @@ def _load(path: Path, convert, skip_invalid: bool, problems: list[str] | None, i
     reported = problems if problems is not None else []
     out: list[Problem] = []
     seen: dict[str, str] = {}
-    for where, row, error in _own_rows(path):
+    for where, row, error in iter_rows(path):
         try:
             if error is not None:
                 raise error
