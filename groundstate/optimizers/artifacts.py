@@ -101,6 +101,24 @@ def _write_manifest(directory: Path, manifest: Mapping[str, Any]) -> None:
     _dump_json(directory / MANIFEST, manifest)
 
 
+def _finish(directory: Path, kind: str, described: dict[str, Any], manifest: Mapping[str, Any]) -> Path:
+    """Write the manifest of a ``kind`` artifact (with what it holds and the versions) and check for secrets."""
+    full = {"format": FORMAT, "kind": kind, "created": _dt.datetime.now(_dt.UTC).isoformat(), **described,
+            "versions": versions(), **manifest}
+    _write_manifest(directory, full)
+    _check_no_secrets(directory)
+    return directory
+
+
+def _manifest_of(directory: Path, kind: str, what: str) -> dict[str, Any]:
+    """The manifest of a ``kind`` artifact, checked for kind and version compatibility."""
+    manifest = read_manifest(directory)
+    if manifest.get("kind") != kind:
+        raise ConfigError(f"{directory} holds a '{manifest.get('kind')}' artifact, not {what}")
+    check_compatible(manifest, directory)
+    return manifest
+
+
 def read_manifest(directory: str | Path) -> dict[str, Any]:
     """The manifest of an artifact directory.
 
@@ -167,20 +185,14 @@ def save_program(program: Any, directory: str | Path, **manifest: Any) -> Path:
         if isinstance(entry, dict) and "lm" in entry:
             entry["lm"] = None  # LM-agnostic: the manifest describes the LMs, the loader's configuration picks them
     (directory / PROGRAM_STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    full = {"format": FORMAT, "kind": "dspy-program", "created": _dt.datetime.now(_dt.UTC).isoformat(),
-            "program": {"class": _class_path(program), "kwargs": kwargs}, "versions": versions(), **manifest}
-    _write_manifest(directory, full)
-    _check_no_secrets(directory)
-    return directory
+    return _finish(directory, "dspy-program", {"program": {"class": _class_path(program), "kwargs": kwargs}},
+                   manifest)
 
 
 def load_program(directory: str | Path, allow_custom: bool = False) -> Any:
     """Rebuild a saved program: import its class, build it with the saved arguments, load its state."""
     directory = Path(directory)
-    manifest = read_manifest(directory)
-    if manifest.get("kind") != "dspy-program":
-        raise ConfigError(f"{directory} holds a '{manifest.get('kind')}' artifact, not a program")
-    check_compatible(manifest, directory)
+    manifest = _manifest_of(directory, "dspy-program", "a program")
     cls = _import_class(manifest["program"]["class"], allow_custom)
     program = cls(**manifest["program"].get("kwargs", {}))
     program.load(str(directory / PROGRAM_STATE))
@@ -199,11 +211,7 @@ def save_sklearn(estimator: Any, directory: str | Path, **manifest: Any) -> Path
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     sio.dump(estimator, directory / SKLEARN_MODEL)
-    full = {"format": FORMAT, "kind": "sklearn", "created": _dt.datetime.now(_dt.UTC).isoformat(),
-            "estimator": {"class": _class_path(estimator)}, "versions": versions(), **manifest}
-    _write_manifest(directory, full)
-    _check_no_secrets(directory)
-    return directory
+    return _finish(directory, "sklearn", {"estimator": {"class": _class_path(estimator)}}, manifest)
 
 
 _TRUSTED_PREFIXES = ("sklearn.", "numpy.", "builtins.", "collections.", "scipy.", "groundstate.")
@@ -215,10 +223,7 @@ def load_sklearn(directory: str | Path) -> Any:
     import skops.io as sio
 
     directory = Path(directory)
-    manifest = read_manifest(directory)
-    if manifest.get("kind") != "sklearn":
-        raise ConfigError(f"{directory} holds a '{manifest.get('kind')}' artifact, not a scikit-learn model")
-    check_compatible(manifest, directory)
+    _manifest_of(directory, "sklearn", "a scikit-learn model")
     path = directory / SKLEARN_MODEL
     untrusted = sio.get_untrusted_types(file=path)
     refused = [t for t in untrusted if not t.startswith(_TRUSTED_PREFIXES)]
@@ -232,19 +237,12 @@ def save_params(obj: Any, directory: str | Path, **manifest: Any) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     _dump_json(directory / PARAMS, obj.to_params())
-    full = {"format": FORMAT, "kind": "params", "created": _dt.datetime.now(_dt.UTC).isoformat(),
-            "object": {"class": _class_path(obj)}, "versions": versions(), **manifest}
-    _write_manifest(directory, full)
-    _check_no_secrets(directory)
-    return directory
+    return _finish(directory, "params", {"object": {"class": _class_path(obj)}}, manifest)
 
 
 def load_params(directory: str | Path, allow_custom: bool = False) -> Any:
     directory = Path(directory)
-    manifest = read_manifest(directory)
-    if manifest.get("kind") != "params":
-        raise ConfigError(f"{directory} holds a '{manifest.get('kind')}' artifact, not a parameter file")
-    check_compatible(manifest, directory)
+    manifest = _manifest_of(directory, "params", "a parameter file")
     cls = _import_class(manifest["object"]["class"], allow_custom)
     return cls.from_params(json.loads((directory / PARAMS).read_text(encoding="utf-8")))
 
