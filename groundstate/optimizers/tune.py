@@ -66,8 +66,7 @@ class Budget:
         for name in needed:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"the budget for '{optimizer}' needs {name.replace('_', '-')} > 0")
-        if optimizer in ("bootstrap", "random-search", "mipro") and \
-                self.max_bootstrapped_demos + self.max_labeled_demos <= 0 and optimizer != "mipro":
+        if optimizer in ("bootstrap", "random-search") and self.max_bootstrapped_demos + self.max_labeled_demos <= 0:
             raise ConfigError(f"a budget of zero demos leaves '{optimizer}' nothing to change")
         if any(v < 0 for v in asdict(self).values()):
             raise ConfigError("budget values must not be negative")
