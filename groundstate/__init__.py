@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "Budget": "groundstate.optimizers.tune",
     "load": "groundstate.optimizers.artifacts",
     "save_program": "groundstate.optimizers.artifacts",
+    "saveable": "groundstate.programs.common",
+    "register": "groundstate.registry",
     "offquery_metric": "groundstate.optimizers.metrics",
     "gepa_metric": "groundstate.optimizers.metrics",
     # hidden-profile discussions

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, install_log_scrubbing, scrub_secrets
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -45,6 +45,9 @@ def add_lm_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-base", default=None, help="server URL for --lm (vLLM, Ollama, any OpenAI-compatible)")
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature for --lm")
     parser.add_argument("--max-tokens", type=int, default=None, help="output token limit per call for --lm")
+    parser.add_argument("--lm-timeout", type=float, default=None, metavar="SECONDS",
+                        help="give up on an LM call after SECONDS (hosted LMs; default 120; the failed call is "
+                             "recorded as that record's error). The embedded LM is local and ignores it")
     parser.add_argument("--lm-config", default=None, metavar="FILE",
                         help="TOML file of LM settings: [default] and [roles.<pattern>] (one LM per agent role)")
 
@@ -60,6 +63,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-error-rate", type=float, default=None, metavar="X",
                         help="stop the run once the share of failed records exceeds X (0-1), keeping results")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_allow_empty(parser)
+
+
+def add_allow_empty(parser: argparse.ArgumentParser) -> None:
+    """``--allow-empty``: accept an input file with no records (otherwise an empty file is an error)."""
+    parser.add_argument("--allow-empty", action="store_true",
+                        help="accept an input file with no records (by default that is an error, exit 2)")
 
 
 def lm_config_from_args(args: argparse.Namespace):
@@ -71,7 +81,8 @@ def lm_config_from_args(args: argparse.Namespace):
         config.default = {"model": args.lm}
     extra = {k: v for k, v in {"api_base": getattr(args, "api_base", None),
                                "temperature": getattr(args, "temperature", None),
-                               "max_tokens": getattr(args, "max_tokens", None)}.items() if v is not None}
+                               "max_tokens": getattr(args, "max_tokens", None),
+                               "timeout": getattr(args, "lm_timeout", None)}.items() if v is not None}
     if extra:
         config.default = {**config.default, **extra}
     config.default.setdefault("model", EMBEDDED_SPEC)
@@ -116,8 +127,11 @@ def print_summary(result: Any, console: Any = None) -> None:
         table.add_row(name, format_ci(entry))
     table.add_row("records", f"{summary['n_done']}/{summary['n_selected']} ({summary['n_error']} errors)")
     cached = summary["lm_calls"].get("cached", 0)
+    failed = summary["lm_calls"].get("failed", 0)
+    notes = [f"{cached} of {summary['lm_calls']['total']} from cache"] if cached else []
+    notes += [f"{failed} of {summary['lm_calls']['total']} failed"] if failed else []
     table.add_row("LM calls / record", f"{summary['lm_calls']['per_record']:.1f}"
-                  + (f" ({cached} of {summary['lm_calls']['total']} from cache)" if cached else ""))
+                  + (f" ({'; '.join(notes)})" if notes else ""))
     table.add_row("tokens / record", f"{summary['tokens']['per_record']:.0f}")
     table.add_row("tokens total (in/out)", f"{summary['tokens']['input']}/{summary['tokens']['output']}")
     console.print(table)
@@ -152,8 +166,13 @@ def cmd_lm_check(args: argparse.Namespace) -> int:
     predict = dspy.Predict(StructuredCheck)
     with dspy.context(lm=lm, adapter=default_adapter(lm)), dspy.track_usage() as usage:
         started = time.perf_counter()
-        out = predict(question="Which planet is closest to the Sun?",
-                      options="A: Mercury\nB: Venus\nC: Earth\nD: Mars")
+        try:
+            out = predict(question="Which planet is closest to the Sun?",
+                          options="A: Mercury\nB: Venus\nC: Earth\nD: Mars")
+        except Exception as exc:  # a refused connection, a bad key, a hang, garbage: one line, not a traceback
+            from groundstate.lm_faults import lm_failure
+
+            raise lm_failure(exc, lm, "lm check") from None
         elapsed = time.perf_counter() - started
     totals = usage.get_total_tokens().get(lm.model, {})
     inp = int(totals.get("prompt_tokens") or 0)
@@ -237,19 +256,23 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def _resolve_run_dir(out: str, name: str) -> str:
+    """A run directory from a path, a run id under ``out`` or a unique prefix of one."""
+    import glob
     from pathlib import Path
+
+    from groundstate.errors import InputError
 
     path = Path(name)
     if path.is_dir():
         return str(path)
+    if path.is_absolute() or len(path.parts) != 1:
+        raise InputError(f"no run directory {name} (it does not exist); see `groundstate runs list --out DIR`")
     candidate = Path(out) / name
     if candidate.is_dir():
         return str(candidate)
-    matches = [p for p in Path(out).glob(f"{name}*") if p.is_dir()] if Path(out).is_dir() else []
+    matches = [p for p in Path(out).glob(f"{glob.escape(name)}*") if p.is_dir()] if Path(out).is_dir() else []
     if len(matches) == 1:
         return str(matches[0])
-    from groundstate.errors import InputError
-
     raise InputError(f"no run '{name}' under {out}/ ({len(matches)} matches); see `groundstate runs list`")
 
 
@@ -343,10 +366,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    install_log_scrubbing()  # a server's error body can echo the key; libraries log such errors
     try:
         return int(args.func(args) or 0)
     except GroundstateError as exc:
-        print(f"groundstate: error: {exc}", file=sys.stderr)
+        print(f"groundstate: error: {scrub_secrets(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("groundstate: interrupted; everything finished is kept. Run the same command again to resume.",

@@ -168,13 +168,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience import features_without, train_controller
-    from groundstate.eval.io import read_jsonl
+    from groundstate.eval.consilience import features_without, load_exploration, train_controller
     from groundstate.eval.runner import file_hash
     from groundstate.optimizers.artifacts import save_sklearn
     from groundstate.records import ACTIONS
 
-    rows = read_jsonl(args.data)
+    rows = load_exploration(args.data)
     features = features_without(args.drop_features)
     model = train_controller(rows, features, hidden_layer_sizes=tuple(args.hidden), random_state=args.seed)
     save_sklearn(model, args.out, purpose="consilience MLP controller", features=features, actions=list(ACTIONS),

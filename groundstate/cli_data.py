@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from groundstate.errors import one_line
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli import add_lm_options
+    from groundstate.cli import add_allow_empty, add_lm_options
     from groundstate.eval.benchmarks.synthetic import VARIANTS
 
     data = sub.add_parser("data", help="OffQuery data: build from MediQ, generate synthetic, validate, stats")
@@ -28,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="tag HEALTHCARE-S / HEALTHCARE-I by whether the LM answers from the shared context alone")
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--skip-invalid", action="store_true", help="report and skip bad cases instead of stopping")
+    add_allow_empty(p)
     add_lm_options(p)
     p.set_defaults(func=cmd_build_offquery)
 
@@ -48,12 +51,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--condition", choices=("reliable", "unreliable"), default=None,
                    help="also require what this condition needs (a corrupted context for 'unreliable')")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
+    add_allow_empty(p)
     p.set_defaults(func=cmd_validate)
 
     p = data_sub.add_parser("stats", help="counts per domain, split, agents, facts, label balance")
     p.add_argument("file")
     p.add_argument("--t2-truth", default=None)
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    add_allow_empty(p)
     p.set_defaults(func=cmd_stats)
 
 
@@ -77,7 +82,8 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
     from groundstate.eval.benchmarks.offquery import save_instances
 
     problems: list[str] = []
-    cases = load_mediq(args.from_mediq, skip_invalid=args.skip_invalid, problems=problems)
+    cases = load_mediq(args.from_mediq, skip_invalid=args.skip_invalid, problems=problems,
+                       allow_empty=args.allow_empty)
     for line in problems:
         print(f"skipped: {line}", file=sys.stderr)
     if args.limit is not None:
@@ -96,9 +102,16 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
         failed = sum(1 for x in instances if x.split is None)
         tagged = {s: sum(1 for x in instances if x.split == s) for s in ("healthcare-s", "healthcare-i")}
         print(f"split: {tagged}" + (f", {failed} untagged (LM failures)" if failed else ""))
+    if not instances and not args.allow_empty:
+        from groundstate.errors import InputError
+
+        for entry in report.skipped:
+            print(f"skipped case {one_line(entry['case_id'])}: {one_line(entry['reason'])}", file=sys.stderr)
+        raise InputError(f"no instance could be built from {len(cases)} case(s); nothing written to {args.out} "
+                         "(pass --allow-empty to write an empty file)", file=args.from_mediq)
     save_instances(args.out, instances)
     for entry in report.skipped:
-        print(f"skipped case {entry['case_id']}: {entry['reason']}", file=sys.stderr)
+        print(f"skipped case {one_line(entry['case_id'])}: {one_line(entry['reason'])}", file=sys.stderr)
     if report.rejections:
         print(f"{len(report.rejections)} LM attempt(s) rejected (wrong answer = gold, no conflict, ...)",
               file=sys.stderr)
@@ -110,7 +123,7 @@ def _load(args: argparse.Namespace, skip_invalid: bool, problems: list[str], con
     from groundstate.eval.benchmarks.offquery import load_any
 
     return load_any(args.file, t2_truth=args.t2_truth, condition=condition, skip_invalid=skip_invalid,
-                    problems=problems)
+                    problems=problems, allow_empty=args.allow_empty)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -121,7 +134,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     generated = [x for x in instances if (x.provenance or {}).get("structure")]
     for instance in generated:
         for problem in check_instance(instance):
-            problems.append(f"{args.file}: record {instance.id}: {problem}")
+            problems.append(f"{one_line(args.file)}: record {one_line(instance.id)}: {one_line(problem)}")
     for line in problems:
         print(line)
     checked = f" ({len(generated)} checked against the generator's rule)" if generated else ""

@@ -11,7 +11,7 @@ from collections import Counter
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli import add_lm_options
+    from groundstate.cli import add_allow_empty, add_lm_options
 
     hidden = sub.add_parser("hidden", help="hidden-profile tasks: generate travel tasks, validate task files")
     hidden_sub = hidden.add_subparsers(dest="hidden_command", metavar="COMMAND", parser_class=type(hidden))
@@ -45,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "Prints one line per problem; exit status 2 if there is any.")
     p.add_argument("file")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
+    add_allow_empty(p)
     p.set_defaults(func=cmd_validate)
 
     try:
@@ -101,17 +102,20 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from groundstate.errors import one_line
     from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
     from groundstate.eval.benchmarks.travel import check_record
 
     problems: list[str] = []
-    tasks = load_hidden_tasks(args.file, skip_invalid=args.skip_invalid, problems=problems)
+    tasks = load_hidden_tasks(args.file, skip_invalid=args.skip_invalid, problems=problems,
+                              allow_empty=args.allow_empty)
     checked = 0
     for task in tasks:
         if not task.structure or "agents" not in task.structure:
             continue
         checked += 1
-        problems += [f"{args.file}: record {task.id}: {issue}" for issue in check_record(task)]
+        problems += [f"{one_line(args.file)}: record {one_line(task.id)}: {one_line(issue)}"
+                     for issue in check_record(task)]
     for line in problems:
         print(line)
     note = f" ({checked} checked against the travel validator)" if checked else ""

@@ -97,17 +97,13 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_tasks(path: str) -> tuple[list[Any], dict[str, Any]]:
+def load_tasks(path: str, allow_empty: bool = False) -> tuple[list[Any], dict[str, Any]]:
     """The tasks in ``path`` (HiddenBench JSON or groundstate JSONL) and a description of the file for the run
-    fingerprint."""
+    fingerprint. A file with no tasks is an error unless ``allow_empty``."""
     from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
     from groundstate.eval.runner import file_hash
 
-    tasks = load_hidden_tasks(path)
-    if not tasks:
-        from groundstate.errors import InputError
-
-        raise InputError("no tasks", file=path)
+    tasks = load_hidden_tasks(path, allow_empty=allow_empty)
     return tasks, {"file": Path(path).name, "sha256": file_hash(path)}
 
 
@@ -134,7 +130,7 @@ def run_hidden(args: argparse.Namespace):
     if args.rounds < 0:
         raise ConfigError("--rounds must be >= 0")
     shard = parse_shard(args.shard)
-    tasks, data = load_tasks(args.tasks)
+    tasks, data = load_tasks(args.tasks, getattr(args, "allow_empty", False))
     team, agents, lm_description = build_team(args, tasks, args.tasks)
     program = HiddenProfileProtocol(args.protocol, args.rounds, team=team)
     rounds = args.rounds if args.protocol == "hidden-post" else 0

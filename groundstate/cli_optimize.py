@@ -131,7 +131,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     lm_config.apply(program)
     inputs = task.inputs_for(args)
     judge = make_judge(args.judge_lm)
-    reflection = get_lm(args.reflection_lm) if args.reflection_lm else None
+    timeout = {"timeout": args.lm_timeout} if args.lm_timeout is not None else {}
+    reflection = get_lm(args.reflection_lm, **timeout) if args.reflection_lm else None
     if args.program == "reground" and args.stage != "all" and args.trainable is None:
         print(f"tuning stage '{args.stage}' ({', '.join(patterns)}) against {metric}")
     result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None, metric=weights,
@@ -170,13 +171,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.eval.runner import RunAborted, Runner, fingerprint, parse_shard
     from groundstate.eval.tasks import get_task
     from groundstate.lm import describe_lm
-    from groundstate.optimizers.artifacts import load_program, read_manifest
+    from groundstate.optimizers.artifacts import build_saved, load_program, read_manifest
 
     manifest = read_manifest(args.dir)
     if manifest.get("kind") != "dspy-program" or "task" not in manifest:
         raise ConfigError(f"{args.dir} is not a program saved by `groundstate optimize`")
     after = load_program(args.dir)
-    before = type(after)(**manifest["program"]["kwargs"])
+    before = build_saved(args.dir, manifest)
     task = get_task(manifest["task"])
     options = dict(manifest.get("task_options", {}))
     if args.condition is None:

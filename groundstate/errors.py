@@ -3,9 +3,29 @@
 Every error a user can fix (a bad file, a bad record, an unknown LM spec, a missing model file) is a
 :class:`GroundstateError`. Its message is the whole story: what is wrong, where (file, record, field) and,
 where it helps, how to fix it. Anything else that escapes is a bug and keeps its traceback.
+
+Messages stay one line: text that comes from a data file (an id, a value, a field name) is passed through
+:func:`one_line`, which escapes newlines, ANSI escape sequences and other control characters repr-style, so
+a data file can neither break the one-line contract nor write to the user's terminal.
 """
 
 from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+
+def one_line(text: Any, limit: int | None = 300) -> str:
+    """``text`` made safe for a one-line message: control characters (newlines, tabs, ANSI escapes, C1
+    controls) escaped repr-style, and cut to ``limit`` characters (``None``: no cut)."""
+    shown = str(text)
+    if any(ch < " " or ch == "\x7f" or "\x80" <= ch <= "\x9f" for ch in shown):
+        shown = "".join(repr(ch)[1:-1] if (ch < " " or ch == "\x7f" or "\x80" <= ch <= "\x9f") else ch
+                        for ch in shown)
+    if limit is not None and len(shown) > limit:
+        shown = shown[: limit - 3] + "..."
+    return shown
 
 
 class GroundstateError(Exception):
@@ -22,11 +42,12 @@ class InputError(GroundstateError, ValueError):
         self.file, self.record, self.field = file, record, field
         where = []
         if file is not None:
-            where.append(str(file))
+            where.append(one_line(file))
         if record is not None:
-            where.append(f"record {record}")
+            where.append(f"record {one_line(record, 120)}")
         if field is not None:
-            where.append(f"field '{field}'")
+            where.append(f"field '{one_line(field, 120)}'")
+        message = one_line(message, None)
         super().__init__(f"{': '.join([', '.join(where), message]) if where else message}")
 
 
@@ -36,3 +57,81 @@ class LMSetupError(GroundstateError):
 
 class ConfigError(GroundstateError):
     """A bad option or combination of options (unknown metric, zero budget, ...)."""
+
+
+class LMCallError(GroundstateError):
+    """A call to an LM failed (no server, refused key, unparseable reply, timeout): one line naming the LM."""
+
+
+class RunInUseError(GroundstateError):
+    """Another groundstate process holds the run directory's lock."""
+
+
+class OptimizationFailed(GroundstateError):
+    """Every LM call (or metric call) of an optimization failed, so there is nothing worth saving."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Secrets never reach a message, a log line or a results file
+# ---------------------------------------------------------------------------------------------------------
+
+SECRET_VARIABLE = re.compile(r"(API_KEY|_TOKEN|_SECRET|ACCESS_KEY)$", re.IGNORECASE)
+"""Environment variables whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``)."""
+MIN_SECRET_LENGTH = 8
+REDACTED = "[redacted]"
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=:-]+")
+_SK_TOKEN = re.compile(r"\bsk-[A-Za-z0-9_-]{6,}")
+_KEY_ASSIGNMENT = re.compile(r"(?i)\b((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)([^\s\"',;}]{6,})")
+
+
+def secret_values() -> list[str]:
+    """The values of the secret environment variables (:data:`SECRET_VARIABLE`), longest first."""
+    values = {v for k, v in os.environ.items() if SECRET_VARIABLE.search(k) and v and len(v) >= MIN_SECRET_LENGTH}
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub_secrets(text: str) -> str:
+    """``text`` with every secret replaced by ``[redacted]``.
+
+    Removed: the value of every environment variable named like a key (``*API_KEY``, ``*_TOKEN``, ``*_SECRET``,
+    ``*ACCESS_KEY``; values of at least 8 characters), ``Bearer <token>`` credentials, ``sk-...`` shaped keys
+    and ``api_key=...`` / ``x-api-key: ...`` assignments. Apply it to any text that came back from an LM
+    server (error bodies can echo the request's headers) before it is printed, logged or stored.
+    """
+    if not text:
+        return text
+    text = str(text)
+    for value in secret_values():
+        if value in text:
+            text = text.replace(value, REDACTED)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = _SK_TOKEN.sub(REDACTED, text)
+    return _KEY_ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED if m.group(2) != REDACTED else m.group(0), text)
+
+
+def install_log_scrubbing() -> None:
+    """Scrub secrets from every log record from now on (:func:`scrub_secrets` on its message and traceback).
+
+    Libraries log the exceptions they catch (DSPy's evaluator and optimizers log each failed example, with the
+    error text a server sent back), so the command line installs this once, before any command runs. It wraps
+    the log record factory, which every logger and handler goes through; calling it again does nothing.
+    """
+    import logging
+
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "scrubs_secrets", False):
+        return
+
+    def factory(*args, **kwargs):
+        record = previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed log call: leave it to logging's own error handling
+            return record
+        record.msg, record.args = scrub_secrets(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = scrub_secrets(logging.Formatter().formatException(record.exc_info))
+        return record
+
+    factory.scrubs_secrets = True
+    logging.setLogRecordFactory(factory)

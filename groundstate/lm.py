@@ -13,6 +13,17 @@ the tasks.
 
 Any other spec is a LiteLLM model string (``openai/gpt-4o-mini``, ``ollama_chat/qwen3:8b``,
 ``hosted_vllm/<model>`` with ``api_base``). Keys come only from the environment; nothing here writes one.
+Such an LM is a :class:`~groundstate.lm_cache.KeyedLM`, and:
+
+- every call gives up after ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT_S`, 120 s; ``--lm-timeout``
+  or ``timeout`` in an LM config), so a server that accepts a connection and never answers fails that call
+  instead of stalling it for DSPy's 600 s default. The embedded LM runs in-process and ignores ``timeout``;
+- DSPy's response cache is keyed by the LM's identity (model, ``api_base``, decoding settings), which DSPy
+  itself leaves out of the key, so the same command pointed at another server never gets the first
+  server's answers back.
+
+Settings are checked when they are read (types and ranges, see :func:`check_lm_options`), with one line
+naming the file, the section and the field.
 
 ``--lm-config lm.toml`` gives each agent role its own LM (see :class:`LMConfig`).
 """
@@ -27,7 +38,6 @@ import logging
 import os
 import threading
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +55,52 @@ GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 LM_OPTIONS = {"temperature", "max_tokens", "api_base", "api_version", "cache", "num_retries", "timeout", "top_p",
               "model_path", "n_ctx", "n_threads", "max_string_length", "max_items", "seed"}
 _EMBEDDED_ONLY = {"model_path", "n_ctx", "n_threads", "max_string_length", "max_items", "seed"}
+DEFAULT_TIMEOUT_S = 120.0
+"""Seconds a hosted LM call may take before it fails (DSPy's own default is 600)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checking settings
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value  # not NaN
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_CHECKS: dict[str, tuple[Any, str]] = {
+    "temperature": (lambda v: _is_number(v) and 0 <= v <= 2, "a number from 0 to 2"),
+    "top_p": (lambda v: _is_number(v) and 0 < v <= 1, "a number greater than 0 and at most 1"),
+    "max_tokens": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "timeout": (lambda v: _is_number(v) and 0 < v < float("inf"), "a positive number of seconds"),
+    "num_retries": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "n_ctx": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "n_threads": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "max_string_length": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "max_items": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "seed": (_is_int, "an integer"),
+    "cache": (lambda v: isinstance(v, bool), "true or false"),
+    "api_base": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string (a URL)"),
+    "api_version": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
+    "model_path": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string (a file path)"),
+}
+
+
+def check_lm_options(options: dict[str, Any], where: str) -> None:
+    """Raise a one-line :class:`LMSetupError` for the first setting of the wrong type or out of range.
+
+    Args:
+        options: LM settings (``temperature``, ``max_tokens``, ``timeout``, ...); unknown names are not checked here.
+        where: what to name in the message, e.g. ``"lm.toml: section [default]"``.
+    """
+    for name, value in options.items():
+        check = _CHECKS.get(name)
+        if check is not None and not check[0](value):
+            raise LMSetupError(f"{where}: field '{name}' must be {check[1]}, got {value!r:.60}")
 
 
 def find_embedded_model() -> Path:
@@ -264,21 +320,29 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
 
     Args:
         spec: ``"embedded"`` or a LiteLLM model string ``provider/model``.
-        **options: ``temperature``, ``max_tokens``, ``api_base``, ``cache``, ``num_retries``, ``timeout``;
+        **options: ``temperature``, ``max_tokens``, ``api_base``, ``cache``, ``num_retries``, ``timeout``
+            (seconds per call, default :data:`DEFAULT_TIMEOUT_S`; ignored by ``embedded``, which is local);
             for ``embedded`` also ``model_path``, ``n_ctx``, ``n_threads``, ``max_string_length``,
             ``max_items``, ``seed``.
 
+    Returns:
+        A ``dspy.LM`` over the embedded engine for ``embedded``; a :class:`~groundstate.lm_cache.KeyedLM`
+        otherwise.
+
     Raises:
-        LMSetupError: an unknown spec, an unknown option or a missing model file.
+        LMSetupError: an unknown spec, an unknown option, a setting of the wrong type or out of range, or a
+            missing model file.
     """
     unknown = set(options) - LM_OPTIONS
     if unknown:
         raise LMSetupError(f"unknown LM option(s) {sorted(unknown)} for '{spec}'; allowed: {sorted(LM_OPTIONS)}")
+    check_lm_options(options, f"LM '{spec}'")
     import dspy
 
     if spec == EMBEDDED_SPEC:
+        options.pop("timeout", None)  # the embedded model runs in this process: nothing to wait for
         engine_opts = {k: options.pop(k) for k in list(options) if k in _EMBEDDED_ONLY}
-        for key in ("api_base", "api_version", "timeout"):
+        for key in ("api_base", "api_version"):
             if key in options:
                 raise LMSetupError(f"option '{key}' does not apply to the embedded LM")
         engine = EmbeddedEngine(**engine_opts)
@@ -301,7 +365,10 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     bad = set(options) & _EMBEDDED_ONLY
     if bad:
         raise LMSetupError(f"option(s) {sorted(bad)} apply only to the embedded LM, not '{spec}'")
-    return dspy.LM(spec, **options)
+    options.setdefault("timeout", DEFAULT_TIMEOUT_S)
+    from groundstate.lm_cache import keyed_lm_class
+
+    return keyed_lm_class()(spec, **options)
 
 
 def default_adapter(lm):
@@ -374,26 +441,33 @@ class LMConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LMConfig:
+        from groundstate.errors import InputError
+        from groundstate.files import read_toml
+
         path = Path(path)
+        if not path.is_file() and not path.exists():
+            raise LMSetupError(f"{path}: LM config file not found")
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise LMSetupError(f"{path}: LM config file not found") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LMSetupError(f"{path}: cannot read LM config ({exc})") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise LMSetupError(f"{path}: not valid TOML ({exc})") from None
+            data = read_toml(path)
+        except InputError as exc:  # unreadable, not UTF-8, not TOML, nested absurdly deep
+            raise LMSetupError(f"LM config {exc}") from None
+        if not data:
+            raise LMSetupError(f"{path}: the LM config is empty; give a [default] section with a 'model' "
+                               "(and [roles.<pattern>] sections for per-role LMs)")
         extra = set(data) - {"default", "roles"}
         if extra:
             raise LMSetupError(f"{path}: unknown section(s) {sorted(extra)}; expected [default] and [roles.<pattern>]")
         default = data.get("default", {"model": EMBEDDED_SPEC})
         roles = data.get("roles", {})
+        if not isinstance(roles, dict):
+            raise LMSetupError(f"{path}: 'roles' must be a table of [roles.<pattern>] sections")
         for name, entry in [("default", default), *((f"roles.{k}", v) for k, v in roles.items())]:
             if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
                 raise LMSetupError(f"{path}: section [{name}] needs a string field 'model'")
             unknown = set(entry) - LM_OPTIONS - {"model"}
             if unknown:
                 raise LMSetupError(f"{path}: section [{name}] has unknown field(s) {sorted(unknown)}")
+            check_lm_options({k: v for k, v in entry.items() if k != "model"}, f"{path}: section [{name}]")
         return cls(default=default, roles=roles, source=str(path))
 
     def spec_for(self, role: str | None) -> dict[str, Any]:

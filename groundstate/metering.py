@@ -1,7 +1,8 @@
 """Counting LM calls and tokens across every thread a piece of work starts.
 
-A :class:`Meter` is both a DSPy callback (it counts calls, cache hits included) and a usage tracker (it sums
-the tokens the LM reports; DSPy's cache hits report none). DSPy copies the usage tracker into worker threads
+A :class:`Meter` is both a DSPy callback (it counts calls, cache hits included, and the calls that raised) and
+a usage tracker (it sums the tokens the LM reports; DSPy's cache hits report none, and neither do failed
+calls, so ``cached = calls - reached the model - failed``). DSPy copies the usage tracker into worker threads
 with ``deepcopy``, which returns the meter itself, so calls made on any thread are counted once.
 """
 
@@ -12,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
+from groundstate.errors import scrub_secrets
+
 
 @lru_cache(maxsize=1)
 def meter_class() -> type:
@@ -19,12 +22,14 @@ def meter_class() -> type:
     from dspy.utils.usage_tracker import UsageTracker
 
     class Meter(UsageTracker, BaseCallback):
-        """LM calls (callback) and billed tokens (usage tracker) of one piece of work."""
+        """LM calls (callback), failed calls (callback) and billed tokens (usage tracker) of one piece of work."""
 
         def __init__(self):
             UsageTracker.__init__(self)
             self.lock = threading.Lock()
             self.calls = 0
+            self.failed = 0
+            self.first_error: str | None = None  # the first failed call's exception, secrets scrubbed
 
         def __deepcopy__(self, memo):
             return self
@@ -36,6 +41,19 @@ def meter_class() -> type:
         def on_lm_start(self, call_id, instance, inputs):
             with self.lock:
                 self.calls += 1
+
+        def on_lm_end(self, call_id, outputs, exception=None):
+            if exception is not None:
+                with self.lock:
+                    self.failed += 1
+                    if self.first_error is None:
+                        self.first_error = scrub_secrets(f"{type(exception).__name__}: {exception}")
+
+        def cached(self) -> int:
+            """Calls DSPy's cache answered: neither failed nor reported usage."""
+            with self.lock:
+                reached = sum(len(v) for v in self.usage_data.values())
+                return max(0, self.calls - reached - self.failed)
 
         def reached_model(self) -> int:
             """Calls that reported usage, i.e. reached the model (DSPy's cache hits report none)."""

@@ -11,6 +11,7 @@ metrics outside the program.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -237,6 +238,15 @@ class HiddenProfileTask(BaseModel):
     @classmethod
     def _id_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) else value
+
+    @field_validator("support")
+    @classmethod
+    def _finite_support(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for fact, weights in value.items():
+            for option, weight in weights.items():
+                if not math.isfinite(weight):
+                    raise ValueError(f"support of '{fact[:60]}' for option '{option}' must be finite (got {weight})")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> HiddenProfileTask:

@@ -4,7 +4,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "groundstate"
-LEVELS = {"errors": 0, "records": 0, "lm": 0, "concurrency": 0, "testing": 0, "metering": 0,
+LEVELS = {"errors": 0, "files": 0, "registry": 0, "records": 0, "lm": 0, "lm_cache": 0, "lm_faults": 0,
+          "concurrency": 0, "testing": 0, "metering": 0,
           "signatures": 1, "scoring": 1, "simulate": 1, "programs": 2, "optimizers": 3, "eval": 4, "cli": 5}
 
 

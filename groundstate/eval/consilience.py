@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from groundstate.errors import ConfigError
+from groundstate.errors import ConfigError, InputError
 from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.optimizers.controller import MLPActionValue
 from groundstate.programs.consilience import Consilience, explore, proposal_scores
 from groundstate.programs.consilience_control import LLMController, RuleController, ValueController
 from groundstate.programs.consilience_state import FEATURE_GROUPS, FEATURES, LossWeights
-from groundstate.records import HiddenProfileTask
+from groundstate.records import ACTIONS, HiddenProfileTask
 
 CONTROLLERS = ("rules", "mlp", "llm", "llm+vote")
 
@@ -57,6 +57,38 @@ def explore_tasks(tasks: Sequence[HiddenProfileTask], team: Callable, max_rounds
         rows.extend(explore(task, team(task), max_rounds=max_rounds, weights=weights, router=router, policy=policy,
                             seed=seed))
     return rows
+
+
+def load_exploration(path: str, allow_empty: bool = False) -> list[dict[str, Any]]:
+    """Exploration rows written by ``consilience explore``, each checked: ``features`` a list of
+    ``len(FEATURES)`` finite numbers and ``rewards`` a list of one finite number per action.
+
+    Raises:
+        InputError: an unreadable file or a row with a missing, ragged or non-numeric field (one line naming
+            the file, the line and the field), or no rows at all.
+    """
+    from groundstate.eval.io import read_jsonl, require_records
+
+    rows = read_jsonl(path)
+    sizes = {"features": len(FEATURES), "rewards": len(ACTIONS)}
+    for number, row in enumerate(rows, start=1):
+        for key, size in sizes.items():
+            value = row.get(key)
+            where = {"file": path, "record": f"{number}", "field": key}
+            if not isinstance(value, list):
+                raise InputError(f"must be a list of {size} numbers (got {_kind(value)})", **where)
+            if len(value) != size:
+                raise InputError(f"has {len(value)} values, expected {size} (one per "
+                                 f"{'state feature' if key == 'features' else 'action'})", **where)
+            bad = next((i for i, v in enumerate(value)
+                        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)), None)
+            if bad is not None:
+                raise InputError(f"value {bad} is {value[bad]!r}, not a finite number", **where)
+    return require_records(rows, path, allow_empty, "exploration rows")
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else type(value).__name__
 
 
 def train_controller(rows: Sequence[dict[str, Any]], features: Sequence[str] = FEATURES,

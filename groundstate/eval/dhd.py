@@ -28,7 +28,7 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.errors import ConfigError
+from groundstate.errors import ConfigError, InputError
 from groundstate.eval.dhd_cache import MessageCache, PoolEntry
 from groundstate.eval.dhd_mask import (
     MaskProgram,
@@ -40,6 +40,7 @@ from groundstate.eval.dhd_mask import (
 )
 from groundstate.eval.dhd_replay import MODES, ReplayProgram, block_outputs, pair_rows, replay_records
 from groundstate.eval.runner import CONFIG, RESULTS, Runner, RunResult, read_results
+from groundstate.files import read_json
 from groundstate.programs.deliberation import DEFAULT_K, DiverseHypothesisDeliberation, problem_inputs
 from groundstate.programs.deliberation_evaluator import AnswerEvaluator
 from groundstate.records import Problem
@@ -228,8 +229,11 @@ def replay_run_dirs(cache: MessageCache, runs_dir: str | Path | None = None, run
         if not config_path.is_file():
             continue
         try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            config = read_json(config_path)
+        except InputError:
+            logger.warning("%s: unreadable run configuration; run ignored", config_path)
+            continue
+        if not isinstance(config, dict):
             continue
         if not str(config.get("program", "")).startswith(prefix) or config.get("cache") != cache_id:
             continue

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from groundstate.errors import InputError
+from groundstate.files import json_lines, read_json
 from groundstate.records import HypothesisMessage, Problem
 
 logger = logging.getLogger(__name__)
@@ -92,10 +93,10 @@ class MessageCache:
         path = self.dir / META
         if not path.is_file():
             return {}
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"unreadable cache metadata ({exc})", file=str(path)) from None
+        meta = read_json(path)
+        if not isinstance(meta, dict):
+            raise InputError("unreadable cache metadata (not a JSON object)", file=str(path))
+        return meta
 
     def ensure(self, k: int | None = None) -> dict[str, Any]:
         """Create the directory and its identity if needed; returns the metadata."""
@@ -210,18 +211,14 @@ def _ends_with_newline(path: Path) -> bool:
 
 
 def _read_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The JSON-object lines of an append-only cache file; torn or unreadable lines are skipped with a warning
+    (a process killed mid-append leaves one), never a crash."""
     if not path.is_file():
         return []
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                logger.warning("%s: line %d is torn or unreadable; ignored", path, number)
-                continue
-            if isinstance(data, dict):
-                rows.append((number, data))
+    for number, data, error in json_lines(path):
+        if error is not None or not isinstance(data, dict):
+            logger.warning("%s: line %d is torn or unreadable; ignored", path, number)
+            continue
+        rows.append((number, data))
     return rows

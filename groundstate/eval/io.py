@@ -7,7 +7,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from groundstate import files
 from groundstate.errors import InputError
+from groundstate.files import json_lines
 
 
 def read_jsonl(path: str | Path, skip_invalid: bool = False, problems: list[str] | None = None) -> list[dict]:
@@ -15,61 +17,44 @@ def read_jsonl(path: str | Path, skip_invalid: bool = False, problems: list[str]
 
     With ``skip_invalid`` a bad line is reported into ``problems`` (if given) and skipped.
     """
-    path = Path(path)
     rows: list[dict] = []
-    try:
-        handle = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+    for number, row, error in json_lines(path):
+        if error is None and not isinstance(row, dict):
+            error = InputError(f"a line must hold a JSON object, not a JSON {_kind(row)}", file=str(path),
+                               record=f"at line {number}")
+        if error is not None:
+            if skip_invalid:
+                if problems is not None:
+                    problems.append(f"{error} (line skipped)")
                 continue
-            try:
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise ValueError("a line must hold a JSON object")
-            except (json.JSONDecodeError, ValueError) as exc:
-                message = f"line {number}: not a JSON object ({getattr(exc, 'msg', exc)})"
-                if skip_invalid:
-                    if problems is not None:
-                        problems.append(f"{path}: {message}")
-                    continue
-                raise InputError(message, file=str(path)) from None
-            rows.append(row)
+            raise error
+        rows.append(row)
     return rows
 
 
+def _kind(value: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
 def read_json(path: str | Path) -> Any:
-    """Read a JSON file; malformed JSON raises :class:`InputError` with the line and column."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ({exc})", file=str(path)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})",
-                         file=str(path)) from None
+    """Read a JSON file; every kind of bad file raises one :class:`InputError` line (see :mod:`groundstate.files`)."""
+    return files.read_json(path)
 
 
-def read_records(path: str | Path, **kwargs: Any) -> list[dict]:
-    """A JSON list (``.json``) or JSON Lines (anything else) of objects."""
+def read_records(path: str | Path, allow_empty: bool = False, **kwargs: Any) -> list[dict]:
+    """A JSON list (``.json``) or JSON Lines (anything else) of objects; no records is an error unless
+    ``allow_empty``."""
     path = Path(path)
     if path.suffix == ".json":
         data = read_json(path)
         if not isinstance(data, list):
-            raise InputError("expected a JSON list of records", file=str(path))
+            raise InputError(f"expected a JSON list of records (got a JSON {_kind(data)})", file=str(path))
         for i, row in enumerate(data):
             if not isinstance(row, dict):
-                raise InputError("not a JSON object", file=str(path), record=i)
-        return data
-    return read_jsonl(path, **kwargs)
+                raise InputError(f"not a JSON object (a JSON {_kind(row)})", file=str(path), record=i)
+        return require_records(data, path, allow_empty)
+    return require_records(read_jsonl(path, **kwargs), path, allow_empty)
 
 
 def write_jsonl(path: str | Path, rows: list[Any]) -> None:
@@ -85,20 +70,14 @@ def write_jsonl(path: str | Path, rows: list[Any]) -> None:
 
 
 # -- records of groundstate's own formats ------------------------------------------------------------------
-def first_char(path: Path) -> str:
-    """The first character of the file that is not whitespace or a byte-order mark ('' if none)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            while char := handle.read(1):
-                if not char.isspace() and char != "\ufeff":
-                    return char
-    except (OSError, UnicodeDecodeError):
-        pass
-    return ""
+first_char = files.first_char
 
 
 def first_list_item(path: Path) -> Any:
-    """The first item of a top-level JSON list, parsing no more of the file than needed; None if none."""
+    """The first item of a top-level JSON list, parsing no more of the file than needed; None if none.
+
+    Used only to recognise a file's format; any problem reading it gives ``None`` (the loader then reports it).
+    """
     decoder = json.JSONDecoder()
     buffer, chunk = "", 1 << 16
     try:
@@ -115,9 +94,9 @@ def first_list_item(path: Path) -> Any:
                 if rest:
                     try:
                         return decoder.raw_decode(rest)[0]
-                    except json.JSONDecodeError:
+                    except (json.JSONDecodeError, RecursionError, ValueError):
                         pass
-                if not data:
+                if not data or len(buffer) > (64 << 20):
                     return None
                 chunk *= 2
     except (OSError, UnicodeDecodeError):
@@ -128,39 +107,40 @@ def iter_rows(path: Path) -> Iterator[tuple[str, Any, InputError | None]]:
     """``(where, row, error)`` per record: ``where`` is ``at line N`` (JSON Lines) or ``at position N`` (list)."""
     if first_char(path) == "[":
         data = read_json(path)
+        if not isinstance(data, list):  # pragma: no cover - first_char said '['
+            raise InputError("expected a JSON list of records", file=str(path))
         for position, row in enumerate(data):
             where = f"at position {position}"
-            error = None if isinstance(row, dict) else InputError("not a JSON object", file=str(path), record=where)
+            error = None if isinstance(row, dict) else InputError(
+                f"not a JSON object (a JSON {_kind(row)})", file=str(path), record=where)
             yield where, row, error
         return
-    try:
-        handle = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    with handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"at line {number}"
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield where, None, InputError(f"not valid JSON ({exc.msg}, column {exc.colno})",
-                                                  file=str(path), record=where)
-                    continue
-                error = None if isinstance(row, dict) else InputError("not a JSON object", file=str(path),
-                                                                       record=where)
-                yield where, row, error
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason})", file=str(path)) from None
+    for number, row, error in json_lines(path):
+        where = f"at line {number}"
+        if error is None and not isinstance(row, dict):
+            error = InputError(f"not a JSON object (a JSON {_kind(row)})", file=str(path), record=where)
+        yield where, row, error
+
+
+def require_records(records: list[Any], path: str | Path, allow_empty: bool, what: str = "records",
+                    skipped: int = 0) -> list[Any]:
+    """``records``, unless there are none and ``allow_empty`` is false: an empty or all-invalid file is an
+    error, not a successful run over nothing.
+
+    Raises:
+        InputError: no records (saying whether the file was empty or every record was skipped).
+    """
+    if records or allow_empty:
+        return records
+    reason = f"all {skipped} were invalid and skipped" if skipped else "the file holds none"
+    raise InputError(f"no {what} ({reason}); pass --allow-empty (allow_empty=True) if that is intended",
+                     file=str(path))
 
 
 def load_models(path: str | Path, model: type, to_error: Callable[[Any, str, str], InputError],
                 skip_invalid: bool = False, problems: list[str] | None = None,
-                check: Callable[[Any, str], None] | None = None) -> list[Any]:
+                check: Callable[[Any, str], None] | None = None, allow_empty: bool = False,
+                what: str = "records") -> list[Any]:
     """Records of pydantic ``model``, one per JSON Lines line (or JSON list item), with one-line errors.
 
     Args:
@@ -170,9 +150,11 @@ def load_models(path: str | Path, model: type, to_error: Callable[[Any, str, str
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
         check: an extra ``(record, label)`` check that raises :class:`InputError`.
+        allow_empty: accept a file with no (valid) records; otherwise that is an error.
+        what: what the records are, for the empty-file error.
 
     Raises:
-        InputError: a bad line, an invalid record or a duplicate id (unless ``skip_invalid``).
+        InputError: a bad line, an invalid record or a duplicate id (unless ``skip_invalid``), or no records.
     """
     from pydantic import ValidationError
 
@@ -180,6 +162,7 @@ def load_models(path: str | Path, model: type, to_error: Callable[[Any, str, str
     reported = problems if problems is not None else []
     records: list[Any] = []
     seen: dict[str, str] = {}
+    skipped = 0
     for where, row, error in iter_rows(path):
         try:
             if error is not None:
@@ -199,5 +182,6 @@ def load_models(path: str | Path, model: type, to_error: Callable[[Any, str, str
         except InputError as err:
             if not skip_invalid:
                 raise
+            skipped += 1
             reported.append(f"{err} (record skipped)")
-    return records
+    return require_records(records, path, allow_empty, what, skipped)

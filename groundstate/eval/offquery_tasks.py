@@ -52,7 +52,8 @@ def load_offquery_data(args: argparse.Namespace) -> tuple[list[Any], dict[str, A
         instances = [x for d in domains for v in variants for x in generate(d, v, args.n, seed=args.data_seed)]
         return instances, {"synthetic": {"domains": list(domains), "variants": list(variants), "n": args.n,
                                          "seed": args.data_seed}}
-    instances = load_any(data, t2_truth=args.t2_truth, condition=condition)
+    instances = load_any(data, t2_truth=args.t2_truth, condition=condition,
+                         allow_empty=getattr(args, "allow_empty", False))
     description = {"file": Path(data).name, "sha256": file_hash(data)}
     if args.t2_truth:
         description["t2_truth_sha256"] = file_hash(args.t2_truth)

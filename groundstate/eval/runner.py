@@ -7,9 +7,14 @@ A run lives in ``<out>/<run-id>/``:
   changed configuration gets a new one.
 - ``results.jsonl``: one JSON line per finished record, appended and flushed as the record finishes:
   ``id``, ``outputs``, ``trace``, ``scores``, ``input_tokens``, ``output_tokens``, ``lm_calls``, ``latency_s``,
-  ``error`` (``null`` when the record succeeded), ``attempt`` and ``cached_calls`` (calls DSPy's cache answered:
-  they cost no tokens).
+  ``error`` (``null`` when the record succeeded), ``attempt``, ``failed_calls`` (LM calls that raised: a refused
+  connection, a timeout, an error status) and ``cached_calls`` (calls DSPy's cache answered: they cost no
+  tokens; failed calls are never counted as cached).
 - ``summary.json``: counts, error rate, every score's mean with a 95% bootstrap interval, tokens, calls.
+
+While a run is going, it holds a lock on ``<run-dir>/.lock`` (:class:`~groundstate.eval.lock.RunLock`); a
+second process started on the same run directory stops at once with
+:class:`~groundstate.errors.RunInUseError` instead of writing every record a second time.
 
 Running the same command again resumes: records that succeeded are skipped, failed ones are retried. A
 torn last line (the process was killed mid-write) is detected and removed on resume, so a SIGKILL loses at
@@ -17,8 +22,10 @@ most the record being written. ``shard=(i, n)`` runs a deterministic 1/n of the 
 id), so several machines can share one data set; :func:`groundstate.eval.runs.merge_runs` joins them.
 
 An exception raised while a record runs (an LM error, a timeout, an unparseable output) is recorded on
-that record and the run goes on. A failed record's scores come from ``scorer(record, None)``, so a metric
-that gives failures 0 counts them as 0; the summary never silently drops them.
+that record and the run goes on. Error text goes through :func:`~groundstate.errors.scrub_secrets` first,
+so a server error that echoes the request's ``Authorization`` header never writes the key to disk. A failed
+record's scores come from ``scorer(record, None)``, so a metric that gives failures 0 counts them as 0; the
+summary never silently drops them.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import ConfigError
+from groundstate.errors import ConfigError, scrub_secrets
+from groundstate.eval.lock import RunLock
 from groundstate.metering import meter_overrides, new_meter
 
 logger = logging.getLogger(__name__)
@@ -146,16 +154,44 @@ def jsonable(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def read_results(path: str | os.PathLike, repair: bool = False) -> list[dict[str, Any]]:
-    """Read ``results.jsonl``; with ``repair`` cut a torn last line (and unreadable lines) off the file."""
+def _result_row_problem(row: Any) -> str | None:
+    """Why ``row`` is not a result row the runner wrote (``None`` if it is one)."""
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    if not isinstance(row.get("id"), str):
+        return "no string 'id'"
+    for key, kinds in (("scores", dict), ("outputs", dict), ("error", str)):
+        if row.get(key) is not None and not isinstance(row[key], kinds):
+            return f"'{key}' has the wrong type"
+    for key in ("input_tokens", "output_tokens", "lm_calls", "cached_calls", "failed_calls"):
+        value = row.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            return f"'{key}' is not an integer"
+    return None
+
+
+def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = False) -> list[dict[str, Any]]:
+    """Read ``results.jsonl``.
+
+    Args:
+        path: the file.
+        repair: cut a torn last line (and unreadable lines) off the file, as a resumed run does.
+        strict: raise :class:`~groundstate.errors.InputError` naming the line for an unreadable line other
+            than a torn last line (what ``runs show`` and ``runs merge`` do: a garbage line in the middle is
+            corruption, not an interrupted write).
+    """
+    from groundstate.errors import InputError
+    from groundstate.files import loads_json
+
     path = Path(path)
     if not path.exists():
         return []
     data = path.read_bytes()
     rows, bad = [], 0
-    pos = 0
+    pos, number = 0, 0
     while pos < len(data):
         nl = data.find(b"\n", pos)
+        number += 1
         if nl < 0:  # a torn last line: written without its newline before the process died
             bad += 1
             break
@@ -164,10 +200,15 @@ def read_results(path: str | os.PathLike, repair: bool = False) -> list[dict[str
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-            if not isinstance(row, dict) or "id" not in row:
-                raise ValueError("not a result row")
-        except ValueError:
+            row = loads_json(line.decode("utf-8"), file=str(path), record=f"at line {number}")
+            problem = _result_row_problem(row)
+            if problem is not None:
+                raise InputError(f"not a result row ({problem})", file=str(path), record=f"at line {number}")
+        except (InputError, UnicodeDecodeError) as exc:
+            if strict:
+                if isinstance(exc, UnicodeDecodeError):
+                    raise InputError("not UTF-8 text", file=str(path), record=f"at line {number}") from None
+                raise
             bad += 1
             continue
         rows.append(row)
@@ -219,6 +260,7 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
     out = sum(int(r.get("output_tokens") or 0) for r in rows)
     calls = sum(int(r.get("lm_calls") or 0) for r in rows)
     cached = sum(int(r.get("cached_calls") or 0) for r in rows)
+    failed = sum(int(r.get("failed_calls") or 0) for r in rows)
     latency = [float(r.get("latency_s") or 0.0) for r in rows]
     return {
         "n_selected": n_selected if n_selected is not None else n,
@@ -230,7 +272,7 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
         "scores": scores,
         "tokens": {"input": inp, "output": out, "total": inp + out,
                    "per_record": (inp + out) / n if n else 0.0},
-        "lm_calls": {"total": calls, "per_record": calls / n if n else 0.0, "cached": cached},
+        "lm_calls": {"total": calls, "per_record": calls / n if n else 0.0, "cached": cached, "failed": failed},
         "latency_s": {"total": sum(latency), "mean": sum(latency) / n if n else 0.0},
     }
 
@@ -306,6 +348,11 @@ class Runner:
         run_id = f"{config.get('program', 'run')}-{fingerprint(config)}"
         run_dir = Path(self.out) / run_id
         run_dir.mkdir(parents=True, exist_ok=True)
+        with RunLock(run_dir, run_id):
+            return self._run_locked(records, config, run_id, run_dir, limit, shard, description)
+
+    def _run_locked(self, records: Sequence[Any], config: dict[str, Any], run_id: str, run_dir: Path,
+                    limit: int | None, shard: tuple[int, int] | None, description: str | None) -> RunResult:
         write_json(run_dir / CONFIG, {**config, "run_id": run_id})
         results_path = run_dir / RESULTS
 
@@ -395,8 +442,8 @@ class Runner:
             kwargs = self._inputs(record)
             prediction = self.program(**kwargs)
         except Exception as exc:  # an LM or program failure is recorded on this record; the run goes on
-            error = f"{type(exc).__name__}: {exc}".strip()
-            logger.debug("record %s failed:\n%s", rid, traceback.format_exc())
+            error = scrub_secrets(f"{type(exc).__name__}: {exc}".strip())
+            logger.debug("record %s failed:\n%s", rid, scrub_secrets(traceback.format_exc()))
         finally:
             thread_local_overrides.reset(token)
         latency = time.perf_counter() - started
@@ -405,7 +452,7 @@ class Runner:
             try:
                 scores = dict(self.scorer(record, prediction if error is None else None))
             except Exception as exc:
-                error = error or f"scoring failed: {type(exc).__name__}: {exc}"
+                error = error or scrub_secrets(f"scoring failed: {type(exc).__name__}: {exc}")
                 scores = dict(self.scorer(record, None)) if prediction is not None else {}
         inp, out = meter.tokens()
         outputs, trace = ({}, None)
@@ -419,7 +466,8 @@ class Runner:
             "input_tokens": inp,
             "output_tokens": out,
             "lm_calls": meter.calls,
-            "cached_calls": max(0, meter.calls - meter.reached_model()),
+            "failed_calls": meter.failed,
+            "cached_calls": meter.cached(),
             "latency_s": round(latency, 6),
             "error": error,
             "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1,

@@ -6,25 +6,64 @@ import json
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import InputError
+from groundstate.errors import ConfigError, InputError
 from groundstate.eval.runner import CONFIG, RESULTS, SUMMARY, fingerprint, read_results, summarize, write_json
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
-    """``{"run_id", "dir", "config", "summary", "rows"}`` for a run directory (summary recomputed if absent)."""
+    """``{"run_id", "dir", "config", "summary", "rows"}`` for a run directory (summary recomputed if absent).
+
+    Raises:
+        InputError: not a run directory, or a corrupt ``config.json``, ``summary.json`` or ``results.jsonl``
+            (one line naming the file and, for results, the line).
+    """
+    from groundstate.files import read_json
+
     run_dir = Path(run_dir)
     config_path = run_dir / CONFIG
     if not config_path.is_file():
         raise InputError("not a run directory (no config.json)", file=str(run_dir))
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"config.json is not valid JSON ({exc.msg})", file=str(config_path)) from None
-    rows = read_results(run_dir / RESULTS)
+    config = read_json(config_path)
+    if not isinstance(config, dict):
+        raise InputError(f"must be a JSON object (got a JSON {type(config).__name__})", file=str(config_path))
+    rows = read_results(run_dir / RESULTS, strict=True)
     summary_path = run_dir / SUMMARY
-    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else summarize(rows)
-    return {"run_id": config.get("run_id", run_dir.name), "dir": str(run_dir), "config": config,
+    if summary_path.is_file():
+        summary = read_json(summary_path)
+        problem = _summary_problem(summary)
+        if problem:
+            raise InputError(f"not a run summary ({problem}); delete it to have it recomputed from results.jsonl",
+                             file=str(summary_path))
+    else:
+        summary = summarize(rows)
+    return {"run_id": str(config.get("run_id", run_dir.name)), "dir": str(run_dir), "config": config,
             "summary": summary, "rows": rows}
+
+
+def _summary_problem(summary: Any) -> str | None:
+    if not isinstance(summary, dict):
+        return "not a JSON object"
+    for key, kind in (("scores", dict), ("tokens", dict), ("lm_calls", dict)):
+        if not isinstance(summary.get(key), kind):
+            return f"'{key}' is missing or not an object"
+    for key in ("n_done", "n_selected", "n_error"):
+        if isinstance(summary.get(key), bool) or not isinstance(summary.get(key), int):
+            return f"'{key}' is missing or not an integer"
+    numbers = [("tokens", "input"), ("tokens", "output"), ("tokens", "per_record"), ("lm_calls", "total"),
+               ("lm_calls", "per_record")]
+    for section, key in numbers:
+        value = summary[section].get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"'{section}.{key}' is missing or not a number"
+    def bad_entry(entry: Any) -> bool:
+        return not isinstance(entry, dict) or any(
+            entry.get(k) is not None and (isinstance(entry[k], bool) or not isinstance(entry[k], int | float))
+            for k in ("mean", "low", "high"))
+
+    bad = next((name for name, entry in summary["scores"].items() if bad_entry(entry)), None)
+    if bad is not None:
+        return f"score '{bad}' is not an object"
+    return None
 
 
 def list_runs(out: str | Path = "runs") -> list[dict[str, Any]]:
@@ -43,11 +82,23 @@ def list_runs(out: str | Path = "runs") -> list[dict[str, Any]]:
 def merge_runs(run_dirs: list[str | Path], out: str | Path = "runs") -> dict[str, Any]:
     """Merge the shards of one run into a new run directory and return it (as :func:`load_run`).
 
-    Every input must have the same configuration apart from ``shard``; records appear once (a record found
-    in two shards keeps the successful row). Missing shards are allowed and reported in the summary.
+    Every input must have the same configuration apart from ``shard``. A directory given twice, two inputs
+    that are the same shard ``i/N``, or two inputs that share a record id are refused (merging them would
+    count records twice). Missing shards are allowed and reported in the summary.
+
+    Raises:
+        ConfigError: a shard given twice or overlapping shards.
+        InputError: an input that is not a run directory, or inputs of different configurations.
     """
     if len(run_dirs) < 2:
         raise InputError("runs merge needs at least two run directories")
+    seen_dirs: dict[Path, str] = {}
+    for d in run_dirs:
+        resolved = Path(d).resolve()
+        if resolved in seen_dirs:
+            raise ConfigError(f"runs merge: {d} is given twice (as {seen_dirs[resolved]} and {d}); "
+                              "give each shard once")
+        seen_dirs[resolved] = str(d)
     runs = [load_run(d) for d in run_dirs]
     base = {k: v for k, v in runs[0]["config"].items() if k not in {"shard", "run_id"}}
     for run in runs[1:]:
@@ -60,13 +111,22 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path = "runs") -> dict[str
     if None in shards or len(counts) != 1:
         raise InputError("cannot merge: every input must be a shard i/N of the same N")
     n = counts.pop()
-    covered = sorted({s[0] for s in shards})
+    owner: dict[int, str] = {}
+    for run, shard in zip(runs, shards, strict=True):
+        if shard[0] in owner:
+            raise ConfigError(f"runs merge: shard {shard[0]}/{n} is given twice ({owner[shard[0]]} and {run['dir']}); "
+                              "give each shard once")
+        owner[shard[0]] = run["dir"]
+    covered = sorted(owner)
     merged: dict[str, dict[str, Any]] = {}
+    found_in: dict[str, str] = {}
     for run in runs:
         for row in run["rows"]:
-            kept = merged.get(row["id"])
-            if kept is None or (kept.get("error") and not row.get("error")):
-                merged[row["id"]] = row
+            if row["id"] in found_in and found_in[row["id"]] != run["dir"]:
+                raise ConfigError(f"runs merge: record '{row['id']}' is in both {found_in[row['id']]} and "
+                                  f"{run['dir']}; the shards overlap, so merging would count it twice")
+            found_in[row["id"]] = run["dir"]
+            merged[row["id"]] = row
     config = {**base, "shard": None, "merged_from": [r["run_id"] for r in runs]}
     run_id = f"{base.get('program', 'run')}-{fingerprint({**base, 'shard': None})}-merged"
     run_dir = Path(out) / run_id

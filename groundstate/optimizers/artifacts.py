@@ -5,13 +5,19 @@ parameters, never a pickle:
 
 - ``dspy-program``: ``program.json`` (DSPy's JSON state: instructions and demos; per-predictor LMs are left
   out, the manifest describes them) and a manifest naming the program class and the keyword arguments it
-  was built with (programs decorated with :func:`~groundstate.programs.common.saveable`). Loading imports
-  the class, builds it with those arguments and loads the state.
+  was built with (programs decorated with :func:`~groundstate.programs.common.saveable`). Loading looks the
+  class up in :mod:`groundstate.registry` (groundstate's own classes and the ones a user registered; anything
+  else is refused before any import), checks the arguments against the class's declared parameters, builds
+  it and loads the state.
 - ``sklearn``: ``model.skops`` (scikit-learn estimators through ``skops.io``, which loads only types it is
-  told to trust: here scikit-learn's, NumPy's, SciPy's and groundstate's own) plus the manifest; the
+  told to trust: scikit-learn's and NumPy's types and groundstate's registered estimators; every type the file
+  names is checked against that list before loading, never ``trusted=True`` blindly) plus the manifest; the
   scikit-learn version must match.
 - ``params``: ``params.json`` for estimators that describe themselves with ``to_params()`` and rebuild with
-  ``from_params(params)`` (the conformal calibrator).
+  ``from_params(params)`` (the conformal calibrator); the class must be registered, like a program's.
+
+Every file is read through :mod:`groundstate.files`, so a missing, truncated, binary or malformed artifact is
+one line naming the file, never a traceback.
 
 :func:`load` reads any of them. A saved artifact never contains an API key: keys are never written by
 DSPy's state, and the written files are checked against the key-like variables of the environment.
@@ -20,7 +26,6 @@ DSPy's state, and the written files are checked against the key-like variables o
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import json
 import os
 import platform
@@ -29,7 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import ConfigError, InputError
+from groundstate import files, registry
+from groundstate.errors import ConfigError, GroundstateError, InputError, one_line
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -54,27 +60,11 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _minor(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:2])
+def _minor(version: Any) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", str(version))[:2])
 
 
-def _class_path(obj: Any) -> str:
-    cls = obj if isinstance(obj, type) else type(obj)
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def _import_class(path: str, allow_custom: bool) -> type:
-    module, _, qualname = path.partition(":")
-    if not module.startswith("groundstate.") and not allow_custom:
-        raise ConfigError(f"refusing to import '{path}' from a saved artifact; pass allow_custom=True if you trust "
-                          "this directory")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"the saved artifact needs '{path}', which cannot be imported ({exc})") from None
-    return obj
+_class_path = registry.class_path
 
 
 def _secrets() -> list[str]:
@@ -93,7 +83,11 @@ def _check_no_secrets(directory: Path) -> None:
 
 def _dump_json(path: Path, value: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:
+        raise ConfigError(f"{path}: cannot save NaN or infinite values (JSON has no such numbers)") from None
+    tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(path)
 
 
@@ -123,15 +117,27 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     """The manifest of an artifact directory.
 
     Raises:
-        InputError: no manifest, or an unreadable one.
+        InputError: no manifest, or an unreadable one (not UTF-8, not JSON, not an object).
     """
-    path = Path(directory) / MANIFEST
+    directory = Path(directory)
+    path = directory / MANIFEST
+    if not directory.is_dir():
+        raise InputError("not a saved groundstate artifact (no such directory)", file=str(directory))
     if not path.is_file():
         raise InputError("not a saved groundstate artifact (no manifest.json)", file=str(directory))
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"manifest.json is not valid JSON ({exc.msg})", file=str(path)) from None
+    manifest = files.read_json(path, max_bytes=64 * 1024**2)
+    if not isinstance(manifest, dict):
+        raise InputError(f"must be a JSON object (got a JSON {type(manifest).__name__})", file=str(path))
+    return manifest
+
+
+def _section(manifest: Mapping[str, Any], key: str, directory: Path) -> dict[str, Any]:
+    """``manifest[key]``, which must be an object naming a ``class``."""
+    value = manifest.get(key)
+    if not isinstance(value, dict) or "class" not in value:
+        raise InputError(f"needs an object '{key}' with the saved class", file=str(directory / MANIFEST),
+                         field=key)
+    return value
 
 
 def check_compatible(manifest: Mapping[str, Any], directory: str | Path) -> None:
@@ -142,6 +148,9 @@ def check_compatible(manifest: Mapping[str, Any], directory: str | Path) -> None
             scikit-learn minor version (sklearn estimators).
     """
     saved = manifest.get("versions", {})
+    if not isinstance(saved, dict):
+        raise InputError("must be an object of package -> version", file=str(Path(directory) / MANIFEST),
+                         field="versions")
     here = versions()
     if manifest.get("format") != FORMAT:
         raise ConfigError(f"{directory}: artifact format {manifest.get('format')} is not supported (this version "
@@ -173,7 +182,10 @@ def save_program(program: Any, directory: str | Path, **manifest: Any) -> Path:
     kwargs = getattr(program, "init_kwargs", None)
     if kwargs is None:
         raise ConfigError(f"{type(program).__name__} does not record how it was built; decorate it with "
-                          "groundstate.programs.common.saveable to save it")
+                          "groundstate.saveable to save it")
+    if not registry.is_registered(program):
+        raise ConfigError(f"{type(program).__name__} is not registered, so it could not be loaded again; decorate "
+                          "it with groundstate.saveable (or call groundstate.register on it)")
     try:
         json.dumps(kwargs)
     except TypeError as exc:
@@ -189,14 +201,65 @@ def save_program(program: Any, directory: str | Path, **manifest: Any) -> Path:
                    manifest)
 
 
+def _program_state(directory: Path) -> dict[str, Any]:
+    path = directory / PROGRAM_STATE
+    if not path.is_file():
+        raise InputError("the saved program has no program.json (incomplete artifact)", file=str(directory))
+    state = files.read_json(path, max_bytes=256 * 1024**2)
+    if not isinstance(state, dict):
+        raise InputError(f"must be a JSON object of predictor states (got a JSON {type(state).__name__})",
+                         file=str(path))
+    return state
+
+
+def build_saved(directory: str | Path, manifest: Mapping[str, Any] | None = None) -> Any:
+    """The saved program's class built with its saved arguments, without its saved state (the "before" of an
+    optimization). The class must be registered (see :mod:`groundstate.registry`)."""
+    directory = Path(directory)
+    manifest = manifest if manifest is not None else _manifest_of(directory, "dspy-program", "a program")
+    section = _section(manifest, "program", directory)
+    source = str(directory / MANIFEST)
+    cls = registry.resolve(section["class"], "program", source)
+    kwargs = registry.validate_kwargs(cls, section.get("kwargs", {}), source)
+    try:
+        return cls(**kwargs)
+    except GroundstateError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: {cls.__name__} cannot be built from the saved arguments ({exc})") from None
+
+
 def load_program(directory: str | Path, allow_custom: bool = False) -> Any:
-    """Rebuild a saved program: import its class, build it with the saved arguments, load its state."""
+    """Rebuild a saved program: look its class up in the registry, build it with the saved (validated)
+    arguments, load its state.
+
+    Args:
+        directory: the artifact directory.
+        allow_custom: no longer supported (it imported any class a manifest named); register your classes with
+            :func:`groundstate.register` or ``@groundstate.saveable`` instead.
+
+    Raises:
+        InputError: a missing or unreadable manifest or state file.
+        ConfigError: an unregistered class, wrong arguments, incompatible versions, or a state that does not fit
+            the program.
+    """
+    _no_custom(allow_custom)
     directory = Path(directory)
     manifest = _manifest_of(directory, "dspy-program", "a program")
-    cls = _import_class(manifest["program"]["class"], allow_custom)
-    program = cls(**manifest["program"].get("kwargs", {}))
-    program.load(str(directory / PROGRAM_STATE))
+    program = build_saved(directory, manifest)
+    state = _program_state(directory)
+    try:
+        program.load_state(state)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ConfigError(f"{directory / PROGRAM_STATE}: the saved state does not fit {type(program).__name__} "
+                          f"({type(exc).__name__}: {one_line(exc, 160)})") from None
     return program
+
+
+def _no_custom(allow_custom: bool) -> None:
+    if allow_custom:
+        raise ConfigError("allow_custom is no longer supported (it imported whatever a manifest named); register "
+                          "your classes with groundstate.register(cls) or @groundstate.saveable instead")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -214,37 +277,83 @@ def save_sklearn(estimator: Any, directory: str | Path, **manifest: Any) -> Path
     return _finish(directory, "sklearn", {"estimator": {"class": _class_path(estimator)}}, manifest)
 
 
-_TRUSTED_PREFIXES = ("sklearn.", "numpy.", "builtins.", "collections.", "scipy.", "groundstate.")
+#: Module prefixes whose types a saved estimator may contain (besides groundstate's registered estimators).
+_TRUSTED_PREFIXES = ("sklearn.", "numpy.")
+#: Plain container types that skops asks about.
+_TRUSTED_BUILTINS = {"builtins.dict", "builtins.list", "builtins.tuple", "builtins.str", "builtins.int",
+                     "builtins.float", "builtins.bool", "builtins.NoneType", "builtins.slice", "builtins.set",
+                     "collections.OrderedDict", "collections.defaultdict"}
+
+
+def _trusted(type_name: str) -> bool:
+    if type_name in _TRUSTED_BUILTINS or type_name.startswith(_TRUSTED_PREFIXES):
+        return True
+    module, _, name = type_name.rpartition(".")
+    return registry.is_known(f"{module}:{name}", "estimator")
 
 
 def load_sklearn(directory: str | Path) -> Any:
-    """Load an estimator saved by :func:`save_sklearn`, trusting only scikit-learn, NumPy, SciPy and groundstate's
-    own types (any other type in the file is refused)."""
+    """Load an estimator saved by :func:`save_sklearn`, trusting only scikit-learn's and NumPy's types, plain
+    containers, and groundstate's registered estimators (any other type in the file is refused)."""
+    import zipfile
+
     import skops.io as sio
 
     directory = Path(directory)
-    _manifest_of(directory, "sklearn", "a scikit-learn model")
+    manifest = _manifest_of(directory, "sklearn", "a scikit-learn model")
     path = directory / SKLEARN_MODEL
-    untrusted = sio.get_untrusted_types(file=path)
-    refused = [t for t in untrusted if not t.startswith(_TRUSTED_PREFIXES)]
-    if refused:
-        raise ConfigError(f"{path} contains types that are not scikit-learn's, NumPy's or groundstate's: {refused}")
-    return sio.load(path, trusted=untrusted)
+    if not path.is_file():
+        raise InputError("the saved model has no model.skops (incomplete artifact)", file=str(directory))
+    try:
+        untrusted = sio.get_untrusted_types(file=path)
+        refused = [t for t in untrusted if not _trusted(t)]
+        if refused:
+            raise ConfigError(f"{path} contains types that are not scikit-learn's, NumPy's or groundstate's "
+                              f"registered estimators: {refused}; nothing was loaded")
+        model = sio.load(path, trusted=untrusted)
+    except GroundstateError:
+        raise
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError, AttributeError, EOFError) as exc:
+        raise InputError(f"not a readable skops model ({type(exc).__name__}: {one_line(exc, 120)})",
+                         file=str(path)) from None
+    expected = (manifest.get("estimator") or {}).get("class") if isinstance(manifest.get("estimator"), dict) else None
+    if isinstance(expected, str) and registry.canonical(expected) != registry.class_path(model):
+        raise ConfigError(f"{path} holds a {registry.class_path(model)}, but the manifest says {expected}")
+    return model
 
 
 def save_params(obj: Any, directory: str | Path, **manifest: Any) -> Path:
     """Save an object that has ``to_params() -> dict`` (JSON) and a classmethod ``from_params``."""
     directory = Path(directory)
+    if not registry.is_known(registry.class_path(obj), "params"):
+        raise ConfigError(f"{type(obj).__name__} is not registered, so it could not be loaded again; call "
+                          "groundstate.register(cls, kind='params') on its class")
     directory.mkdir(parents=True, exist_ok=True)
     _dump_json(directory / PARAMS, obj.to_params())
     return _finish(directory, "params", {"object": {"class": _class_path(obj)}}, manifest)
 
 
 def load_params(directory: str | Path, allow_custom: bool = False) -> Any:
+    """Rebuild a parameter object (the conformal calibrator) saved by :func:`save_params`; its class must be
+    registered. A malformed parameter file is one line naming it."""
+    _no_custom(allow_custom)
     directory = Path(directory)
     manifest = _manifest_of(directory, "params", "a parameter file")
-    cls = _import_class(manifest["object"]["class"], allow_custom)
-    return cls.from_params(json.loads((directory / PARAMS).read_text(encoding="utf-8")))
+    section = _section(manifest, "object", directory)
+    cls = registry.resolve(section["class"], "params", str(directory / MANIFEST))
+    path = directory / PARAMS
+    if not path.is_file():
+        raise InputError("the saved object has no params.json (incomplete artifact)", file=str(directory))
+    params = files.read_json(path, max_bytes=64 * 1024**2)
+    if not isinstance(params, dict):
+        raise InputError(f"must be a JSON object (got a JSON {type(params).__name__})", file=str(path))
+    try:
+        return cls.from_params(params)
+    except GroundstateError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise InputError(f"does not describe a {cls.__name__} ({type(exc).__name__}: {one_line(exc, 160)})",
+                         file=str(path)) from None
 
 
 def load(directory: str | Path, allow_custom: bool = False) -> Any:

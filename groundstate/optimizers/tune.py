@@ -20,7 +20,7 @@ from typing import Any
 
 import dspy
 
-from groundstate.errors import ConfigError
+from groundstate.errors import ConfigError, OptimizationFailed, scrub_secrets
 from groundstate.metering import meter_context
 from groundstate.optimizers.metrics import gepa_metric, make_metric, parse_metric
 from groundstate.optimizers.targets import frozen_except
@@ -132,6 +132,8 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
     Raises:
         ConfigError: an unknown optimizer or metric, a missing valset, a zero budget, empty data, or
             ``trainable`` patterns that match nothing.
+        OptimizationFailed: every LM call made while tuning failed (no server, a refused key, timeouts):
+            the "optimized" program would be built from failures only, so nothing is returned to save.
     """
     if optimizer not in OPTIMIZERS:
         raise ConfigError(f"unknown optimizer '{optimizer}': use {', '.join(OPTIMIZERS)}")
@@ -159,12 +161,16 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
             optimized = _compile(optimizer, student, trainset, valset, metric_fn,
                                  feedback_metric if optimizer == "gepa" else None, budget, reflection_lm,
                                  threads, seed)
+        except Exception as exc:  # an optimizer that gives up on failing calls: say why, in one line
+            _check_some_call_worked(meter, optimizer, exc)
+            raise
         finally:
             freeze.thaw()
         optimized = freeze.restore(optimized)
         scores["train"]["after"] = evaluate(optimized, trainset, metric_fn, threads, progress)
         if valset:
             scores["val"]["after"] = evaluate(optimized, valset, metric_fn, threads, progress)
+    _check_some_call_worked(meter, optimizer)
     inp, out = meter.tokens()
     settings = {"optimizer": optimizer, "budget": asdict(budget), "metric": spec, "trainable": freeze.trainable,
                 "seed": seed, "threads": threads,
@@ -172,6 +178,18 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
     if optimizer == "gepa":
         settings["reflection_lm"] = getattr(reflection_lm or dspy.settings.lm, "model", None)
     return TuneResult(optimized, scores, meter.calls, inp, out, time.perf_counter() - started, settings)
+
+
+def _check_some_call_worked(meter: Any, optimizer: str, exc: BaseException | None = None) -> None:
+    """Raise :class:`OptimizationFailed` when LM calls were made and every one of them failed."""
+    if meter.calls == 0 or meter.failed < meter.calls:
+        return
+    first = meter.first_error or (f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error")
+    first = " ".join(scrub_secrets(first).split())
+    first = first if len(first) <= 200 else first[:197] + "..."
+    raise OptimizationFailed(
+        f"optimization with '{optimizer}' failed: all {meter.calls} LM calls failed (first: {first}); there is "
+        "nothing to save. Check the LM with `groundstate lm check` (same --lm options)") from exc
 
 
 def _compile(optimizer: str, student, trainset, valset, metric, feedback_metric, budget: Budget, reflection_lm,

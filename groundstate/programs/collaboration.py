@@ -26,6 +26,9 @@ Choices made where the paper is silent (each class docstring repeats its own):
 - ``private-first`` ordering withholds the shared context from every discussion turn; it reaches only the
   updater. ``shared-first`` shows it to every turn.
 - Ties in votes go to the tied value whose first vote came from the lowest-indexed agent.
+
+Model-produced text that a later prompt quotes (assessments, states, the instructor's questions and the
+agents' replies) is escaped with :func:`~groundstate.programs.common.as_data`, exactly like evidence.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from groundstate.programs.collaboration_turns import (
     speaking_order,
     turn,
 )
-from groundstate.programs.common import offquery_prediction, saveable
+from groundstate.programs.common import as_data, offquery_prediction, saveable
 from groundstate.records import AgentEvidence, OffQueryInstance
 from groundstate.signatures.collaboration import (
     AnswerInstructor,
@@ -98,7 +101,8 @@ class Oracle(dspy.Module):
     def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str,
                 reliable_information: str, misleading: Sequence[int] | None = None) -> dspy.Prediction:
         case = Case.build(agents, shared_context, question, options)
-        decision = self.decide(information=reliable_information, question=case.question, options=case.options)
+        decision = self.decide(information=as_data(reliable_information), question=case.question,
+                               options=case.options)
         gold = [int(i) for i in (misleading or [])]
         trace = {"program": self.program_name, "upper_bound": True, "t1_t2_from_ground_truth": True,
                  "turns": [turn("decide", "decider", None, [], {"answer": decision.answer, "reason": decision.reason},
@@ -235,7 +239,8 @@ class Voting(CollaborationBaseline):
         state = str(self.update(shared_context=case.shared_context or "(no shared context)",
                                 agent_information=case.sources([agent]),
                                 discussion=render_messages([message])).state or "").strip()
-        decision = self.decide(information=state or "(empty state)", question=case.question, options=case.options)
+        decision = self.decide(information=as_data(state) or "(empty state)", question=case.question,
+                               options=case.options)
         turns = [self.assess_turn(message, [], "shared-first"),
                  turn("update_state", agent, 0, [agent], {"state": state}, saw_shared_context=True),
                  turn("decide", agent, 0, [], {"answer": decision.answer, "reason": decision.reason}, input="state")]
@@ -358,8 +363,8 @@ class Manager(CollaborationBaseline):
                                              team_state=state, question=case.question, options=case.options)
                 report = Message.from_prediction(case, i, r, prediction)
                 turns.append(self.assess_turn(report, [], "shared-first", step="report", saw_state=True))
-                state = str(self.compact(current_state=state, speaker=person.name,
-                                         message=report.render()).updated_state or "").strip() or state
+                state = as_data(str(self.compact(current_state=state, speaker=person.name,
+                                                 message=report.render()).updated_state or "").strip()) or state
                 turns.append(turn("update_state", "manager", r, [i], {"state": state}))
                 reports.append(report)
         return state, reports
@@ -444,13 +449,13 @@ class Instructor(CollaborationBaseline):
             request = self.ask(case_notes=notes, team=case.team, question=case.question, options=case.options)
             target = case.index(request.target_agent)
             chosen = target if target is not None else min(range(case.n), key=lambda i: (asked[i], i))
-            focused = str(request.focused_question or "").strip() or DEFAULT_INSTRUCTOR_QUESTION
+            focused = as_data(str(request.focused_question or "").strip()) or DEFAULT_INSTRUCTOR_QUESTION
             turns.append(turn("ask", "instructor", t, [j for j, _, _ in exchanges],
                               {"target_agent": chosen, "raw_target": jsonable(request.target_agent),
                                "question": focused}, saw_shared_context=True))
             person = case.agents[chosen]
-            reply = str(self.answer(agent=person.name, private_evidence=person.evidence,
-                                    instructor_question=focused).reply or "").strip()
+            reply = as_data(str(self.answer(agent=person.name, private_evidence=person.evidence,
+                                            instructor_question=focused).reply or "").strip())
             turns.append(turn("answer", chosen, t, [], {"reply": reply}, saw_shared_context=False))
             exchanges.append((chosen, focused, reply))
             asked[chosen] += 1

@@ -4,6 +4,9 @@ decision from the state, and the trace they all write.
 Subclass :class:`CollaborationBaseline` to compose a new collaboration strategy: create the predictors the
 stages use (``assess``, ``summarize``, ``update``, ``decide``) in ``__init__`` and call the stages from
 ``forward``.
+
+Every piece of model-produced text a later prompt quotes (assessments, states, questions, replies) goes
+through :func:`~groundstate.programs.common.as_data` first, exactly like evidence.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.collaboration_turns import Case, Message, render_messages, turn
-from groundstate.programs.common import offquery_prediction
+from groundstate.programs.common import as_data, offquery_prediction
 
 
 def check_count(name: str, value: int, minimum: int) -> int:
@@ -111,7 +114,8 @@ class CollaborationBaseline(dspy.Module):
 
     def decide_from(self, case: Case, state: str, turns: list[dict]) -> str | None:
         """``ChooseOption`` over the state only (never the raw evidence or transcript)."""
-        decision = self.decide(information=state or "(empty state)", question=case.question, options=case.options)
+        decision = self.decide(information=as_data(state) or "(empty state)", question=case.question,
+                               options=case.options)
         turns.append(turn("decide", "decider", None, [], {"answer": decision.answer, "reason": decision.reason},
                           input="state"))
         return decision.answer

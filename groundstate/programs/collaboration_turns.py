@@ -84,12 +84,15 @@ class Message:
 
     @classmethod
     def from_prediction(cls, case: Case, agent: int, round_: int, prediction: Any) -> Message:
-        """Read ``assessment``, ``answer``, ``suspected_misleading`` (and ``confidence``, if any) from a prediction."""
+        """Read ``assessment``, ``answer``, ``suspected_misleading`` (and ``confidence``, if any) from a prediction.
+
+        The assessment is model-produced text that later prompts quote, so it goes through
+        :func:`~groundstate.programs.common.as_data` like evidence."""
         suspect = case.index(getattr(prediction, "suspected_misleading", None))
         answer = getattr(prediction, "answer", None)
         raw_confidence = getattr(prediction, "confidence", None)
         return cls(agent=agent, name=case.agents[agent].name, round=round_,
-                   text=str(getattr(prediction, "assessment", "") or "").strip(),
+                   text=as_data(str(getattr(prediction, "assessment", "") or "").strip()),
                    answer=answer if answer in LETTERS else None, suspect=suspect,
                    suspect_name=case.agents[suspect].name if suspect is not None else None,
                    confidence=clamp_confidence(raw_confidence) if raw_confidence is not None else None)

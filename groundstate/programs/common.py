@@ -27,17 +27,20 @@ from typing import Any
 import dspy
 
 from groundstate.records import AgentEvidence, options_text
+from groundstate.registry import register
 
 logger = logging.getLogger(__name__)
 
 
 def saveable(cls):
-    """Class decorator: remember the keyword arguments a program was built with (``program.init_kwargs``).
+    """Class decorator: remember the keyword arguments a program was built with (``program.init_kwargs``) and
+    register the class, so saved artifacts may name it.
 
     A saved program records its class and these arguments in its manifest, so
     :func:`groundstate.optimizers.artifacts.load_program` can rebuild it without pickles and then load its
     DSPy state. Only the outermost class's arguments are kept (a subclass calling ``super().__init__`` does
-    not overwrite them). Arguments must be JSON-serializable.
+    not overwrite them). Arguments must be JSON-serializable. Decorating a class is the explicit registration
+    that :mod:`groundstate.registry` asks for: a manifest can name it only in a process that imported it.
     """
     original = cls.__init__
     signature = inspect.signature(original)
@@ -54,7 +57,7 @@ def saveable(cls):
 
     cls.__init__ = __init__
     cls.init_kwargs = property(lambda self: dict(self.__dict__.get("_init_kwargs", {})))
-    return cls
+    return register(cls, kind="program")
 
 
 _MARKER = re.compile(r"\[\[\s*##\s*([^\]#]*?)\s*##\s*\]\]")

@@ -195,12 +195,12 @@ class LLMController(dspy.Module):
         self.fallbacks = 0
 
     def propose(self, state: CollectiveState, ctx: ControlContext) -> str:
-        beliefs = "\n".join(f"Agent {i}: " + ", ".join(f"{o}={b.probs.get(o, 0):.2f}" for o in ctx.task.options)
-                            for i, b in enumerate(ctx.beliefs))
+        beliefs = as_data("\n".join(f"Agent {i}: " + ", ".join(f"{o}={b.probs.get(o, 0):.2f}" for o in ctx.task.options)
+                                    for i, b in enumerate(ctx.beliefs)))
         vector = ", ".join(f"{k}={v:.3f}" for k, v in zip(FEATURES, state.vector(), strict=True))
-        out = self.choose(task=as_data(ctx.task.description), options="\n".join(ctx.task.options),
+        out = self.choose(task=as_data(ctx.task.description), options=as_data("\n".join(ctx.task.options)),
                           transcript=as_data(ctx.transcript.text(self.transcript_messages)),
-                          state=f"{vector}, leader={state.leader}", beliefs=beliefs,
+                          state=f"{vector}, leader={as_data(state.leader)}", beliefs=beliefs,
                           speaker_counts=", ".join(f"Agent {i}: {c}" for i, c in enumerate(ctx.spoken)),
                           allowed=", ".join(ctx.admissible))
         if out.action in ctx.admissible:

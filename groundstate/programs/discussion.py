@@ -256,7 +256,7 @@ class LMAgent(dspy.Module):
             raise ValueError(f"unknown action '{action}'; expected one of {tuple(ACTION_MEANINGS)} or None")
         instruction = FREE_TURN_MEANING if action is None else ACTION_MEANINGS[action]
         out = self._predict(self.say, task, transcript, action=action or "Free turn", instruction=instruction)
-        text = _message_text(out.get("message"))
+        text = as_data(_message_text(out.get("message")))  # model text that every later prompt quotes
         return Message(speaker=self.index, action=action, round=round, text=text, words=len(text.split()))
 
     def vote(self, task: HiddenProfileTask, transcript: Transcript) -> Belief:

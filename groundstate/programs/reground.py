@@ -15,8 +15,12 @@ Three stages, each a ``dspy.Module`` usable on its own and composed by :class:`R
 3. :class:`Resolve`: choose the option from the reconstructed state only.
 
 Independent calls (per-agent extraction, the four arguments, candidate scoring, per-fact verification) run
-concurrently. Where the paper summary is silent we chose: source ids in prompts are the agents' 0-based
-indices; an invalid pair (an id that is not a standing source, or the same id twice) ends the search and
+concurrently. Text a predictor produced (statements, arguments, scoring reasons, facts) is passed through
+:func:`~groundstate.programs.common.as_data` before any later predictor sees it, exactly like evidence, so a
+model that re-emits adapter markers cannot forge a field in a later prompt.
+
+Where the paper summary is silent we chose: source ids in prompts are the agents' 0-based indices; an
+invalid pair (an id that is not a standing source, or the same id twice) ends the search and
 is recorded in the trace; a detector answer outside the candidate pool falls back to the candidate with the
 lowest consistency score.
 """
@@ -63,6 +67,12 @@ def unique_nonempty(items: Sequence[Any] | None) -> list[str]:
     return list(seen)
 
 
+def model_text(items: Sequence[Any] | None) -> list[str]:
+    """:func:`unique_nonempty` strings from an LM output, each made safe to place in a later prompt
+    (:func:`~groundstate.programs.common.as_data`)."""
+    return unique_nonempty([as_data(item) for item in items or []])
+
+
 def _source_block(agent: AgentEvidence, statements: Sequence[str]) -> str:
     body = bullet_list(list(statements)) if statements else "- (no statements)"
     return f"[{agent.agent}] {agent.name}:\n{body}"
@@ -102,12 +112,15 @@ class Verify(dspy.Module):
     def extract_statements(self, agents: Sequence[AgentEvidence]) -> dict[int, list[str]]:
         """Each agent's evidence as statements (one concurrent call per agent)."""
         outs = thread_map(lambda a: self.extract(source=a.name, evidence=a.evidence), agents, self.max_workers)
-        return {a.agent: unique_nonempty(o.statements) for a, o in zip(agents, outs, strict=True)}
+        return {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
 
     def forward(self, agents, statements: dict[int, list[str]] | None = None) -> dspy.Prediction:
         agents = coerce_agents(agents)
         by_id = {a.agent: a for a in agents}
-        statements = statements if statements is not None else self.extract_statements(agents)
+        if statements is None:
+            statements = self.extract_statements(agents)
+        else:
+            statements = {k: [as_data(s) for s in v] for k, v in statements.items()}
         remaining = [a.agent for a in agents]
         candidates: list[int] = []
         rounds: list[dict[str, Any]] = []
@@ -134,8 +147,8 @@ class Verify(dspy.Module):
             targets = [(by_id[first], "support", self.argue_for), (by_id[first], "refute", self.argue_against),
                        (by_id[second], "support", self.argue_for), (by_id[second], "refute", self.argue_against)]
             def argue(t, others_text=others_text):
-                return t[2](target=_source_block(t[0], statements.get(t[0].agent, [])), others=others_text,
-                            stance=t[1]).argument
+                return as_data(t[2](target=_source_block(t[0], statements.get(t[0].agent, [])), others=others_text,
+                                    stance=t[1]).argument)
 
             arguments = thread_map(argue, targets, self.max_workers)
             arguments_text = "\n".join(
@@ -168,7 +181,8 @@ class Verify(dspy.Module):
         def score(candidate: int) -> dict[str, Any]:
             out = self.score(candidate=_source_block(by_id[candidate], statements.get(candidate, [])),
                              verified_facts=verified)
-            return {"candidate": candidate, "consistency": max(0, min(10, int(out.consistency))), "reason": out.reason}
+            return {"candidate": candidate, "consistency": max(0, min(10, int(out.consistency))),
+                    "reason": as_data(out.reason)}
 
         return thread_map(score, candidates, self.max_workers)
 
@@ -213,8 +227,8 @@ class Reconstruct(dspy.Module):
         return verdict == "supported" or (verdict == "unverifiable" and importance == "low")
 
     def forward(self, shared_context: str, trusted_statements: Sequence[str]) -> dspy.Prediction:
-        facts = unique_nonempty(self.decompose(context=as_data(shared_context)).facts)
-        evidence = bullet_list(list(trusted_statements))
+        facts = model_text(self.decompose(context=as_data(shared_context)).facts)
+        evidence = bullet_list([as_data(s) for s in trusted_statements])
         verdicts = thread_map(lambda f: self.verify_fact(fact=f, evidence=evidence), facts, self.max_workers)
         checked = [{"fact": f, "verdict": v.verdict, "importance": v.importance,
                     "kept": self.keep(v.verdict, v.importance)} for f, v in zip(facts, verdicts, strict=True)]

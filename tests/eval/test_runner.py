@@ -240,12 +240,22 @@ def test_meter_counts_calls_made_on_program_threads(tmp_path):
     assert lm.engine.calls == 20
 
 
+def test_failed_calls_are_counted_as_failures_not_cache_hits(tmp_path):
+    lm = echo_number_lm()  # no cache: a failed call reports no usage, like a cache hit, yet it is a failure
+    result = make_runner(tmp_path, lm).run(qa_records(4, fail={1, 3}))
+    failed = [result.row(f"r{i:03d}") for i in (1, 3)]
+    assert all(r["error"] and r["lm_calls"] == 1 and r["failed_calls"] == 1 and r["cached_calls"] == 0
+               for r in failed)
+    assert result.row("r000")["failed_calls"] == 0
+    assert result.summary["lm_calls"] == {"total": 4, "per_record": 1.0, "cached": 0, "failed": 2}
+
+
 def test_cached_calls_are_counted_and_cost_no_tokens(tmp_path):
     lm = echo_number_lm(cache=True)
     first = make_runner(tmp_path, lm).run(qa_records(4))
     assert first.summary["lm_calls"]["cached"] == 0 and first.summary["tokens"]["total"] == 4 * 15
     again = Runner(QuestionAnswering(), {"program": "qa", "data": "second"}, out=tmp_path / "runs",
                    inputs=lambda r: {"question": r["question"]}, lm=lm, adapter=json_adapter()).run(qa_records(4))
-    assert again.summary["lm_calls"] == {"total": 4, "per_record": 1.0, "cached": 4}
+    assert again.summary["lm_calls"] == {"total": 4, "per_record": 1.0, "cached": 4, "failed": 0}
     assert again.summary["tokens"]["total"] == 0
     assert lm.engine.calls == 4

@@ -17,6 +17,7 @@ from groundstate.optimizers.artifacts import (
     save_sklearn,
 )
 from groundstate.programs.reground import ReGround
+from groundstate.registry import register
 from groundstate.testing import scripted_lm
 
 
@@ -69,7 +70,7 @@ def test_incompatible_versions_and_untrusted_classes_are_refused(tmp_path):
     manifest["versions"]["dspy"] = dspy.__version__
     manifest["program"]["class"] = "os:system"
     path.write_text(json.dumps(manifest))
-    with pytest.raises(ConfigError, match="refusing to import 'os:system'"):
+    with pytest.raises(ConfigError, match="refusing to load class 'os:system'"):
         load_program(tmp_path / "art")
     manifest["format"] = 99
     path.write_text(json.dumps(manifest))
@@ -115,9 +116,14 @@ class Thresholds:
         return cls(params["values"])
 
 
-def test_params_artifacts_are_json_and_need_trust_for_foreign_classes(tmp_path):
-    save_params(Thresholds([0.1, float("inf")]), tmp_path / "cal", alpha=0.1)
-    assert json.loads((tmp_path / "cal" / "params.json").read_text()) == {"values": [0.1, float("inf")]}
-    with pytest.raises(ConfigError, match="refusing to import"):
-        load(tmp_path / "cal")
-    assert load(tmp_path / "cal", allow_custom=True).values == [0.1, float("inf")]
+def test_params_artifacts_are_json_and_need_registration_for_foreign_classes(tmp_path):
+    with pytest.raises(ConfigError, match="not registered"):
+        save_params(Thresholds([0.1, 0.5]), tmp_path / "cal", alpha=0.1)
+    register(Thresholds, kind="params")
+    save_params(Thresholds([0.1, 0.5]), tmp_path / "cal", alpha=0.1)
+    assert json.loads((tmp_path / "cal" / "params.json").read_text()) == {"values": [0.1, 0.5]}
+    assert load(tmp_path / "cal").values == [0.1, 0.5]
+    with pytest.raises(ConfigError, match="no longer supported"):
+        load(tmp_path / "cal", allow_custom=True)
+    with pytest.raises(ConfigError, match="NaN or infinite"):
+        save_params(Thresholds([float("inf")]), tmp_path / "cal2")

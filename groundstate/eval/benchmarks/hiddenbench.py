@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import InputError
-from groundstate.eval.io import first_list_item, load_models, read_json, write_jsonl
+from groundstate.eval.io import first_list_item, load_models, read_json, require_records, write_jsonl
 from groundstate.records import HiddenProfileTask
 
 logger = logging.getLogger(__name__)
@@ -52,14 +52,15 @@ REQUIRED_FIELDS: tuple[str, ...] = ("id", "name", "description", "shared_informa
 KNOWN_FIELDS: frozenset[str] = frozenset({*REQUIRED_FIELDS, "rationale"})
 
 
-def load_hiddenbench(path: str | Path, skip_invalid: bool = False,
-                     problems: list[str] | None = None) -> list[HiddenProfileTask]:
+def load_hiddenbench(path: str | Path, skip_invalid: bool = False, problems: list[str] | None = None, *,
+                     allow_empty: bool = False) -> list[HiddenProfileTask]:
     """Load a HiddenBench file (a JSON list of tasks).
 
     Args:
         path: the file.
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
+        allow_empty: accept a file with no (valid) tasks; otherwise that is an error.
 
     Returns:
         The tasks, in file order.
@@ -89,7 +90,7 @@ def load_hiddenbench(path: str | Path, skip_invalid: bool = False,
             reported.append(f"{err} (record skipped)")
     if len(tasks) < len(data):
         logger.warning("%s: skipped %d of %d records", path, len(data) - len(tasks), len(data))
-    return tasks
+    return require_records(tasks, path, allow_empty, "tasks", len(data) - len(tasks))
 
 
 def _label(item: Any, position: int) -> str | int:
@@ -202,8 +203,8 @@ def is_hiddenbench_file(path: str | Path) -> bool:
     return isinstance(first, dict) and HIDDENBENCH_MARKER in first
 
 
-def load_hidden_tasks(path: str | Path, skip_invalid: bool = False,
-                      problems: list[str] | None = None) -> list[HiddenProfileTask]:
+def load_hidden_tasks(path: str | Path, skip_invalid: bool = False, problems: list[str] | None = None, *,
+                      allow_empty: bool = False) -> list[HiddenProfileTask]:
     """Load a HiddenBench file or groundstate's own task file, whichever ``path`` is.
 
     A JSON list whose first item has ``hidden_information`` is HiddenBench (:func:`load_hiddenbench`); anything
@@ -214,8 +215,9 @@ def load_hidden_tasks(path: str | Path, skip_invalid: bool = False,
     """
     path = Path(path)
     if is_hiddenbench_file(path):
-        return load_hiddenbench(path, skip_invalid=skip_invalid, problems=problems)
-    return load_models(path, HiddenProfileTask, _from_validation, skip_invalid, problems)
+        return load_hiddenbench(path, skip_invalid=skip_invalid, problems=problems, allow_empty=allow_empty)
+    return load_models(path, HiddenProfileTask, _from_validation, skip_invalid, problems, allow_empty=allow_empty,
+                       what="tasks")
 
 
 def save_hidden_tasks(path: str | Path, tasks: Iterable[HiddenProfileTask]) -> None:

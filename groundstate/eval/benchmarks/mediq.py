@@ -39,7 +39,7 @@ from groundstate.eval.benchmarks.corruption import (
     corrupt_fact,
     corrupt_fact_detailed,
 )
-from groundstate.eval.io import read_jsonl
+from groundstate.eval.io import read_jsonl, require_records
 from groundstate.records import LETTERS, AgentEvidence, OffQueryInstance, OptionLetter, T2Fact, options_text
 
 __all__ = [
@@ -149,7 +149,8 @@ def _field_of(error: dict) -> str:
     return ".".join(str(part) for part in error.get("loc", ()) if part != "[key]") or "?"
 
 
-def load_mediq(path: str | Path, skip_invalid: bool = False, problems: list[str] | None = None) -> list[MediQCase]:
+def load_mediq(path: str | Path, skip_invalid: bool = False, problems: list[str] | None = None, *,
+               allow_empty: bool = False) -> list[MediQCase]:
     """Read MediQ cases from a JSON Lines file.
 
     Args:
@@ -157,6 +158,7 @@ def load_mediq(path: str | Path, skip_invalid: bool = False, problems: list[str]
             ``answer_idx``, ``facts``, ``patient``).
         skip_invalid: skip bad lines and bad records instead of raising; each is described in ``problems``.
         problems: a list that receives one line per skipped line or record.
+        allow_empty: accept a file with no valid cases (otherwise that is an error).
 
     Returns:
         The valid cases, in file order.
@@ -166,7 +168,8 @@ def load_mediq(path: str | Path, skip_invalid: bool = False, problems: list[str]
             or ``answer_idx`` is not A-D (unless ``skip_invalid``). The message names the file, the record (its
             ``id`` when it has one, else its position, counting from 1) and the field.
     """
-    rows = read_jsonl(path, skip_invalid=skip_invalid, problems=problems)
+    reported: list[str] = []
+    rows = read_jsonl(path, skip_invalid=skip_invalid, problems=reported)
     cases: list[MediQCase] = []
     for position, row in enumerate(rows, start=1):
         record = row.get("id", f"#{position}")
@@ -179,9 +182,10 @@ def load_mediq(path: str | Path, skip_invalid: bool = False, problems: list[str]
             error = InputError(message, file=str(path), record=record, field=_field_of(first))
             if not skip_invalid:
                 raise error from None
-            if problems is not None:
-                problems.append(str(error))
-    return cases
+            reported.append(f"{error} (record skipped)")
+    if problems is not None:
+        problems.extend(reported)
+    return require_records(cases, path, allow_empty, "MediQ cases", len(reported))
 
 
 # =========================================================================================================

@@ -58,7 +58,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.io import first_char, first_list_item, load_models, read_json, write_jsonl
+from groundstate.eval.io import first_char, first_list_item, load_models, read_json, require_records, write_jsonl
 from groundstate.records import CONDITIONS, LETTERS, AgentEvidence, OffQueryInstance, T2Fact
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,8 @@ _DICT_FIELDS = ("private_information", "options", "original_ditributed_informati
 # -- published OffQuery files --------------------------------------------------------------------------------
 def load_offquery(path: str | Path, t2_truth: str | Path | None = None, condition: str | None = "unreliable", *,
                   domain: str | None = None, split: str | None = None, skip_invalid: bool = False,
-                  problems: list[str] | None = None, use_datasets: bool | None = None) -> list[OffQueryInstance]:
+                  problems: list[str] | None = None, use_datasets: bool | None = None,
+                  allow_empty: bool = False) -> list[OffQueryInstance]:
     """Load a published OffQuery file (a JSON list) into instances.
 
     Args:
@@ -102,6 +103,7 @@ def load_offquery(path: str | Path, t2_truth: str | Path | None = None, conditio
         use_datasets: read through ``datasets.load_dataset("json", ...)``: ``None`` = only for files above
             50 MB, ``True`` = always, ``False`` = never. Both paths give identical instances; if ``datasets``
             cannot read the file, the plain JSON reader is used (and reports the exact problem).
+        allow_empty: accept a file with no (valid) records; otherwise that is an error.
 
     Returns:
         The instances, in file order (bad records left out when ``skip_invalid``).
@@ -151,7 +153,7 @@ def load_offquery(path: str | Path, t2_truth: str | Path | None = None, conditio
             reported.append(f"{err} (record skipped)")
     if len(instances) < len(items):
         logger.warning("%s: skipped %d of %d records", path, len(items) - len(instances), len(items))
-    return instances
+    return require_records(instances, path, allow_empty, "OffQuery instances", len(items) - len(instances))
 
 
 @dataclass(frozen=True)
@@ -431,7 +433,7 @@ def _read_t2(path: Path) -> list[Any]:
 
 # -- groundstate's own format ---------------------------------------------------------------------------------
 def load_instances(path: str | Path, skip_invalid: bool = False, problems: list[str] | None = None, *,
-                   condition: str | None = None) -> list[OffQueryInstance]:
+                   condition: str | None = None, allow_empty: bool = False) -> list[OffQueryInstance]:
     """Load groundstate's own format: JSON Lines, one ``OffQueryInstance.model_dump(mode="json")`` per line.
 
     A ``.json`` file holding a JSON list of such objects is read too.
@@ -459,7 +461,8 @@ def load_instances(path: str | Path, skip_invalid: bool = False, problems: list[
             raise InputError("is missing, but condition 'unreliable' needs the corrupted shared context",
                              file=str(path), record=label, field="corrupted_context")
 
-    return load_models(path, OffQueryInstance, _from_validation, skip_invalid, problems, check)
+    return load_models(path, OffQueryInstance, _from_validation, skip_invalid, problems, check,
+                       allow_empty=allow_empty, what="OffQuery instances")
 
 
 def save_instances(path: str | Path, instances: Iterable[OffQueryInstance]) -> None:
@@ -468,7 +471,8 @@ def save_instances(path: str | Path, instances: Iterable[OffQueryInstance]) -> N
 
 
 def load_any(path: str | Path, t2_truth: str | Path | None = None, condition: str | None = None,
-             skip_invalid: bool = False, problems: list[str] | None = None) -> list[OffQueryInstance]:
+             skip_invalid: bool = False, problems: list[str] | None = None, *,
+             allow_empty: bool = False) -> list[OffQueryInstance]:
     """Load a published OffQuery file or a groundstate instance file, whichever ``path`` is.
 
     A ``.json`` file holding a list whose first item has ``shuffled_private_information`` is a published file
@@ -480,6 +484,7 @@ def load_any(path: str | Path, t2_truth: str | Path | None = None, condition: st
         condition: ``"reliable"``/``"unreliable"`` checks the instances can run under it; ``None`` = no check.
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
+        allow_empty: accept a file with no (valid) records; otherwise that is an error.
 
     Raises:
         InputError: bad input (see the two loaders).
@@ -487,11 +492,13 @@ def load_any(path: str | Path, t2_truth: str | Path | None = None, condition: st
     """
     path = Path(path)
     if is_official_file(path):
-        return load_offquery(path, t2_truth, condition, skip_invalid=skip_invalid, problems=problems)
+        return load_offquery(path, t2_truth, condition, skip_invalid=skip_invalid, problems=problems,
+                             allow_empty=allow_empty)
     if t2_truth is not None:
         raise ConfigError(f"{path} is not a published OffQuery file; a T2 truth file only goes with one "
                           "(groundstate instance files carry their T2 facts)")
-    return load_instances(path, skip_invalid=skip_invalid, problems=problems, condition=condition)
+    return load_instances(path, skip_invalid=skip_invalid, problems=problems, condition=condition,
+                          allow_empty=allow_empty)
 
 
 def is_official_file(path: str | Path) -> bool:

@@ -49,7 +49,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.io import iter_rows, write_jsonl
+from groundstate.eval.io import iter_rows, require_records, write_jsonl
 from groundstate.programs.deliberation_evaluator import parse_plain_number
 from groundstate.records import Problem
 
@@ -65,7 +65,8 @@ _GENERIC_KNOWN = {"id", "input", "question", "answer", "kind", "unit", "toleranc
 
 
 def load_problems(path: str | Path, format: str = "auto", *, skip_invalid: bool = False,
-                  problems: list[str] | None = None, tolerance: float | None = None) -> list[Problem]:
+                  problems: list[str] | None = None, tolerance: float | None = None,
+                  allow_empty: bool = False) -> list[Problem]:
     """Load problems from ``path`` in ``format`` (``scibench``, ``jeebench``, ``jsonl`` or ``auto``).
 
     ``auto`` looks at the first record: ``problem_text`` means SciBench, ``gold`` and ``type`` mean JEEBench,
@@ -77,9 +78,10 @@ def load_problems(path: str | Path, format: str = "auto", *, skip_invalid: bool 
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
         tolerance: the relative tolerance for numeric answers (default: the format's own rule).
+        allow_empty: accept a file with no (valid) problems; otherwise that is an error.
 
     Raises:
-        InputError: bad input, naming the file, the record and the field.
+        InputError: bad input, naming the file, the record and the field; no problems at all.
         ConfigError: an unknown format.
     """
     if format == "auto":
@@ -88,7 +90,11 @@ def load_problems(path: str | Path, format: str = "auto", *, skip_invalid: bool 
         "scibench": load_scibench, "jeebench": load_jeebench, "jsonl": load_jsonl_problems}
     if format not in loaders:
         raise ConfigError(f"unknown problem format '{format}' (choose from {', '.join(FORMATS)} or auto)")
-    return loaders[format](path, skip_invalid=skip_invalid, problems=problems, tolerance=tolerance)
+    reported: list[str] = []
+    loaded = loaders[format](path, skip_invalid=skip_invalid, problems=reported, tolerance=tolerance)
+    if problems is not None:
+        problems.extend(reported)
+    return require_records(loaded, path, allow_empty, "problems", len(reported))
 
 
 def detect_format(path: str | Path) -> str:
@@ -139,7 +145,7 @@ def load_jeebench(path: str | Path, *, skip_invalid: bool = False, problems: lis
     def convert(row: dict, label: str, fail: Callable[[str, str | None], InputError]) -> Problem:
         question = _text(row, "question", fail)
         qtype = row.get("type")
-        if qtype not in JEEBENCH_TYPES:
+        if not isinstance(qtype, str) or qtype not in JEEBENCH_TYPES:
             raise fail(f"must be one of {', '.join(JEEBENCH_TYPES)} (got {qtype!r})", "type")
         kind = JEEBENCH_TYPES[qtype]
         gold = row.get("gold")

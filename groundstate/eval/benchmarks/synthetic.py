@@ -370,10 +370,18 @@ def check_instance(instance: OffQueryInstance) -> list[str]:
     are exactly the agents that state a false value; T2 facts are balanced, within the limit, and
     corrupted facts differ from reliable ones.
     """
-    problems: list[str] = []
     structure = instance.provenance.get("structure")
     if not structure:
         return ["no generator structure in provenance"]
+    try:
+        return _check_structure(instance, structure)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError, ZeroDivisionError) as exc:
+        # a hand-edited or foreign provenance.structure: report it as a problem of this record
+        return [f"provenance.structure is not a generator structure ({type(exc).__name__}: {str(exc)[:80]})"]
+
+
+def _check_structure(instance: OffQueryInstance, structure: Any) -> list[str]:
+    problems: list[str] = []
     dom = DOMAINS[instance.domain]
     criteria, world = structure["criteria"], structure["reliable"]
     if reference_solve(world, criteria) != instance.answer:

@@ -642,6 +642,8 @@ def check_travel(data: dict[str, Any] | str, *, target: str | None = None, trave
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             return None, [f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"]
+        except (RecursionError, ValueError) as exc:  # absurd nesting or numbers from an LM
+            return None, [f"not valid JSON ({type(exc).__name__}: {str(exc)[:80]})"]
     if not isinstance(data, dict):
         return None, [f"expected a JSON object (got {type(data).__name__})"]
     try:
@@ -753,8 +755,11 @@ def check_record(record: HiddenProfileTask) -> list[str]:
         return [str(exc)]
     if travel is None:
         return []
-    issues = validate_travel(travel)
-    expected = to_hidden_profile(travel, id=record.id)
+    try:
+        issues = validate_travel(travel)
+        expected = to_hidden_profile(travel, id=record.id)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:  # parses, but is not usable
+        return [f"travel structure is malformed ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})"]
     for field in ("description", "shared", "private", "options", "correct", "support"):
         if getattr(record, field) != getattr(expected, field):
             issues.append(f"field '{field}' differs from what its travel structure gives")

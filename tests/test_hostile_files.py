@@ -1,0 +1,311 @@
+"""Every command that reads a file answers every malformed file with one line and exit status 2.
+
+Each case runs the real CLI (``groundstate.cli.main``) in a child process forked from this one (so the heavy
+imports are paid once), with stdout and stderr captured to files and the working directory set to a fresh
+directory that holds a copy of the bad file. The child prints a traceback and exits 1 on any exception the
+CLI lets escape, exactly as the console script would. Each case asserts: exit status 2, exactly one line on
+stderr, no "Traceback", and nothing written outside the run's own ``runs/`` directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import traceback
+from pathlib import Path
+
+import pytest
+
+BAD = Path(__file__).parent / "data" / "bad"
+GOOD_QA = Path(__file__).resolve().parents[1] / "examples" / "qa.jsonl"
+STATIC = sorted(p.name for p in BAD.iterdir() if p.name != "README.md")
+GENERATED = ["deep.json", "deep.jsonl", "huge-int.json", "huge-int.jsonl"]
+
+# Every command that reads a data file; {f} is the bad file (a copy in the case's own directory).
+COMMANDS = {
+    "data-validate": ["data", "validate", "{f}"],
+    "data-stats": ["data", "stats", "{f}"],
+    "split": ["split", "{f}", "--out-dir", "splits"],
+    "run-qa": ["run", "qa", "--data", "{f}", "--out", "runs", "--no-progress"],
+    "run-reground": ["run", "reground", "--data", "{f}", "--out", "runs", "--no-progress"],
+    "hidden-validate": ["hidden", "validate", "{f}"],
+    "hidden-run": ["hidden", "run", "--tasks", "{f}", "--agents", "sim", "--out", "runs", "--no-progress"],
+    "consilience-split": ["consilience", "split", "{f}"],
+    "consilience-explore": ["consilience", "explore", "--tasks", "{f}", "--agents", "sim", "--out", "x.jsonl"],
+    "consilience-train": ["consilience", "train", "--data", "{f}", "--out", "mlp"],
+    "consilience-calibrate": ["consilience", "calibrate", "--tasks", "{f}", "--agents", "sim", "--out", "cal"],
+    "consilience-evaluate": ["consilience", "evaluate", "--tasks", "{f}", "--agents", "sim", "--out", "runs",
+                             "--no-progress"],
+    "data-build": ["data", "build", "offquery", "--from-mediq", "{f}", "--out", "built.jsonl"],
+    "data-build-skip": ["data", "build", "offquery", "--from-mediq", "{f}", "--out", "built.jsonl",
+                        "--skip-invalid"],
+    "dhd-generate": ["dhd", "generate", "--problems", "{f}", "--cache", "cache", "--no-progress"],
+    "optimize": ["optimize", "reground", "--train", "{f}", "--out", "opt"],
+    "lm-config": ["run", "qa", "--data", str(GOOD_QA), "--lm-config", "{f}", "--out", "runs", "--no-progress"],
+}
+
+
+def make_generated(directory: Path) -> None:
+    depth = 100_000
+    (directory / "deep.json").write_text("[" * depth + "]" * depth)
+    (directory / "deep.jsonl").write_text('{"id": "a", "x": ' + "[" * depth + "]" * depth + "}\n")
+    digits = "7" * 5000
+    (directory / "huge-int.json").write_text(f'[{{"id": "a", "n": {digits}}}]')
+    (directory / "huge-int.jsonl").write_text(f'{{"id": "a", "n": {digits}}}\n')
+
+
+def run_cli(argv: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run ``groundstate argv`` in a forked child with ``cwd``; return (status, stdout, stderr)."""
+    out_path, err_path = cwd / ".stdout", cwd / ".stderr"
+    pid = os.fork()
+    if pid == 0:  # the child: behave like the console script
+        code = 1
+        try:
+            os.chdir(cwd)
+            out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            err_fd = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(out_fd, 1)
+            os.dup2(err_fd, 2)
+            sys.stdout = os.fdopen(1, "w", closefd=False)
+            sys.stderr = os.fdopen(2, "w", closefd=False)
+            from groundstate.cli import main
+
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code if isinstance(code, int) else 1)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return code, out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
+
+
+def tree_hash(directory: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(directory.rglob("*")):
+        digest.update(str(path.relative_to(directory)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("generated-bad")
+    make_generated(directory)
+    return directory
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_imports():
+    """Import what the commands use once, here, so every forked child starts warm."""
+    import dspy  # noqa: F401
+    import scipy.stats  # noqa: F401
+    import sklearn.neural_network  # noqa: F401
+
+    import groundstate.cli
+    import groundstate.eval.benchmarks.mediq  # noqa: F401
+    import groundstate.eval.benchmarks.problems  # noqa: F401
+    import groundstate.eval.offquery_tasks  # noqa: F401
+
+    groundstate.cli.build_parser()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _corpus_unchanged():
+    before = tree_hash(BAD)
+    yield
+    assert tree_hash(BAD) == before, "a command wrote into tests/data/bad"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", STATIC + GENERATED)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_reading_command_refuses_every_bad_file(command, name, generated, tmp_path, monkeypatch):
+    source = (generated if name in GENERATED else BAD) / name
+    case = tmp_path / "case"
+    case.mkdir()
+    shutil.copy(source, case / name)
+    argv = [part.replace("{f}", name) for part in COMMANDS[command]]
+    code, out, err = run_cli(argv, case)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err + out, f"{argv}: traceback\n{err[-3000:]}"
+    assert code == 2, f"{argv}: exit {code}\nstdout: {out[-1500:]}\nstderr: {err[-1500:]}"
+    assert len(lines) == 1, f"{argv}: {len(lines)} lines on stderr:\n{err[-1500:]}"
+    assert "\x1b" not in err + out, f"{argv}: a raw escape sequence reached the terminal"
+    written = [p.relative_to(case) for p in case.rglob("*")
+               if p.is_file() and p.name not in (name, ".stdout", ".stderr")]
+    outside = [str(p) for p in written if p.parts[0] != "runs"]
+    assert not outside, f"{argv}: wrote {outside}"
+
+
+def test_error_lines_escape_newlines_and_ansi_sequences(tmp_path):
+    """The offending id contains a newline and ANSI colour codes; the message shows them escaped."""
+    case = tmp_path / "case"
+    case.mkdir()
+    shutil.copy(BAD / "newline-id.jsonl", case / "f.jsonl")
+    code, _, err = run_cli(["data", "validate", "f.jsonl"], case)
+    assert code == 2
+    assert "evil\\nsecond line\\x1b[31mRED" in err and "\x1b" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["data-validate", "run-qa", "hidden-validate", "data-build"])
+def test_empty_input_is_accepted_only_when_asked_for(command, tmp_path):
+    case = tmp_path / "case"
+    case.mkdir()
+    (case / "empty.jsonl").write_text("")
+    argv = [part.replace("{f}", "empty.jsonl") for part in COMMANDS[command]]
+    code, _, err = run_cli(argv, case)
+    assert code == 2 and "--allow-empty" in err
+    code, out, err = run_cli([*argv, "--allow-empty"], case)
+    assert code == 0, err
+    assert "0 " in out or "records" in out or "instances" in out or "tasks" in out
+
+
+def test_nan_support_is_refused_in_python_too():
+    from groundstate.records import HiddenProfileTask
+
+    with pytest.raises(ValueError, match="finite"):
+        HiddenProfileTask(id="t", description="d", private=[["a"], ["b"]], options=["A", "B"], correct="A",
+                          support={"a": {"A": float("nan"), "B": 0.0}})
+
+
+def test_generated_files_are_what_they_claim(generated):
+    """The deep file really is deeper than Python's recursion limit and the number longer than its digit limit,
+    so the cases above test what they say."""
+    with pytest.raises(RecursionError):
+        json.loads((generated / "deep.json").read_text())
+    with pytest.raises(ValueError, match="digits"):
+        json.loads((generated / "huge-int.jsonl").read_text())
+
+
+# -- corrupt run directories and saved artifacts ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A small travel task file, a finished (simulated) run, a saved program, MLP and calibrator."""
+    import numpy as np
+
+    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
+    from groundstate.eval.benchmarks.travel import generate_hidden_travel
+    from groundstate.optimizers.artifacts import save_params, save_program, save_sklearn
+    from groundstate.optimizers.conformal import RoundwiseConformal
+    from groundstate.optimizers.controller import MLPActionValue
+    from groundstate.programs.consilience_state import FEATURES
+    from groundstate.programs.reground import ReGround
+    from groundstate.records import ACTIONS
+
+    root = tmp_path_factory.mktemp("workspace")
+    save_hidden_tasks(root / "tasks.jsonl", generate_hidden_travel(4, seed=0))
+    for shard in ("0/2", "1/2"):
+        code, _, err = run_cli(["hidden", "run", "--tasks", str(root / "tasks.jsonl"), "--agents", "sim",
+                                "--out", str(root / "runs"), "--no-progress", "--shard", shard], root)
+        assert code == 0, err
+    save_program(ReGround(max_candidates=1), root / "program")
+    rng = np.random.default_rng(0)
+    model = MLPActionValue(hidden_layer_sizes=(4,), max_iter=50).fit(rng.normal(size=(30, len(FEATURES))),
+                                                                     rng.normal(size=(30, len(ACTIONS))))
+    save_sklearn(model, root / "mlp", features=list(FEATURES))
+    calibrator = RoundwiseConformal(alpha=0.2).fit([1] * 10 + [2] * 10, rng.uniform(size=20))
+    save_params(calibrator, root / "cal", configuration={"controller": "rules"})
+    return root
+
+
+def corrupt(source: Path, target: Path, damage: str) -> Path:
+    shutil.copytree(source, target)
+    if damage.startswith("file-missing:"):
+        (target / damage.split(":", 1)[1]).unlink()
+    elif damage.startswith("truncate:"):
+        path = target / damage.split(":", 1)[1]
+        path.write_bytes(path.read_bytes()[: max(1, path.stat().st_size // 3)])
+    elif damage.startswith("replace:"):
+        name, text = damage.split(":", 2)[1:]
+        (target / name).write_bytes(text.encode("latin-1"))
+    elif damage == "garbage-middle-line":
+        path = target / "results.jsonl"
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text(lines[0] + "}}} garbage {{{\n" + "".join(lines[1:]))
+    return target
+
+
+RUN_DAMAGE = ["replace:summary.json:not json", "replace:summary.json:[1, 2]",
+              'replace:summary.json:{"scores": "x", "tokens": {}, "lm_calls": {}}',
+              "replace:config.json:[1, 2]", "replace:config.json:\xff\xfe", "garbage-middle-line",
+              'replace:results.jsonl:{"id": "a", "scores": "high"}\n']
+
+
+def shards(workspace: Path) -> list[Path]:
+    return sorted(p for p in (workspace / "runs").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("damage", RUN_DAMAGE)
+@pytest.mark.parametrize("command", ["show", "merge", "list"])
+def test_corrupt_run_directories_are_one_line_errors(workspace, tmp_path, command, damage):
+    first, second = shards(workspace)[:2]
+    runs = tmp_path / "runs"
+    broken = corrupt(first, runs / first.name, damage)
+    shutil.copytree(second, runs / second.name)
+    argv = {"show": ["runs", "show", str(broken)],
+            "merge": ["runs", "merge", str(broken), str(runs / second.name), "--out", str(tmp_path / "merged")],
+            "list": ["runs", "list", "--out", str(runs)]}[command]
+    code, out, err = run_cli(argv, tmp_path)
+    assert "Traceback" not in err + out, err[-3000:]
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err[-2000:])
+    assert not (tmp_path / "merged").exists()
+
+
+ARTIFACT_CASES = {
+    "program": (["file-missing:program.json", "truncate:program.json", "replace:manifest.json:[1]",
+                 "replace:manifest.json:\xff", 'replace:manifest.json:{"format": 1, "kind": "dspy-program"}',
+                 "file-missing:manifest.json"],
+                ["evaluate", "{dir}", "--data", "synthetic", "--n", "1", "--out", "runs", "--no-progress"]),
+    "mlp": (["file-missing:model.skops", "truncate:model.skops", "replace:model.skops:PK\x03\x04junk"],
+            ["consilience", "evaluate", "--tasks", "{tasks}", "--agents", "sim", "--controllers", "mlp", "--mlp",
+             "{dir}", "--baselines", "--out", "runs", "--no-progress"]),
+    "cal": (["file-missing:params.json", "truncate:params.json",
+             'replace:params.json:{"alpha": 0.1, "thresholds": [1]}', 'replace:params.json:{"alpha": "x"}'],
+            ["consilience", "coverage", "--tasks", "{tasks}", "--agents", "sim", "--calibrator", "{dir}"]),
+}
+
+
+@pytest.mark.parametrize("kind, damage", [(k, d) for k, (ds, _) in ARTIFACT_CASES.items() for d in ds])
+def test_corrupt_artifacts_are_one_line_errors(workspace, tmp_path, kind, damage):
+    broken = corrupt(workspace / kind, tmp_path / kind, damage)
+    template = ARTIFACT_CASES[kind][1]
+    argv = [p.replace("{dir}", str(broken)).replace("{tasks}", str(workspace / "tasks.jsonl")) for p in template]
+    code, out, err = run_cli(argv, tmp_path)
+    assert "Traceback" not in err + out, err[-3000:]
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err[-2000:])
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cal"])
+def test_the_intact_artifacts_work_with_the_same_commands(workspace, tmp_path, kind):
+    """The control for the corrupt-artifact cases: undamaged, the same command succeeds."""
+    template = ARTIFACT_CASES[kind][1]
+    argv = [p.replace("{dir}", str(workspace / kind)).replace("{tasks}", str(workspace / "tasks.jsonl"))
+            for p in template]
+    code, out, err = run_cli(argv, tmp_path)
+    assert code in (0, 1) and "Traceback" not in err, err[-2000:]  # coverage exits 1 when a round is below target
+    assert out.strip()
+
+
+def test_the_intact_program_and_runs_load(workspace, tmp_path):
+    from groundstate.optimizers.artifacts import load_program
+    from groundstate.programs.reground import ReGround
+
+    assert isinstance(load_program(workspace / "program"), ReGround)
+    first, second = shards(workspace)[:2]
+    code, out, err = run_cli(["runs", "merge", str(first), str(second), "--out", str(tmp_path / "m")], tmp_path)
+    assert code == 0, err
+    code, out, err = run_cli(["runs", "show", str(first)], tmp_path)
+    assert code == 0, err
