@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from groundstate.eval.benchmarks.travel import generate_hidden_travel
-from groundstate.eval.consilience import (
+from groundstate.eval.benchmarks.travel.travel import generate_hidden_travel
+from groundstate.optimizers.consilience import (
     Configuration,
     build_controller,
     calibrate,
@@ -33,11 +33,11 @@ from groundstate.eval.consilience import (
     features_without,
     run_tasks,
 )
-from groundstate.eval.consilience import train_controller as fit_mlp
-from groundstate.programs.consilience import Consilience
-from groundstate.programs.consilience_control import RuleController
-from groundstate.programs.discussion import run_discussion
-from groundstate.simulate import SimParams, SimTeam
+from groundstate.optimizers.consilience import train_controller as fit_mlp
+from groundstate.programs.consilience.consilience import Consilience
+from groundstate.programs.consilience.control import RuleController
+from groundstate.programs.consilience.protocols import run_discussion
+from groundstate.programs.consilience.simulated import SimParams, SimTeam
 
 OUT = Path(__file__).parent / "results" / "consilience.json"
 ALPHA = 0.1

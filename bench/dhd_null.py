@@ -1,6 +1,6 @@
 """DHD permutation-null calibration at the paper's size: 5,000 messages x 5 blocks x 5,000 permutations.
 
-Times :func:`groundstate.eval.dhd_stats.permutation_null` (vectorized: one random bit pattern per message and
+Times :func:`groundstate.eval.dhd.values.permutation_null` (vectorized: one random bit pattern per message and
 permutation, a popcount and a lookup in the separation rule's table) on two synthetic tables of 1,000 problems x 5
 messages x 5 blocks: *realistic* (most blocks neutral, as with a few-percent replay disagreement, plus planted
 repeatable messages) and *dense* (every block flips either way with probability 1/2, so every message can change
@@ -26,15 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from groundstate.eval.dhd_stats import (
-    EffectTable,
-    crossfit_keep_or_remove,
-    hierarchical_bootstrap,
-    message_values,
-    pair_effects,
-    permutation_null,
-    separation_rule,
-)
+from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
+from groundstate.eval.dhd.crossfit import crossfit_keep_or_remove
+from groundstate.eval.dhd.effects import EffectTable, pair_effects
+from groundstate.eval.dhd.values import message_values, permutation_null, separation_rule
 
 OUT = Path(__file__).parent / "results" / "dhd_null.json"
 

@@ -1,12 +1,12 @@
 """Simulated hidden-profile discussions per second, on one core.
 
-A *discussion* is one full Hidden-Post run of :func:`groundstate.programs.discussion.run_discussion` with
+A *discussion* is one full Hidden-Post run of :func:`groundstate.programs.consilience.agents.run_discussion` with
 simulated agents: 4 agents x 2 round-robin rounds (8 messages), then 4 votes and the plurality decision. Also
 measured: Hidden-Pre and Full-Info, and an action-driven discussion (8 messages cycling Challenge, Clarify,
 SeekEvidence, Route: the group-leader computation every Challenge/Clarify needs) with a belief elicitation of
 every agent before each message, as a controller does. Target: at least 1,000 Hidden-Post discussions/s.
 
-Tasks come from the travel generator (``groundstate.eval.benchmarks.travel``, 4 travelers) when it is available,
+Tasks come from the travel generator (``groundstate.eval.benchmarks.travel.travel``, 4 travelers) when it is available,
 otherwise from a small hand-annotated hidden-profile generator in this file. The process is pinned to one CPU when the
 platform allows it. Prints a table and writes ``bench/results/simulate_speed.json``.
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from groundstate.programs.discussion import run_discussion  # noqa: E402
+from groundstate.programs.consilience.protocols import run_discussion  # noqa: E402
+from groundstate.programs.consilience.simulated import SimParams, sim_team  # noqa: E402
 from groundstate.records import COMM_ACTIONS, HiddenProfileTask, Transcript  # noqa: E402
-from groundstate.simulate import SimParams, sim_team  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "simulate_speed.json"
 TARGET = 1000.0
@@ -56,7 +56,7 @@ def hand_tasks(n: int, seed: int = 0, n_agents: int = 4) -> list[HiddenProfileTa
 
 def travel_tasks(n: int, seed: int = 0) -> list[HiddenProfileTask] | None:
     try:
-        from groundstate.eval.benchmarks.travel import generate_travel, to_hidden_profile
+        from groundstate.eval.benchmarks.travel.travel import generate_travel, to_hidden_profile
     except ImportError:
         return None
     return [to_hidden_profile(task) for task in generate_travel(n, seed=seed, travelers=4)]

@@ -2,7 +2,7 @@ import json
 from pathlib import Path
 
 from groundstate.cli import main
-from groundstate.eval.benchmarks.offquery import load_instances
+from groundstate.eval.benchmarks.offquery.loader import load_instances
 
 DATA = Path(__file__).parent / "data"
 
@@ -44,7 +44,7 @@ def test_validate_bad_file_is_one_line_exit_2(tmp_path, capsys):
 
 
 def load_instances_from_generator():
-    from groundstate.eval.benchmarks.synthetic import generate
+    from groundstate.eval.benchmarks.offquery.synthetic import generate
 
     return [x.model_dump(mode="json") for x in generate("healthcare", "main", 1)]
 

@@ -1,6 +1,6 @@
 """``groundstate dhd``: generate -> replay -> analyze -> crossfit -> mask with a scripted LM, resume, errors.
 
-The group is wired on a throwaway parser (the lead registers :func:`groundstate.cli_dhd.register` in ``cli.py``).
+The group is wired on a throwaway parser (the lead registers :func:`groundstate.cli.dhd.register` in ``cli.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from groundstate import cli
 from groundstate.cli import _Parser
-from groundstate.cli_dhd import register
+from groundstate.cli.dhd import register
 from groundstate.errors import GroundstateError
 from groundstate.eval.benchmarks.problems import load_problems
 from groundstate.lm import LMConfig

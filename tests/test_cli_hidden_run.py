@@ -7,7 +7,7 @@ import json
 import pytest
 
 from groundstate.cli import _Parser
-from groundstate.cli_hidden_run import register_run
+from groundstate.cli.hidden_run import register_run
 from groundstate.errors import GroundstateError
 from groundstate.eval.runner import read_results
 from groundstate.lm import LMConfig
@@ -112,7 +112,7 @@ def test_hidden_run_with_lm_agents_uses_one_lm_per_agent_role(tasks_file, tmp_pa
 @requires_embedded
 def test_embedded_hidden_post_end_to_end(tmp_path, capsys):
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.benchmarks.travel import generate_travel, to_hidden_profile
+    from groundstate.eval.benchmarks.travel.travel import generate_travel, to_hidden_profile
 
     path = tmp_path / "travel.jsonl"
     save_hidden_tasks(path, [to_hidden_profile(t) for t in generate_travel(1, seed=0, travelers=3)])

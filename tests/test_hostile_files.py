@@ -115,9 +115,9 @@ def _warm_imports():
     import sklearn.neural_network  # noqa: F401
 
     import groundstate.cli
-    import groundstate.eval.benchmarks.mediq  # noqa: F401
+    import groundstate.eval.benchmarks.offquery.mediq  # noqa: F401
     import groundstate.eval.benchmarks.problems  # noqa: F401
-    import groundstate.eval.offquery_tasks  # noqa: F401
+    import groundstate.eval.reground.tasks  # noqa: F401
 
     groundstate.cli.build_parser()
 
@@ -197,12 +197,12 @@ def workspace(tmp_path_factory):
     import numpy as np
 
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.benchmarks.travel import generate_hidden_travel
+    from groundstate.eval.benchmarks.travel.travel import generate_hidden_travel
     from groundstate.optimizers.artifacts import save_params, save_program, save_sklearn
     from groundstate.optimizers.conformal import RoundwiseConformal
     from groundstate.optimizers.controller import MLPActionValue
-    from groundstate.programs.consilience_state import FEATURES
-    from groundstate.programs.reground import ReGround
+    from groundstate.programs.consilience.state import FEATURES
+    from groundstate.programs.reground.reground import ReGround
     from groundstate.records import ACTIONS
 
     root = tmp_path_factory.mktemp("workspace")
@@ -301,7 +301,7 @@ def test_the_intact_artifacts_work_with_the_same_commands(workspace, tmp_path, k
 
 def test_the_intact_program_and_runs_load(workspace, tmp_path):
     from groundstate.optimizers.artifacts import load_program
-    from groundstate.programs.reground import ReGround
+    from groundstate.programs.reground.reground import ReGround
 
     assert isinstance(load_program(workspace / "program"), ReGround)
     first, second = shards(workspace)[:2]

@@ -419,8 +419,8 @@ def test_scrub_secrets_removes_configured_keys_and_token_shapes(monkeypatch):
 
 @pytest.mark.timeout(120)
 def test_optimize_with_every_call_failing_exits_2_and_saves_nothing(tmp_path, monkeypatch, capsys):
-    from groundstate.eval.benchmarks.offquery import save_instances
-    from groundstate.eval.benchmarks.synthetic import generate
+    from groundstate.eval.benchmarks.offquery.loader import save_instances
+    from groundstate.eval.benchmarks.offquery.synthetic import generate
 
     lm = scripted_lm(lambda req: RuntimeError(f"upstream said: Bearer {CANARY}"))
     monkeypatch.setattr(LMConfig, "lm_for", lambda self, role=None: lm)

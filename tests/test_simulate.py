@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from groundstate.records import HiddenProfileTask, Message, Transcript
-from groundstate.simulate import (
+from groundstate.programs.consilience.simulated import (
     PASS_TEXT,
     SimAgent,
     SimParams,
@@ -19,6 +18,7 @@ from groundstate.simulate import (
     sim_team,
     supported_answer,
 )
+from groundstate.records import HiddenProfileTask, Message, Transcript
 
 ATTRIBUTES = ["has a direct train", "includes a museum day", "offers step-free rooms", "runs late into the night",
               "costs less than the others", "has vegetarian meals", "needs long walks", "starts very early"]
@@ -115,7 +115,7 @@ def test_beta_zero_gives_uniform_beliefs():
 
 
 def test_all_facts_known_noiseless_plurality_is_the_validators_answer():
-    from groundstate.programs.discussion import run_discussion
+    from groundstate.programs.consilience.protocols import run_discussion
 
     for seed in range(150):
         task = make_task(seed, n_agents=3 + seed % 2, n_options=2 + seed % 3)
@@ -126,7 +126,7 @@ def test_all_facts_known_noiseless_plurality_is_the_validators_answer():
 
 
 def test_all_facts_known_small_noise_plurality_is_the_validators_answer_in_aggregate():
-    from groundstate.programs.discussion import run_discussion
+    from groundstate.programs.consilience.protocols import run_discussion
 
     n, hits, votes, good = 300, 0, 0, 0
     for seed in range(n):
@@ -141,7 +141,7 @@ def test_all_facts_known_small_noise_plurality_is_the_validators_answer_in_aggre
 
 def test_hidden_profile_tasks_defeat_agents_voting_alone():
     """On hidden-profile tasks no agent's own facts point to the answer, so noiseless Hidden-Pre always fails."""
-    from groundstate.programs.discussion import run_discussion
+    from groundstate.programs.consilience.protocols import run_discussion
 
     for seed in range(50):
         task = make_task(seed)
@@ -329,7 +329,7 @@ def test_free_turns_never_repeat_what_is_already_on_the_transcript():
 
 
 def test_recall_zero_means_nothing_new_is_said():
-    from groundstate.programs.discussion import run_discussion
+    from groundstate.programs.consilience.protocols import run_discussion
 
     params = SimParams(recall=0.0, noise=0.0)
     for seed in range(20):

@@ -72,7 +72,7 @@ def get_task(name: str) -> Task:
 
 def load_builtin_tasks() -> dict[str, Task]:
     """Import the modules that register groundstate's own tasks."""
-    import groundstate.eval.offquery_tasks  # noqa: F401
+    import groundstate.eval.reground.tasks  # noqa: F401
 
     return TASKS
 

@@ -21,10 +21,10 @@ from typing import Any
 import dspy
 
 from groundstate.errors import ConfigError, OptimizationFailed, scrub_secrets
+from groundstate.eval.reground.metrics import gepa_metric, make_metric, parse_metric
+from groundstate.eval.reground.scoring import Judge
 from groundstate.metering import meter_context
-from groundstate.optimizers.metrics import gepa_metric, make_metric, parse_metric
 from groundstate.optimizers.targets import frozen_except
-from groundstate.scoring import Judge
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Signatures that generate OffQuery benchmark material: misleading evidence and corrupted shared contexts.
 
-They serve the LM builder (:class:`~groundstate.programs.offquery_builder.OffQueryLMBuilder`, OffQuery appendix
+They serve the LM builder (:class:`~groundstate.programs.reground.builder.OffQueryLMBuilder`, OffQuery appendix
 B.2). The generated text is test material for studying unreliable evidence, never advice.
 """
 

@@ -11,12 +11,12 @@ import dspy
 import pytest
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.dhd import RunOptions, collect_pairs, generate, load_blocks, mask, replay
-from groundstate.eval.dhd_cache import MessageCache, PoolEntry
-from groundstate.eval.dhd_mask import categories_from_pairs, mask_arms, select_sample
-from groundstate.eval.dhd_replay import flip_label, pair_rows, repeat_pairs, replay_arms
+from groundstate.eval.dhd.cache import MessageCache, PoolEntry
+from groundstate.eval.dhd.masking import categories_from_pairs, mask_arms, select_sample
+from groundstate.eval.dhd.replay import flip_label, pair_rows, repeat_pairs, replay_arms
+from groundstate.eval.dhd.run import RunOptions, collect_pairs, generate, load_blocks, mask, replay
 from groundstate.eval.runner import read_results
-from groundstate.programs.deliberation import render_pool
+from groundstate.programs.dhd.deliberation import render_pool
 from groundstate.records import HypothesisMessage, Problem
 from groundstate.testing import scripted_lm
 
@@ -222,7 +222,7 @@ def test_different_masks_are_different_samples_even_with_identical_text(tmp_path
 
 # -- failures stay separate ----------------------------------------------------------------------------------------
 def test_failures_are_recorded_apart_from_wrong_answers(world_cache):
-    from groundstate.eval import dhd_stats
+    from groundstate.eval.dhd import effects, report
 
     pool = frozenset(range(5))
     failing = {pool - {2}: RuntimeError("LM down"), pool - {3}: "I cannot say"}
@@ -241,8 +241,8 @@ def test_failures_are_recorded_apart_from_wrong_answers(world_cache):
     assert helpful["proposal_correct"] is False and helpful["benchmark"] == "tiny"  # wrong but useful
     neutral = by_message[("w-0", 1)]
     assert neutral["label"] == "neutral" and neutral["with_correct_b"] == 1
-    table = dhd_stats.pair_effects(rows, mode="loo", K=5)
-    flips = dhd_stats.flip_direction(table)
+    table = effects.pair_effects(rows, mode="loo", K=5)
+    flips = report.flip_direction(table)
     assert flips["all"]["n_evaluable"] == 10 - 4 and flips["wrong"]["helpful"] == 2 and flips["all"]["harmful"] == 0
 
 
@@ -275,7 +275,7 @@ def test_pair_rows_contract_and_repeat_pairs():
 
 
 def test_disagreement_pairs_come_from_identical_inputs(world_cache):
-    from groundstate.eval import dhd_stats
+    from groundstate.eval.dhd import effects
 
     state = {"n": 0}
 
@@ -288,7 +288,7 @@ def test_disagreement_pairs_come_from_identical_inputs(world_cache):
     blocks = load_blocks(world_cache)
     pairs = repeat_pairs(blocks, 5)
     assert len(pairs) == 6
-    rate = dhd_stats.disagreement_rate(pairs)
+    rate = effects.disagreement_rate(pairs)
     assert rate["n"] == 6 and rate["rate"] == sum(a != b for a, b in pairs) / 6 > 0
 
 

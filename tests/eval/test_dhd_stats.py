@@ -13,21 +13,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from groundstate.eval.dhd_stats import (
-    EffectTable,
-    crossfit_keep_or_remove,
-    disagreement_rate,
+from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
+from groundstate.eval.dhd.crossfit import crossfit_keep_or_remove
+from groundstate.eval.dhd.effects import EffectTable, disagreement_rate, pair_effects
+from groundstate.eval.dhd.report import flip_direction, loo_rates_by_K, plot_flip_direction, plot_loo_rates
+from groundstate.eval.dhd.values import (
     fdr_selection,
-    flip_direction,
     group_counts,
-    hierarchical_bootstrap,
     labels_rows,
-    loo_rates_by_K,
     message_values,
-    pair_effects,
     permutation_null,
-    plot_flip_direction,
-    plot_loo_rates,
     separation_rule,
     strict_counts,
 )

@@ -3,21 +3,23 @@ import math
 import dspy
 import pytest
 
-from groundstate.eval.metrics import (
+from groundstate.eval.reground.agreement import (
+    aggregate,
+    aggregate_spearman,
+    cohens_kappa,
+    judge_agreement,
+    pairwise_mae,
+)
+from groundstate.eval.reground.scoring import (
     T2_MAX_FACTS,
     Judge,
     LexicalJudge,
     LMJudge,
-    aggregate,
-    aggregate_spearman,
-    cohens_kappa,
     is_no_agent,
-    judge_agreement,
     make_scorer,
     make_t2_metric,
     offquery_scores,
     option_letter,
-    pairwise_mae,
     resolve_agent,
     resolve_agents,
     stem,

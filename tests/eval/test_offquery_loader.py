@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.benchmarks import offquery
-from groundstate.eval.benchmarks.offquery import (
+from groundstate.eval.benchmarks.offquery import loader as offquery
+from groundstate.eval.benchmarks.offquery.loader import (
     dataset_stats,
     format_stats,
     infer_roles,

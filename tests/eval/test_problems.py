@@ -16,7 +16,7 @@ from groundstate.eval.benchmarks.problems import (
     load_scibench,
     save_problems,
 )
-from groundstate.programs.deliberation_evaluator import parse_plain_number
+from groundstate.programs.dhd.evaluator import parse_plain_number
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dhd"
 REAL_SCIBENCH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "scibench"

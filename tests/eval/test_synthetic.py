@@ -3,7 +3,7 @@ from collections import Counter
 import pytest
 from scipy import stats
 
-from groundstate.eval.benchmarks.synthetic import (
+from groundstate.eval.benchmarks.offquery.synthetic import (
     VARIANTS,
     check_instance,
     generate,

@@ -8,7 +8,7 @@ import dspy
 import pytest
 
 from groundstate.errors import ConfigError
-from groundstate.eval.benchmarks.travel import (
+from groundstate.eval.benchmarks.travel.travel import (
     OPERATORS,
     REQUIRED_ATTRIBUTES,
     TIER_WEIGHTS,
@@ -32,7 +32,7 @@ from groundstate.eval.benchmarks.travel import (
     to_hidden_profile,
     validate_travel,
 )
-from groundstate.programs.travel_builder import TravelTaskBuilder
+from groundstate.programs.consilience.travel_builder import TravelTaskBuilder
 from groundstate.records import LETTERS, HiddenProfileTask
 from groundstate.testing import scripted_lm
 
@@ -582,7 +582,7 @@ def test_generate_travel_lm_uses_the_same_validator_and_targets():
 
 
 def test_generate_travel_lm_refuses_duplicates_and_wrong_counts(monkeypatch):
-    import groundstate.eval.benchmarks.travel as travel
+    import groundstate.eval.benchmarks.travel.travel as travel
 
     monkeypatch.setattr(travel, "target_letter", lambda seed, index: "A")
     lm = _lm(base(), repaired=base(), review=True)

@@ -7,7 +7,7 @@ import pytest
 
 from groundstate.errors import ConfigError, GroundstateError, InputError
 from groundstate.optimizers.artifacts import load, load_params, load_program, save_program
-from groundstate.programs.reground import ReGround
+from groundstate.programs.reground.reground import ReGround
 from groundstate.registry import register
 
 
@@ -80,7 +80,7 @@ def test_hostile_calibrator_manifest_is_refused(tmp_path):
     (["max_candidates"], "must be a JSON object"),
 ])
 def test_wrong_kwargs_are_refused(saved, kwargs, message):
-    rewrite(saved, program={"class": "groundstate.programs.reground:ReGround", "kwargs": kwargs})
+    rewrite(saved, program={"class": "groundstate.programs.reground.reground:ReGround", "kwargs": kwargs})
     with pytest.raises(ConfigError, match=message):
         load_program(saved)
 

@@ -6,7 +6,7 @@ import pytest
 from sklearn.neural_network import MLPRegressor
 
 from groundstate.errors import ConfigError
-from groundstate.eval.benchmarks.synthetic import generate
+from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.optimizers.artifacts import (
     load,
     load_program,
@@ -16,7 +16,7 @@ from groundstate.optimizers.artifacts import (
     save_program,
     save_sklearn,
 )
-from groundstate.programs.reground import ReGround
+from groundstate.programs.reground.reground import ReGround
 from groundstate.registry import register
 from groundstate.testing import scripted_lm
 
@@ -37,7 +37,7 @@ def test_save_load_round_trip_gives_identical_predictions(tmp_path, monkeypatch)
     text = "".join(p.read_text() for p in (tmp_path / "art").iterdir())
     assert "sk-test-secret" not in text
     manifest = read_manifest(tmp_path / "art")
-    assert manifest["program"] == {"class": "groundstate.programs.reground:ReGround",
+    assert manifest["program"] == {"class": "groundstate.programs.reground.reground:ReGround",
                                    "kwargs": {"max_candidates": 2, "multi_misleading": True, "oracle_t1": False,
                                               "max_workers": 8}}
     assert manifest["task"] == "reground" and manifest["scores"]["train"]["after"] == 0.5

@@ -2,8 +2,8 @@ import dspy
 import pytest
 
 from groundstate.errors import ConfigError
-from groundstate.eval.benchmarks.synthetic import generate
-from groundstate.optimizers.metrics import gepa_metric, offquery_metric, parse_metric
+from groundstate.eval.benchmarks.offquery.synthetic import generate
+from groundstate.eval.reground.metrics import gepa_metric, offquery_metric, parse_metric
 
 INSTANCE = generate("healthcare", "main", 1, seed=0)[0]
 EXAMPLE = INSTANCE.to_example()

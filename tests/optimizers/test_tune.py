@@ -1,12 +1,12 @@
 import dspy
 import pytest
 
-from groundstate.cli_optimize import examples_for
+from groundstate.cli.optimize import examples_for
 from groundstate.errors import ConfigError
-from groundstate.eval.benchmarks.synthetic import generate
+from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.optimizers.tune import Budget, tune
-from groundstate.programs.collaboration import Oracle
-from groundstate.programs.reground import ReGround
+from groundstate.programs.reground.baselines import Oracle
+from groundstate.programs.reground.reground import ReGround
 from groundstate.testing import scripted_lm
 
 

@@ -11,8 +11,8 @@ from collections import defaultdict
 import dspy
 import pytest
 
-from groundstate.eval.benchmarks.synthetic import generate
-from groundstate.programs.collaboration import (
+from groundstate.eval.benchmarks.offquery.synthetic import generate
+from groundstate.programs.reground.baselines import (
     BASELINES,
     Confidence,
     Instructor,
@@ -23,7 +23,7 @@ from groundstate.programs.collaboration import (
     StandardCollaboration,
     Voting,
 )
-from groundstate.programs.collaboration_turns import Case, clamp_confidence, neighbours, plurality, speaking_order
+from groundstate.programs.reground.turns import Case, clamp_confidence, neighbours, plurality, speaking_order
 from groundstate.testing import scripted_lm
 
 FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## \w+ ## \]\]|\n\nRespond with|\Z)", re.S)

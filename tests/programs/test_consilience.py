@@ -6,8 +6,9 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from groundstate.errors import ConfigError
-from groundstate.eval.benchmarks.travel import generate_hidden_travel
-from groundstate.eval.consilience import (
+from groundstate.eval.benchmarks.travel.travel import generate_hidden_travel
+from groundstate.optimizers.conformal import RoundwiseConformal
+from groundstate.optimizers.consilience import (
     Configuration,
     build_controller,
     calibrate,
@@ -18,18 +19,17 @@ from groundstate.eval.consilience import (
     run_tasks,
     train_controller,
 )
-from groundstate.optimizers.conformal import RoundwiseConformal
-from groundstate.programs.consilience import Consilience, evaluate_branches, explore, proposal_scores
-from groundstate.programs.consilience_control import (
+from groundstate.programs.consilience.consilience import Consilience, evaluate_branches, explore, proposal_scores
+from groundstate.programs.consilience.control import (
     ControlContext,
     LLMController,
     RuleController,
     admissible_actions,
     route,
 )
-from groundstate.programs.consilience_state import LossWeights, collective_state
+from groundstate.programs.consilience.simulated import SimParams, SimTeam
+from groundstate.programs.consilience.state import LossWeights, collective_state
 from groundstate.records import ACTIONS, Belief, Message, Transcript
-from groundstate.simulate import SimParams, SimTeam
 from groundstate.testing import scripted_lm
 
 TASKS = generate_hidden_travel(40, seed=7)
@@ -127,7 +127,7 @@ def test_rule_controller_thresholds():
 
     def state(**kw):
         base = dict(round=3, H=0.2, D=0.01, R=0.0, G=0.5, C=0.1, P=0.0, p_star=0.9, leader="A", J=0.0, max_rounds=10)
-        from groundstate.programs.consilience_state import CollectiveState
+        from groundstate.programs.consilience.state import CollectiveState
 
         return CollectiveState(**{**base, **kw})
 
@@ -360,7 +360,7 @@ def test_explore_best_policy_runs():
 
 
 def test_consilience_runs_with_lm_agents():
-    from groundstate.programs.discussion import LMTeam
+    from groundstate.programs.consilience.agents import LMTeam
 
     task = TASKS[4]
 

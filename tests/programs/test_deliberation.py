@@ -9,8 +9,8 @@ import time
 import dspy
 import pytest
 
-from groundstate.eval.dhd import GenerateProgram
-from groundstate.programs.deliberation import (
+from groundstate.eval.dhd.run import GenerateProgram
+from groundstate.programs.dhd.deliberation import (
     FALLBACK_ROLES,
     DiverseHypothesisDeliberation,
     answer_format,
@@ -20,7 +20,7 @@ from groundstate.programs.deliberation import (
     rollout_number,
     sampling_config,
 )
-from groundstate.programs.deliberation_evaluator import (
+from groundstate.programs.dhd.evaluator import (
     AnswerEvaluator,
     extract_number,
     numbers_match,

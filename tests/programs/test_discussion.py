@@ -8,22 +8,19 @@ import time
 import dspy
 import pytest
 
-from groundstate.programs.discussion import (
-    ACTION_MEANINGS,
-    FREE_TURN_MEANING,
+from groundstate.programs.consilience.agents import LMAgent, LMTeam, repair_belief
+from groundstate.programs.consilience.protocols import (
     HiddenProfileProtocol,
-    LMAgent,
-    LMTeam,
     aggregate_results,
     discussion_scores,
     full_info_task,
     plurality,
     pooled_vote_accuracy,
-    repair_belief,
     run_discussion,
 )
+from groundstate.programs.consilience.simulated import SimParams, SimTeam, sim_team, supported_answer
 from groundstate.records import COMM_ACTIONS, Belief, Message, Transcript
-from groundstate.simulate import SimParams, SimTeam, sim_team, supported_answer
+from groundstate.signatures.discussion import ACTION_MEANINGS, FREE_TURN_MEANING
 from groundstate.testing import scripted_lm
 from tests.test_simulate import make_task
 

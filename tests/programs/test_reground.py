@@ -5,8 +5,8 @@ import time
 import dspy
 import pytest
 
-from groundstate.eval.benchmarks.synthetic import generate
-from groundstate.programs.reground import Reconstruct, ReGround, Resolve, Verify
+from groundstate.eval.benchmarks.offquery.synthetic import generate
+from groundstate.programs.reground.reground import Reconstruct, ReGround, Resolve, Verify
 from groundstate.records import AgentEvidence
 from groundstate.testing import scripted_lm
 

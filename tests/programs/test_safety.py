@@ -6,7 +6,7 @@ import dspy
 import pytest
 
 from groundstate.programs.common import as_data
-from groundstate.programs.reground import ReGround
+from groundstate.programs.reground.reground import ReGround
 from groundstate.records import AgentEvidence
 from groundstate.signatures.resolution import ChooseOption
 from groundstate.testing import scripted_lm
@@ -161,7 +161,7 @@ def test_reground_stages_escape_model_text():
 @pytest.mark.parametrize("name", ["standard", "confidence", "voting", "robin", "manager", "instructor",
                                   "self-reflect"])
 def test_collaboration_baselines_escape_model_text(name):
-    from groundstate.programs.collaboration import BASELINES
+    from groundstate.programs.reground.baselines import BASELINES
 
     program = BASELINES[name]()
     lm = run_with_marker_lm(lambda: program(agents=PLAIN_AGENTS, shared_context="Shared: the patient coughs.",
@@ -172,10 +172,11 @@ def test_collaboration_baselines_escape_model_text(name):
 
 
 def test_discussion_agents_and_llm_controller_escape_model_text():
-    from groundstate.eval.benchmarks.travel import generate_hidden_travel
-    from groundstate.programs.consilience import Consilience
-    from groundstate.programs.consilience_control import LLMController
-    from groundstate.programs.discussion import LMTeam, run_discussion
+    from groundstate.eval.benchmarks.travel.travel import generate_hidden_travel
+    from groundstate.programs.consilience.agents import LMTeam
+    from groundstate.programs.consilience.consilience import Consilience
+    from groundstate.programs.consilience.control import LLMController
+    from groundstate.programs.consilience.protocols import run_discussion
 
     task = generate_hidden_travel(1, seed=3)[0]
     lm = run_with_marker_lm(lambda: run_discussion(task, LMTeam()(task), "hidden-post", rounds=1))
@@ -188,7 +189,7 @@ def test_discussion_agents_and_llm_controller_escape_model_text():
 
 
 def test_deliberation_integrator_gets_escaped_messages():
-    from groundstate.programs.deliberation import DiverseHypothesisDeliberation
+    from groundstate.programs.dhd.deliberation import DiverseHypothesisDeliberation
 
     lm = run_with_marker_lm(lambda: DiverseHypothesisDeliberation(k=2)(problem="What is 2 + 2?",
                                                                        answer_format="a single number"))

@@ -50,7 +50,7 @@ from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.io import iter_rows, require_records, write_jsonl
-from groundstate.programs.deliberation_evaluator import parse_plain_number
+from groundstate.programs.dhd.evaluator import parse_plain_number
 from groundstate.records import Problem
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,241 @@
+"""DHD analysis outputs: the labels file, the report (Markdown + JSON + two charts) and the cross-fitted choice.
+
+:func:`analyze` reads a cache's finished replays (:func:`groundstate.eval.dhd.run.collect_pairs`) and, per replay mode,
+at the main pool size (the largest replayed ``K`` unless given), computes with the statistics modules of :mod:`groundstate.eval.dhd`:
+the full-pool disagreement rate (LOO), per-message values and groups, the hierarchical bootstrap of wrong- vs
+correct-answer messages, the within-block permutation null of the separated counts, the BH/BY selections, the
+strict counts and the flip direction by proposal correctness; and, over all LOO pool sizes, the per-message LOO
+rates by ``K``. It writes into ``out``:
+
+- ``labels.jsonl``: one line per problem, message and mode (value estimate, interval, p-value, label, group,
+  proposal correctness, blocks): training data for programs that learn when to listen;
+- ``pairs.jsonl``: the matched pair rows themselves (one per problem, message, mode, K and block);
+- ``report.json`` and ``report.md``; ``flip_direction.png`` and ``loo_rates.png`` (with matplotlib).
+
+:func:`crossfit` runs :func:`~groundstate.eval.dhd.crossfit.crossfit_keep_or_remove` on the LOO table, once with the
+first full-pool replicate (A) and, when the blocks hold it, once with the repeat (B), as a sensitivity check.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from groundstate.errors import ConfigError, InputError
+from groundstate.eval.dhd.cache import MessageCache
+from groundstate.eval.dhd.replay import arm_accuracy, repeat_pairs
+from groundstate.eval.dhd.run import collect_pairs
+from groundstate.eval.io import write_jsonl
+from groundstate.eval.runner import jsonable, write_json
+
+logger = logging.getLogger(__name__)
+
+
+def _main_k(rows: Sequence[Mapping[str, Any]], mode: str, k: int | None) -> int | None:
+    sizes = sorted({int(r["K"]) for r in rows if r["mode"] == mode})
+    if not sizes:
+        return None
+    if k is None:
+        return sizes[-1]
+    if k not in sizes:
+        raise ConfigError(f"no {mode} replays at K={k} (replayed: {', '.join(map(str, sizes))})")
+    return k
+
+
+def _need_rows(cache: MessageCache, rows: list) -> None:
+    if not rows:
+        raise ConfigError(f"no finished replay blocks for the cache {cache.dir}; run `groundstate dhd replay` first")
+
+
+def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str | Path | None = None,
+            run_ids: Sequence[str] | None = None, k: int | None = None, seed: int = 0, n_permutations: int = 5000,
+            n_resamples: int = 2000, q: float = 0.05, confidence: float = 0.95,
+            method: str = "bootstrap") -> dict[str, Any]:
+    """Compute the DHD statistics and write the labels, the report and the charts (see the module notes).
+
+    Returns the report (JSON-able) with ``paths`` naming what was written.
+    """
+    from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
+    from groundstate.eval.dhd.effects import disagreement_rate, pair_effects
+    from groundstate.eval.dhd.report import flip_direction, loo_rates_by_K, plot_flip_direction, plot_loo_rates
+    from groundstate.eval.dhd.values import (
+        fdr_selection,
+        group_counts,
+        labels_rows,
+        message_values,
+        permutation_null,
+        strict_counts,
+    )
+
+    cache.require()
+    out = Path(out) if out is not None else cache.dir / "analysis"
+    rows, blocks = collect_pairs(cache, runs_dir, run_ids)
+    _need_rows(cache, rows)
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"cache": str(cache.dir), "n_problems": len({r["problem_id"] for r in rows}),
+                              "n_blocks": len(blocks), "arms": arm_accuracy(blocks), "modes": {}}
+    labels: list[dict[str, Any]] = []
+    for mode in ("loo", "single"):
+        main_k = _main_k(rows, mode, k)
+        if main_k is None:
+            continue
+        table = pair_effects(rows, mode=mode, K=main_k)
+        values = message_values(table, confidence=confidence, method=method)
+        strata = table.strata is not None and len(set(table.strata)) > 1
+        fdr = fdr_selection(values["p_value"], q=q, values=values)
+        section: dict[str, Any] = {
+            "K": main_k, "n_messages": table.n_messages, "n_blocks": table.n_blocks,
+            "groups": group_counts(values["group"]),
+            "bootstrap": hierarchical_bootstrap(table, values, n_resamples=n_resamples, seed=seed,
+                                                   stratify=True if strata else None, confidence=confidence),
+            "permutation_null": permutation_null(table, n_permutations=n_permutations, seed=seed,
+                                                    confidence=confidence, method=method),
+            "fdr": {key: fdr[key] for key in ("q", "n_tests", "n_bh", "n_by", "counts") if key in fdr},
+            "strict": strict_counts(table, values),
+            "flip_direction": flip_direction(table),
+            "rule": values.attrs.get("rule"),
+        }
+        section["fdr"]["selected_bh"] = [list(table.keys[i]) for i, s in enumerate(fdr["bh"]) if s]
+        section["fdr"]["selected_by"] = [list(table.keys[i]) for i, s in enumerate(fdr["by"]) if s]
+        if mode == "loo":
+            section["disagreement"] = disagreement_rate(repeat_pairs(blocks, main_k))
+        report["modes"][mode] = section
+        labels.extend(labels_rows(table, values))
+    paths = {"labels": out / "labels.jsonl", "pairs": out / "pairs.jsonl", "json": out / "report.json",
+             "markdown": out / "report.md"}
+    if "loo" in report["modes"]:
+        report["loo_rates_by_K"] = loo_rates_by_K(rows)
+        chart = out / "loo_rates.png"
+        if plot_loo_rates(report["loo_rates_by_K"], chart):
+            paths["loo_rates_chart"] = chart
+        chart = out / "flip_direction.png"
+        if plot_flip_direction(report["modes"]["loo"]["flip_direction"], chart):
+            paths["flip_direction_chart"] = chart
+    write_jsonl(paths["labels"], labels)
+    write_jsonl(paths["pairs"], rows)
+    report["paths"] = {name: str(path) for name, path in paths.items()}
+    report = jsonable(report)
+    write_json(paths["json"], report)
+    paths["markdown"].write_text(report_markdown(report), encoding="utf-8")
+    return report
+
+
+def crossfit(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str | Path | None = None,
+             run_ids: Sequence[str] | None = None, k: int | None = None, seed: int = 0, n_resamples: int = 2000,
+             n_shuffles: int = 1000, complete_only: bool = True, confidence: float = 0.95) -> dict[str, Any]:
+    """The cross-fitted keep-or-remove choice on the LOO replays (replicate A, and B when present).
+
+    Writes ``crossfit.json`` into ``out`` (default ``<cache>/analysis``) and returns it.
+    """
+    from groundstate.eval.dhd.crossfit import crossfit_keep_or_remove
+    from groundstate.eval.dhd.effects import pair_effects
+
+    cache.require()
+    rows, _ = collect_pairs(cache, runs_dir, run_ids)
+    loo = [r for r in rows if r["mode"] == "loo"]
+    _need_rows(cache, loo)
+    main_k = _main_k(loo, "loo", k)
+    result: dict[str, Any] = {"K": main_k, "replicates": {}}
+    variants = {"A": loo}
+    if any(r.get("with_correct_b") is not None for r in loo if r["K"] == main_k):
+        variants["B"] = [{**r, "with_correct": r.get("with_correct_b")} for r in loo]
+    for name, variant in variants.items():
+        table = pair_effects(variant, mode="loo", K=main_k)
+        try:
+            result["replicates"][name] = crossfit_keep_or_remove(
+                table, seed=seed, n_resamples=n_resamples, n_shuffles=n_shuffles, complete_only=complete_only,
+                confidence=confidence)
+        except ValueError as exc:
+            raise ConfigError(f"cross-fitting needs more replays: {exc}") from None
+    out = Path(out) if out is not None else cache.dir / "analysis"
+    out.mkdir(parents=True, exist_ok=True)
+    result = jsonable(result)
+    write_json(out / "crossfit.json", result)
+    result["path"] = str(out / "crossfit.json")
+    return result
+
+
+# -- Markdown -------------------------------------------------------------------------------------------------------
+def _pct(value: Any, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * float(value):.{digits}f}%"
+
+
+def _interval(entry: Mapping[str, Any] | None, scale: float = 100.0, unit: str = "") -> str:
+    if not entry or entry.get("mean") is None:
+        return "-"
+    low, high = entry.get("low"), entry.get("high")
+    text = f"{scale * entry['mean']:+.2f}{unit}"
+    if low is not None and high is not None:
+        text += f" [{scale * low:+.2f}, {scale * high:+.2f}]"
+    return text
+
+
+def report_markdown(report: Mapping[str, Any]) -> str:
+    """The analysis report as Markdown."""
+    lines = ["# DHD replay analysis", "", f"Cache: `{report['cache']}`; {report['n_problems']} problems, "
+             f"{report['n_blocks']} replay blocks.", "", "## Arm accuracy", "",
+             "| mode / K / arm | accuracy | evaluable | operational failures |", "|---|---|---|---|"]
+    for key, entry in report["arms"].items():
+        lines.append(f"| {key} | {_pct(entry['accuracy'])} | {entry['n']} | {entry['failures']} |")
+    for mode, section in report["modes"].items():
+        title = "In-pool leave-one-out" if mode == "loo" else "Single-message replay"
+        lines += ["", f"## {title} (K={section['K']}, {section['n_messages']} messages, {section['n_blocks']} "
+                  "blocks)", ""]
+        if "disagreement" in section:
+            d = section["disagreement"]
+            lines.append(f"Full-pool repeat disagreement: {_pct(d.get('rate'))} "
+                         f"[{_pct(d.get('low'))}, {_pct(d.get('high'))}] over {d.get('n')} pairs "
+                         f"({d.get('n_failed')} with a failed replay).")
+            lines.append("")
+        null = section["permutation_null"]
+        lines += ["| group | observed | permutation null (95%) | BH | BY | strict |", "|---|---|---|---|---|---|"]
+        counts = section["fdr"].get("counts", {})
+        for group in ("W+", "W-", "C+", "C-", "separated"):
+            rng = null["null"][group]
+            lines.append(f"| {group} | {null['observed'][group]} | [{rng['low']}, {rng['high']}] | "
+                         f"{counts.get('bh', {}).get(group, '-')} | {counts.get('by', {}).get(group, '-')} | "
+                         f"{section['strict'].get(group, '-')} |")
+        lines += ["", f"Permutation p-value of the separated count: {null['p_value']:.4f} "
+                  f"({null['n_permutations']} within-block sign flips). Strict messages (every block evaluable): "
+                  f"{section['strict']['n_strict']} of {section['strict']['n_messages']}.", ""]
+        boot = section["bootstrap"]
+        lines += ["| mean value estimate (pp) | wrong-answer messages | correct-answer messages | correct - wrong |",
+                  "|---|---|---|---|",
+                  f"| hierarchical bootstrap | {_interval(boot.get('wrong'))} | {_interval(boot.get('correct'))} | "
+                  f"{_interval(boot.get('difference'))} |", ""]
+        lines += ["Flip direction (helpful vs harmful among pairs that change final correctness):", "",
+                  "| proposal | flips / evaluable | flip rate | helpful share | harmful share |",
+                  "|---|---|---|---|---|"]
+        for name, entry in section["flip_direction"].items():
+            lines.append(f"| {name} | {entry['n_flips']} / {entry['n_evaluable']} | {_pct(entry['flip_rate'])} | "
+                         f"{_pct(entry['helpful_share'])} | {_pct(entry['harmful_share'])} |")
+    rates = report.get("loo_rates_by_K")
+    if rates:
+        lines += ["", "## Per-message LOO rates by K", "", "| K | eligible | W+ | W- | C+ | C- |",
+                  "|---|---|---|---|---|---|"]
+        for size, entry in rates.items():
+            lines.append(f"| {size} | {entry['n_eligible']} | " + " | ".join(_pct(entry[g]) for g in
+                                                                              ("W+", "W-", "C+", "C-")) + " |")
+    paths = report.get("paths", {})
+    charts = [f"![{name}]({Path(paths[name]).name})" for name in ("flip_direction_chart", "loo_rates_chart")
+              if name in paths]
+    if charts:
+        lines += ["", "## Charts", "", *charts]
+    lines += ["", f"Labels: `{Path(paths.get('labels', 'labels.jsonl')).name}` (one line per problem, message and "
+              "mode).", ""]
+    return "\n".join(lines)
+
+
+def load_labels(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a labels file (for ``dhd mask --labels``)."""
+    from groundstate.eval.io import read_jsonl
+
+    rows = read_jsonl(path)
+    for number, row in enumerate(rows, start=1):
+        for field in ("problem_id", "message_id"):
+            if row.get(field) is None:
+                raise InputError("is missing (a labels row needs problem_id and message_id)", file=str(path),
+                                 record=number, field=field)
+    return rows

@@ -1,0 +1,319 @@
+"""Diverse Hypothesis Deliberation end to end: generate messages once, replay them, mask components.
+
+Every step is a durable run of :class:`~groundstate.eval.runner.Runner` (resumable, shardable, one results line per
+finished work item), stored under ``<cache>/runs/`` unless another ``out`` is given:
+
+- :func:`generate`: one record per problem not yet in the cache: the recruiter, then ``K`` hypothesizers
+  concurrently, then each proposal is evaluated (the evaluator sees the proposed answer, never the reasoning).
+  Finished problems are stored in the :class:`~groundstate.eval.dhd.cache.MessageCache` and never regenerated.
+- :func:`replay`: one record per ``(problem, mode, K, block)`` (see :mod:`groundstate.eval.dhd.replay`). The run
+  configuration holds the cache id, the mode, the LM and the sampling settings, but not ``K`` or the number of
+  blocks, so asking for more blocks later reuses the same run directory and runs only the new blocks.
+- :func:`mask`: component masking on a sample of ``(problem, message)`` pairs (see :mod:`groundstate.eval.dhd.masking`).
+
+:func:`load_blocks` gathers the finished replay blocks of a cache (all replay runs of the same configuration,
+shards and merged shards included, each block once) and :func:`collect_pairs` turns them into the pair rows of
+the statistics modules of :mod:`groundstate.eval.dhd`. Analysis and cross-fitting are in :mod:`groundstate.eval.dhd.analysis`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from groundstate.concurrency import thread_map
+from groundstate.errors import ConfigError, InputError
+from groundstate.eval.dhd.cache import MessageCache, PoolEntry
+from groundstate.eval.dhd.masking import (
+    MaskProgram,
+    categories_from_labels,
+    categories_from_pairs,
+    mask_records,
+    mask_table,
+    select_sample,
+)
+from groundstate.eval.dhd.replay import MODES, ReplayProgram, block_outputs, pair_rows, replay_records
+from groundstate.eval.runner import CONFIG, RESULTS, Runner, RunResult, read_results
+from groundstate.files import read_json
+from groundstate.programs.dhd.deliberation import DEFAULT_K, DiverseHypothesisDeliberation, problem_inputs
+from groundstate.programs.dhd.evaluator import AnswerEvaluator
+from groundstate.records import Problem
+
+logger = logging.getLogger(__name__)
+
+_IDENTITY_IGNORED = {"limit", "shard", "run_id", "merged_from"}
+
+
+@dataclass
+class RunOptions:
+    """How a DHD step runs.
+
+    Attributes:
+        out: directory of run directories (``None``: ``<cache>/runs``).
+        threads: work items run concurrently.
+        workers: concurrent LM calls inside one work item (hypothesizers, the arms of a block).
+        limit: run only the first ``limit`` work items.
+        shard: ``(i, n)``: run the deterministic shard ``i`` of ``n``.
+        max_error_rate: stop once the share of failed work items exceeds this.
+        progress: show a progress bar.
+        lm: a JSON-able description of the LM (part of the run configuration).
+        extra: more configuration to record (and fingerprint).
+    """
+
+    out: str | Path | None = None
+    threads: int = 4
+    workers: int = 8
+    limit: int | None = None
+    shard: tuple[int, int] | None = None
+    max_error_rate: float | None = None
+    progress: bool = False
+    lm: dict[str, Any] | None = None
+    extra: dict[str, Any] | None = None
+
+
+def _runner(cache: MessageCache, program: Any, config: dict[str, Any], options: RunOptions, *, inputs,
+            scorer=None, outputs=None) -> Runner:
+    config = {**config, "cache": cache.cache_id, "lm": options.lm, **(options.extra or {})}
+    return Runner(program, config, out=options.out or cache.runs_dir, threads=options.threads, inputs=inputs,
+                  scorer=scorer, outputs=outputs, max_error_rate=options.max_error_rate, progress=options.progress)
+
+
+# -- generate ------------------------------------------------------------------------------------------------------
+class GenerateProgram:
+    """The runner program of ``dhd generate``: ``__call__(problem)`` -> roles, messages, proposal correctness."""
+
+    def __init__(self, program: DiverseHypothesisDeliberation, evaluator: AnswerEvaluator, k: int = DEFAULT_K,
+                 max_workers: int = 8):
+        self.program, self.evaluator, self.k, self.max_workers = program, evaluator, k, max_workers
+
+    def __call__(self, problem: Problem) -> dspy.Prediction:
+        generated = self.program.generate(**problem_inputs(problem), k=self.k, problem_id=problem.id)
+
+        def judge(message):
+            if message.error is not None:
+                return None
+            return self.evaluator.evaluate(problem, message.proposed_answer)
+
+        verdicts = thread_map(judge, generated.messages, self.max_workers)
+        return dspy.Prediction(
+            roles=generated.roles, padded_roles=generated.padded,
+            messages=[m.model_dump(mode="json") for m in generated.messages],
+            proposal_correct=[None if v is None else v.correct for v in verdicts],
+            proposal_method=["hypothesizer-error" if v is None else v.method for v in verdicts])
+
+
+def _generate_scores(problem: Any, prediction: Any) -> dict[str, float | None]:
+    if prediction is None:
+        return {}
+    messages = prediction.messages
+    usable = [m for m in messages if not m.get("error")]
+    judged = [c for c in prediction.proposal_correct if c is not None]
+    return {"usable_messages": len(usable) / len(messages) if messages else 0.0,
+            "proposal_correct": sum(judged) / len(judged) if judged else None}
+
+
+def generate(cache: MessageCache, problems: Sequence[Problem], *, program: DiverseHypothesisDeliberation | None = None,
+             evaluator: AnswerEvaluator | None = None, k: int = DEFAULT_K, options: RunOptions | None = None,
+             source: str | None = None) -> tuple[RunResult | None, dict[str, int]]:
+    """Generate and cache messages for the problems that have none yet.
+
+    Returns ``(run result or None when nothing was left to generate, counts)`` with counts ``problems`` (given),
+    ``cached_before``, ``generated`` (stored by this call), ``failed`` (records whose recruiter or run failed:
+    retried by the next call) and ``failed_messages`` (hypothesizers that failed, stored with ``error``).
+    """
+    if k < 1:
+        raise ConfigError("--k must be at least 1")
+    options = options or RunOptions()
+    cache.ensure(k)
+    cache.add_problems(problems, source=source)
+    have = cache.entries()
+    todo = [p for p in problems if p.id not in have]
+    counts = {"problems": len(problems), "cached_before": len(problems) - len(todo), "generated": 0, "failed": 0,
+              "failed_messages": 0}
+    if not todo:
+        return None, counts
+    program = program or DiverseHypothesisDeliberation(k=k, max_workers=options.workers)
+    evaluator = evaluator or AnswerEvaluator()
+    runner = _runner(cache, GenerateProgram(program, evaluator, k, options.workers),
+                     {"program": "dhd-generate", "k": k}, options, inputs=lambda p: {"problem": p},
+                     scorer=_generate_scores,
+                     outputs=lambda pred: {k_: pred[k_] for k_ in ("roles", "padded_roles", "messages",
+                                                                   "proposal_correct", "proposal_method")})
+    result = runner.run(todo, limit=options.limit, shard=options.shard, description="dhd generate")
+    entries = []
+    for row in result.rows:
+        if row.get("error"):
+            counts["failed"] += 1
+            continue
+        out = row["outputs"]
+        entry = PoolEntry(problem_id=row["id"], roles=out["roles"], padded_roles=out.get("padded_roles", 0),
+                          messages=out["messages"], proposal_correct=out["proposal_correct"],
+                          proposal_method=out["proposal_method"], generator={"run_id": result.run_id,
+                                                                             "lm": options.lm})
+        counts["failed_messages"] += sum(1 for m in entry.messages if m.error is not None)
+        entries.append(entry)
+    counts["generated"] = cache.put(entries)
+    return result, counts
+
+
+# -- replay ---------------------------------------------------------------------------------------------------------
+def _replay_scores(work: Any, prediction: Any) -> dict[str, float | None]:
+    if prediction is None:
+        return {}
+    base = next((a for a in prediction.arms if a["arm"] in ("full", "independent")), None)
+    return {"base_correct": None if base is None else base["correct"],
+            "failed_arms": float(sum(1 for a in prediction.arms if a["correct"] is None))}
+
+
+def _block_outputs(pred: Any) -> dict[str, Any]:
+    return {k: pred[k] for k in ("problem_id", "mode", "K", "block", "arms")}
+
+
+def replay(cache: MessageCache, mode: str, ks: Sequence[int], repeats: int, *,
+           program: DiverseHypothesisDeliberation | None = None, evaluator: AnswerEvaluator | None = None,
+           options: RunOptions | None = None, temperature: float | None = 0.7,
+           vary_seed: bool = False) -> tuple[RunResult, dict[int, int]]:
+    """Replay the cached messages: ``repeats`` blocks per problem and pool size (nested pools of the first ``K``).
+
+    Returns ``(run result, {K: problems left out for having fewer than K usable messages})``.
+    """
+    if mode not in MODES:
+        raise ConfigError(f"--mode must be one of {', '.join(MODES)} (got '{mode}')")
+    if repeats < 1:
+        raise ConfigError("--repeats must be at least 1")
+    if not ks or any(k < 1 for k in ks):
+        raise ConfigError("--k needs pool sizes of at least 1")
+    if temperature is not None and temperature <= 0:
+        logger.warning("replays at temperature %s are not independent samples of the integrator", temperature)
+    cache.require()
+    options = options or RunOptions()
+    problems = cache.problem_map()
+    entries = cache.entries()
+    if not entries:
+        raise ConfigError(f"the cache {cache.dir} holds no messages yet; run `groundstate dhd generate` first")
+    program = program or DiverseHypothesisDeliberation(temperature=temperature, vary_seed=vary_seed)
+    evaluator = evaluator or AnswerEvaluator()
+    records, short = replay_records(entries, [p for p in problems if p in entries], mode, sorted(set(ks)), repeats)
+    if not records:
+        raise ConfigError(f"no problem in {cache.dir} has {min(ks)} usable messages")
+    runner = _runner(cache, ReplayProgram(program, evaluator, problems, entries, options.workers),
+                     {"program": f"dhd-replay-{mode}", "mode": mode, "temperature": temperature,
+                      "vary_seed": vary_seed}, options,
+                     inputs=lambda r: {"work": r}, scorer=_replay_scores, outputs=_block_outputs)
+    result = runner.run(records, limit=options.limit, shard=options.shard, description=f"dhd replay {mode}")
+    return result, short
+
+
+# -- collecting finished blocks ----------------------------------------------------------------------------------------
+def replay_run_dirs(cache: MessageCache, runs_dir: str | Path | None = None, run_ids: Sequence[str] | None = None,
+                    prefix: str = "dhd-replay-") -> dict[str, list[Path]]:
+    """The run directories of this cache's runs (by mode for replays), checking each mode has one configuration.
+
+    Raises:
+        ConfigError: a mode with runs of several configurations (different LMs or sampling settings) and no
+            ``run_ids`` to choose among them.
+    """
+    runs_dir = Path(runs_dir) if runs_dir is not None else cache.runs_dir
+    cache_id = cache.cache_id
+    found: dict[str, dict[str, list[Path]]] = {}
+    if not runs_dir.is_dir():
+        return {}
+    for path in sorted(runs_dir.iterdir()):
+        config_path = path / CONFIG
+        if not config_path.is_file():
+            continue
+        try:
+            config = read_json(config_path)
+        except InputError:
+            logger.warning("%s: unreadable run configuration; run ignored", config_path)
+            continue
+        if not isinstance(config, dict):
+            continue
+        if not str(config.get("program", "")).startswith(prefix) or config.get("cache") != cache_id:
+            continue
+        if run_ids and not any(path.name == r or path.name.startswith(r) for r in run_ids):
+            continue
+        identity = json.dumps({k: v for k, v in config.items() if k not in _IDENTITY_IGNORED}, sort_keys=True)
+        mode = str(config.get("mode", config.get("program")))
+        found.setdefault(mode, {}).setdefault(identity, []).append(path)
+    out = {}
+    for mode, identities in found.items():
+        if len(identities) > 1:
+            names = sorted(p.name for paths in identities.values() for p in paths)
+            raise ConfigError(f"{runs_dir} holds {mode} runs of {len(identities)} different configurations "
+                              f"({', '.join(names)}); choose with --run")
+        out[mode] = next(iter(identities.values()))
+    return out
+
+
+def load_blocks(cache: MessageCache, runs_dir: str | Path | None = None, run_ids: Sequence[str] | None = None,
+                prefix: str = "dhd-replay-") -> list[dict[str, Any]]:
+    """Every finished block of this cache's replay runs (or mask runs with ``prefix="dhd-mask"``), once each."""
+    rows = []
+    for paths in replay_run_dirs(cache, runs_dir, run_ids, prefix).values():
+        for path in paths:
+            rows.extend(read_results(path / RESULTS))
+    return block_outputs(rows)
+
+
+def collect_pairs(cache: MessageCache, runs_dir: str | Path | None = None,
+                  run_ids: Sequence[str] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(pair rows, blocks)`` of this cache's finished replays; pair rows carry ``benchmark`` (the source)."""
+    blocks = load_blocks(cache, runs_dir, run_ids)
+    rows = pair_rows(blocks, cache.entries())
+    sources = {p.id: p.source or None for p in cache.problems()}
+    for row in rows:
+        row["benchmark"] = sources.get(row["problem_id"])
+    return rows, blocks
+
+
+# -- mask ------------------------------------------------------------------------------------------------------------
+def mask(cache: MessageCache, n: int, repeats: int, *, program: DiverseHypothesisDeliberation | None = None,
+         evaluator: AnswerEvaluator | None = None, options: RunOptions | None = None, seed: int = 0,
+         labels: Sequence[Mapping[str, Any]] | None = None, k: int | None = None, temperature: float | None = 0.7,
+         vary_seed: bool = False, runs_dir: str | Path | None = None,
+         run_ids: Sequence[str] | None = None) -> tuple[RunResult, dict[str, Any], list[dict[str, Any]]]:
+    """Component masking on ``n`` sampled ``(problem, message)`` pairs, ``repeats`` times each.
+
+    Categories come from ``labels`` (rows of a labels file) when given, else from the finished LOO replays, else
+    the sample is unclassified (see :mod:`groundstate.eval.dhd.masking`). Returns ``(run result, table, sample)``.
+    """
+    if n < 1:
+        raise ConfigError("--sample must be at least 1")
+    if repeats < 1:
+        raise ConfigError("--repeats must be at least 1")
+    cache.require()
+    options = options or RunOptions()
+    problems = cache.problem_map()
+    entries = {pid: e for pid, e in cache.entries().items() if pid in problems}
+    if not entries:
+        raise ConfigError(f"the cache {cache.dir} holds no messages yet; run `groundstate dhd generate` first")
+    if labels is not None:
+        categories = categories_from_labels(labels)
+    else:
+        rows, _ = collect_pairs(cache, runs_dir, run_ids)
+        categories = categories_from_pairs(rows)
+    sample = select_sample(entries, n, seed=seed, categories=categories, k=k)
+    program = program or DiverseHypothesisDeliberation(temperature=temperature, vary_seed=vary_seed)
+    evaluator = evaluator or AnswerEvaluator()
+    runner = _runner(cache, MaskProgram(program, evaluator, problems, entries, options.workers, k=k),
+                     {"program": "dhd-mask", "k": k, "temperature": temperature, "vary_seed": vary_seed}, options,
+                     inputs=lambda r: {"work": r}, scorer=_mask_scores,
+                     outputs=lambda p: {f: p[f] for f in ("problem_id", "message_id", "repeat", "category", "K",
+                                                          "arms")})
+    result = runner.run(mask_records(sample, repeats), limit=options.limit, shard=options.shard,
+                        description="dhd mask")
+    table = mask_table(block_outputs(result.rows))
+    return result, table, sample
+
+
+def _mask_scores(work: Any, prediction: Any) -> dict[str, float | None]:
+    if prediction is None:
+        return {}
+    return {f"{a['arm']}_correct": a["correct"] for a in prediction.arms}

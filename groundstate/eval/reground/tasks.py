@@ -1,0 +1,193 @@
+"""OffQuery programs as runnable tasks: ``groundstate run reground|standard|oracle|... --data FILE|synthetic``.
+
+Every OffQuery task shares the data options (a file, or ``synthetic`` with ``--domain/--variant/--n``), the
+``--condition`` (which shared context the program sees) and the T2 judge (``--judge-lm``: ``lexical`` by
+default, or an LM spec). Scores per instance are T1, T2 and T3 (:func:`groundstate.eval.reground.agreement.offquery_scores`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from groundstate.eval.tasks import Task, register
+
+OFFQUERY_OUTPUTS = ("misleading_agent", "state", "kept_facts", "removed_facts", "answer")
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options every OffQuery task takes (``--data`` itself is added by the CLI)."""
+    parser.add_argument("--condition", choices=("reliable", "unreliable"), default="unreliable",
+                        help="which shared context programs see (default unreliable)")
+    parser.add_argument("--t2-truth", default=None, help="aligned T2 truth file for a published OffQuery file")
+    parser.add_argument("--domain", choices=("healthcare", "disaster", "both"), default="healthcare",
+                        help="with --data synthetic: which domain(s)")
+    parser.add_argument("--variant", default="main",
+                        help="with --data synthetic: main, misleading-shared, multi-misleading, distributed or all")
+    parser.add_argument("--n", type=int, default=20, help="with --data synthetic: instances per domain and variant")
+    parser.add_argument("--data-seed", type=int, default=0, help="with --data synthetic: generator seed")
+    parser.add_argument("--judge-lm", default="lexical",
+                        help="T2 judge: 'lexical' (deterministic, approximate) or an LM spec for the LM judge")
+
+
+def load_offquery_data(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+    """The instances ``--data`` names, and a description of them for the run fingerprint."""
+    from pathlib import Path
+
+    from groundstate.errors import ConfigError
+    from groundstate.eval.benchmarks.offquery.loader import load_any
+    from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
+    from groundstate.eval.runner import file_hash
+
+    data = getattr(args, "data", None) or "synthetic"
+    condition = args.condition
+    if data == "synthetic":
+        domains = ("healthcare", "disaster") if args.domain == "both" else (args.domain,)
+        variants = VARIANTS if args.variant == "all" else (args.variant,)
+        unknown = [v for v in variants if v not in VARIANTS]
+        if unknown:
+            raise ConfigError(f"unknown --variant {unknown[0]}; choose from {', '.join(VARIANTS)} or all")
+        if args.n < 1:
+            raise ConfigError("--n must be at least 1")
+        instances = [x for d in domains for v in variants for x in generate(d, v, args.n, seed=args.data_seed)]
+        return instances, {"synthetic": {"domains": list(domains), "variants": list(variants), "n": args.n,
+                                         "seed": args.data_seed}}
+    instances = load_any(data, t2_truth=args.t2_truth, condition=condition,
+                         allow_empty=getattr(args, "allow_empty", False))
+    description = {"file": Path(data).name, "sha256": file_hash(data)}
+    if args.t2_truth:
+        description["t2_truth_sha256"] = file_hash(args.t2_truth)
+    return instances, description
+
+
+def offquery_outputs(prediction: Any) -> dict[str, Any]:
+    return {key: prediction.get(key) if hasattr(prediction, "get") else getattr(prediction, key, None)
+            for key in OFFQUERY_OUTPUTS}
+
+
+def _judge(args: argparse.Namespace):
+    from groundstate.eval.reground.scoring import make_judge
+
+    if not hasattr(args, "_judge"):
+        args._judge = make_judge(args.judge_lm)
+    return args._judge
+
+
+def _register(name: str, help_text: str, build, add_arguments=None, options=None, inputs=None) -> None:
+    def add(parser: argparse.ArgumentParser) -> None:
+        add_data_arguments(parser)
+        if add_arguments:
+            add_arguments(parser)
+
+    def scorer_factory(args):
+        from groundstate.eval.reground.scoring import make_scorer
+
+        return make_scorer(_judge(args))
+
+    def task_options(args):
+        return {"condition": args.condition, "judge": getattr(_judge(args), "name", args.judge_lm),
+                **(options(args) if options else {})}
+
+    register(Task(
+        name=name,
+        help=help_text,
+        build=build,
+        load=load_offquery_data,
+        scorer=None,
+        scorer_factory=scorer_factory,
+        outputs=offquery_outputs,
+        inputs=None,
+        inputs_factory=(inputs or (lambda args: lambda record: record.inputs(args.condition))),
+        add_arguments=add,
+        options=task_options,
+    ))
+
+
+# -- ReGround ----------------------------------------------------------------------------------------------
+
+
+def _reground_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-candidates", type=int, default=3, help="M, the conflict rounds (default 3)")
+    parser.add_argument("--multi-misleading", action="store_true", help="remove every flagged agent")
+    parser.add_argument("--oracle-t1", action="store_true", help="skip attribution: trust the gold misleading agent")
+
+
+def _reground_build(args: argparse.Namespace):
+    from groundstate.errors import ConfigError
+    from groundstate.programs.reground.reground import ReGround
+
+    if args.max_candidates < 1:
+        raise ConfigError("--max-candidates must be at least 1")
+    return ReGround(max_candidates=args.max_candidates, multi_misleading=args.multi_misleading,
+                    oracle_t1=args.oracle_t1)
+
+
+def _reground_inputs(args: argparse.Namespace):
+    if args.oracle_t1:
+        return lambda record: {**record.inputs(args.condition), "misleading": list(record.misleading)}
+    return lambda record: record.inputs(args.condition)
+
+
+_register("reground", "ReGround: verify evidence, reconstruct the shared state, resolve (OffQuery T1/T2/T3)",
+          _reground_build, _reground_arguments,
+          options=lambda a: {"max_candidates": a.max_candidates, "multi_misleading": a.multi_misleading,
+                             "oracle_t1": a.oracle_t1},
+          inputs=_reground_inputs)
+
+
+# -- Baselines ---------------------------------------------------------------------------------------------
+
+
+def _baseline_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rounds", type=int, default=2, help="discussion rounds (where the baseline has rounds)")
+    parser.add_argument("--topology", choices=("all-to-all", "chain", "tree"), default="all-to-all",
+                        help="standard collaboration: who hears whom")
+    parser.add_argument("--ordering", choices=("shared-first", "private-first"), default="shared-first",
+                        help="standard collaboration: shared context before discussion, or private evidence first")
+
+
+def _baseline_builder(name: str):
+    def build(args: argparse.Namespace):
+        import inspect
+
+        from groundstate.programs.reground.baselines import BASELINES
+
+        cls = BASELINES[name]
+        accepted = inspect.signature(cls.__init__).parameters
+        options = {"rounds": args.rounds, "topology": args.topology, "ordering": args.ordering, "seed": args.seed}
+        return cls(**{k: v for k, v in options.items() if k in accepted})
+
+    return build
+
+
+def _baseline_options(name: str):
+    def options(args: argparse.Namespace) -> dict[str, Any]:
+        import inspect
+
+        from groundstate.programs.reground.baselines import BASELINES
+
+        accepted = inspect.signature(BASELINES[name].__init__).parameters
+        return {k: getattr(args, k) for k in ("rounds", "topology", "ordering") if k in accepted}
+
+    return options
+
+
+def _oracle_inputs(args: argparse.Namespace):
+    return lambda record: {**record.inputs(args.condition), "reliable_information": record.reliable_information(),
+                           "misleading": list(record.misleading)}
+
+
+BASELINE_HELP = {
+    "oracle": "Oracle: decides from complete reliable information (upper bound; T1/T2 from ground truth)",
+    "standard": "standard collaboration: assessments, rounds over a topology, summarizer, updater, decision",
+    "voting": "voting: independent states and decisions, majority",
+    "robin": "robin: random sequential speaking order, each turn sees the earlier ones",
+    "manager": "manager: a compact state carried forward and updated turn by turn",
+    "instructor": "instructor: asks one agent a focused question per turn",
+    "self-reflect": "self-reflect: agents choose reflection or debate",
+    "confidence": "confidence: peer confidence (1-100) as an input signal",
+}
+
+for _name, _help in BASELINE_HELP.items():
+    _register(_name, _help, _baseline_builder(_name), _baseline_arguments, options=_baseline_options(_name),
+              inputs=_oracle_inputs if _name == "oracle" else None)

@@ -1,0 +1,87 @@
+"""A ``dspy.LM`` whose response-cache entries know which server answered.
+
+DSPy's response cache key leaves out ``api_base`` (DSPy ignores ``api_key``, ``api_base`` and ``base_url``
+when it hashes a request), so the same command pointed at a second server silently returns the first
+server's answers. :class:`KeyedLM` adds the LM's identity (model, ``api_base``, decoding settings; see
+:func:`lm_identity`) to the key through ``rollout_id``, the field DSPy documents for telling otherwise
+identical requests apart: it is part of the cache key and is never sent to the provider.
+
+``groundstate.lm.get_lm`` builds every hosted LM as a :class:`KeyedLM`; the embedded LM (a custom engine in
+this process, with no server address) stays a plain ``dspy.LM``. The class is built on first use, so
+importing this module does not import DSPy; ``groundstate.lm.cache.KeyedLM`` resolves it (and lets pickle
+find it).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from typing import Any
+
+IDENTITY_ROLLOUT_PREFIX = "groundstate-lm:"
+_NOT_IDENTITY = {"api_key", "timeout", "num_retries", "cache", "rollout_id", "prompt_cache", "headers",
+                 "extra_headers", "callbacks"}
+
+
+def lm_identity(lm) -> dict[str, Any]:
+    """What makes two LMs give different answers to the same prompt: the model, where it is served
+    (``api_base``) and the decoding settings. Never the key, the timeout or the retry count."""
+    kwargs = {k: v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items() if k not in _NOT_IDENTITY}
+    return {"model": getattr(lm, "model", None), "model_type": getattr(lm, "model_type", None), **kwargs}
+
+
+def identity_hash(lm) -> str:
+    """A short stable hash of :func:`lm_identity`."""
+    text = json.dumps(lm_identity(lm), sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def keyed_lm_class() -> type:
+    """The :class:`KeyedLM` class (built on first use, so importing this module does not import DSPy)."""
+    import dspy
+
+    class KeyedLM(dspy.LM):
+        """A ``dspy.LM`` whose response-cache entries are keyed by the LM's identity as well as the request.
+
+        DSPy leaves ``api_base`` out of its cache key, so two servers behind the same model name share
+        entries. DSPy's documented way to tell otherwise identical requests apart is ``rollout_id``: it is
+        part of the cache key and never sent to the provider. Every call therefore carries the rollout id
+        ``groundstate-lm:<identity hash>`` (``...:<id>`` when the caller or a copy of the LM set its own
+        rollout id, so distinct samples stay distinct). Everything else (engine selection, retries,
+        callbacks, usage, history) is DSPy's own.
+        """
+
+        def keyed_rollout(self, rollout_id: Any = None) -> str:
+            """The rollout id this LM sends for a call whose own rollout id is ``rollout_id``."""
+            suffix = "" if rollout_id is None else f":{rollout_id}"
+            return f"{IDENTITY_ROLLOUT_PREFIX}{identity_hash(self)}{suffix}"
+
+        def _keyed(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+            own = kwargs.get("rollout_id", self.kwargs.get("rollout_id"))
+            if own is not None:  # DSPy's warning about a rollout id at temperature 0, for the caller's id
+                dspy.LM._warn_zero_temp_rollout(self, kwargs.get("temperature", self.kwargs.get("temperature")), own)
+            return {**kwargs, "rollout_id": self.keyed_rollout(own)}
+
+        def _warn_zero_temp_rollout(self, temperature, rollout_id):
+            if isinstance(rollout_id, str) and rollout_id.startswith(IDENTITY_ROLLOUT_PREFIX):
+                return  # our own key, not a request for distinct samples
+            super()._warn_zero_temp_rollout(temperature, rollout_id)
+
+        def __call__(self, prompt=None, *, messages=None, **kwargs):
+            return super().__call__(prompt, messages=messages, **self._keyed(kwargs))
+
+        async def acall(self, prompt=None, *, messages=None, **kwargs):
+            return await super().acall(prompt, messages=messages, **self._keyed(kwargs))
+
+    KeyedLM.__module__ = __name__
+    KeyedLM.__qualname__ = "KeyedLM"
+    return KeyedLM
+
+
+def __getattr__(name: str) -> Any:
+    """``groundstate.lm.cache.KeyedLM`` (built lazily by :func:`keyed_lm_class`)."""
+    if name == "KeyedLM":
+        return keyed_lm_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

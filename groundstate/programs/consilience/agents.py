@@ -1,0 +1,350 @@
+"""Hidden-profile discussions (Consilience): LM agents, and (re-exported) the protocols, the plurality vote and
+the metrics of :mod:`groundstate.programs.consilience.protocols`.
+
+:class:`LMAgent` implements :class:`~groundstate.records.DiscussionAgent` with three predictors:
+
+- ``elicit`` (:class:`~groundstate.signatures.discussion.ElicitBelief`): a probability per option, a vote and a
+  confidence; :func:`repair_belief` turns whatever comes back into a valid :class:`~groundstate.records.Belief`;
+- ``say`` (:class:`~groundstate.signatures.discussion.SpeakUnderAction`): one or two sentences under an action,
+  whose meaning (:data:`ACTION_MEANINGS`) is the turn's instruction;
+- ``decide`` (:class:`~groundstate.signatures.discussion.FinalVote`): the final vote and confidence.
+
+An agent is stateless: everything it knows comes from the task (its own facts, by ``index``) and the transcript
+it is given. Each agent may have its own LM (heterogeneous groups); :class:`LMTeam` builds one agent per task
+agent, with an LM per index.
+
+Options are shown to agents with letter labels (``A: ...``; an option that already is its letter is shown
+as the letter alone), and votes are read back as labels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import logging
+import math
+import re
+import string
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import dspy
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from groundstate.programs.common import as_data
+from groundstate.programs.consilience.protocols import (
+    PROTOCOLS,
+    DiscussionResult,
+    HiddenProfileProtocol,
+    aggregate_results,
+    discussion_scores,
+    full_info_task,
+    plurality,
+    pooled_vote_accuracy,
+    run_discussion,
+)
+from groundstate.records import Belief, HiddenProfileTask, Message, Transcript
+from groundstate.signatures.discussion import (
+    ACTION_MEANINGS,
+    FREE_TURN_MEANING,
+    ElicitBelief,
+    FinalVote,
+    SpeakUnderAction,
+)
+
+__all__ = [
+    "ACTION_MEANINGS", "FREE_TURN_MEANING", "PROTOCOLS", "DiscussionResult", "HiddenProfileProtocol", "LMAgent",
+    "LMTeam", "aggregate_results", "discussion_scores", "full_info_task", "option_labels", "plurality",
+    "pooled_vote_accuracy", "repair_belief", "resolve_option", "run_discussion",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 300
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_LABEL = re.compile(r"^\W*(?:(?i:option|plan|choice|answer)\s+)?([A-Z])(?:\W|$)")
+_TEAM_LOCK = threading.Lock()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Options and repair
+# ---------------------------------------------------------------------------------------------------------
+
+
+def option_labels(options: Sequence[str]) -> list[str]:
+    """Letter labels ``A, B, C, ...`` for the options, in order."""
+    if len(options) > len(string.ascii_uppercase):
+        raise ValueError(f"at most {len(string.ascii_uppercase)} options are supported, got {len(options)}")
+    return list(string.ascii_uppercase[: len(options)])
+
+
+def options_block(options: Sequence[str]) -> str:
+    """``A: ...`` lines (an option that is its own letter is shown as the letter alone), as data."""
+    return "\n".join(label if option.strip() == label else f"{label}: {as_data(option)}"
+                     for label, option in zip(option_labels(options), options, strict=True))
+
+
+def resolve_option(value: Any, options: Sequence[str]) -> str | None:
+    """The option an LM's vote names: an option's exact text (case-insensitive), or a label (``B``, ``B.``,
+    ``(B)``, ``Option B``, ``Plan B``, ``B: ...``; the letter in capitals); ``None`` when it names none."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        return None
+    labels = option_labels(options)
+    for option in options:
+        if text.lower() == option.strip().lower():
+            return option
+    match = _LABEL.match(text)
+    if match and match.group(1) in labels:
+        return options[labels.index(match.group(1))]
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(str(value).strip().rstrip("%")) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _confidence(value: Any) -> float | None:
+    number = _number(value)
+    if number is None:
+        return None
+    if 2.0 <= number <= 100.0:  # a percentage
+        number /= 100.0
+    return min(1.0, max(0.0, number))
+
+
+def repair_belief(options: Sequence[str], probabilities: Any, vote: Any = None, confidence: Any = None) -> Belief:
+    """A valid :class:`Belief` from whatever an LM returned.
+
+    Rules, in order:
+
+    1. Probabilities come as a list in option order or as a mapping from option letter (or option text) to
+       probability; each is read as a number, and a missing entry, non-number, NaN, infinity or negative
+       value counts as 0.
+    2. A list with one entry per option (or a mapping naming at least one option) and a positive sum is
+       normalized to sum to 1 (so percentages work).
+    3. Otherwise (nothing usable, a list of the wrong length, all zero) the distribution is rebuilt from the
+       vote: the voted option gets the confidence (at least ``1/K``) and the others share the rest equally;
+       with no valid vote or no confidence it is uniform.
+    4. The vote is kept when it names an option (it may differ from the most probable option); otherwise it is
+       the most probable option (the first in option order on a tie).
+    5. The confidence is read as a number in [0, 1]: a value from 2 to 100 is taken as a percentage, anything
+       else outside [0, 1] is clipped; when missing or not a number it is the probability of the vote.
+    """
+    options = list(options)
+    k = len(options)
+    chosen = resolve_option(vote, options)
+    conf = _confidence(confidence)
+    weights = None
+    if isinstance(probabilities, BaseModel):
+        probabilities = probabilities.model_dump()
+    if isinstance(probabilities, dict):
+        labels = option_labels(options)
+        keyed = [probabilities.get(label, probabilities.get(option)) for label, option in zip(labels, options,
+                                                                                                  strict=True)]
+        probabilities = keyed if any(p is not None for p in keyed) else None
+    if isinstance(probabilities, (list, tuple)) and len(probabilities) == k:
+        clean = [_number(p) for p in probabilities]
+        clean = [p if p is not None and p > 0 else 0.0 for p in clean]
+        total = sum(clean)
+        if total > 0:
+            weights = [p / total for p in clean]
+    if weights is None:
+        if chosen is not None and conf is not None:
+            top = max(conf, 1.0 / k)
+            weights = [top if o == chosen else (1.0 - top) / (k - 1) for o in options]
+        else:
+            weights = [1.0 / k] * k
+    if chosen is None:
+        chosen = options[max(range(k), key=lambda i: (weights[i], -i))]
+    if conf is None:
+        conf = weights[options.index(chosen)]
+    total = sum(weights)
+    probs = {o: w / total for o, w in zip(options, weights, strict=True)}
+    return Belief(probs=probs, vote=chosen, confidence=conf)
+
+
+def _message_text(text: Any) -> str:
+    """At most two sentences and :data:`MAX_MESSAGE_CHARS` characters (cut at a word boundary)."""
+    text = " ".join(str(text or "").split())
+    sentences = _SENTENCE_END.split(text)
+    text = " ".join(sentences[:2])
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[:MAX_MESSAGE_CHARS].rsplit(" ", 1)[0].rstrip() + "…"
+    return text
+
+
+def _lines(facts: Sequence[str]) -> str:
+    return "\n".join(f"- {as_data(f)}" for f in facts) if facts else "(none)"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The LM agent
+# ---------------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def specialize(signature: type[dspy.Signature], labels: tuple[str, ...]) -> type[dspy.Signature]:
+    """``signature`` with its outputs bound to a task's options, so schema-constrained decoding can only produce
+    valid ones: ``vote`` becomes one of the letters, ``probabilities`` an object with one number per letter.
+    The instructions (and anything an optimizer changed) are kept; only the output types change."""
+    if "vote" in signature.output_fields:
+        signature = signature.with_updated_fields("vote", type_=Literal[labels])
+    if "probabilities" in signature.output_fields:
+        fields: dict[str, Any] = {label: (float, Field(description=f"probability of option {label}"))
+                                  for label in labels}
+        model = create_model("OptionProbabilities", __config__=ConfigDict(extra="forbid"), **fields)
+        signature = signature.with_updated_fields("probabilities", type_=model)
+    return signature
+
+
+def _copy_sharing(module: Any, shared: tuple[str, ...], memo: dict) -> Any:
+    """A deep copy of ``module`` in which the attributes ``shared`` (LMs) are the same objects: copying a program
+    (as DSPy optimizers do) copies its prompts, never its LM clients."""
+    new = module.__class__.__new__(module.__class__)
+    memo[id(module)] = new
+    for name, value in module.__dict__.items():
+        new.__dict__[name] = value if name in shared else copy.deepcopy(value, memo)
+    return new
+
+
+class LMAgent(dspy.Module):
+    """A hidden-profile agent backed by an LM.
+
+    Args:
+        index: the agent's index in the task (which private facts it holds).
+        lm: its LM (``None`` = DSPy's configured LM). An embedded LM also gets the ``JSONAdapter``.
+    """
+
+    def __init__(self, index: int, lm: Any = None):
+        super().__init__()
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ValueError(f"agent index must be an integer >= 0, got {index!r}")
+        self.index = index
+        self.agent_lm = lm
+        self.elicit = dspy.Predict(ElicitBelief)
+        self.say = dspy.Predict(SpeakUnderAction)
+        self.decide = dspy.Predict(FinalVote)
+
+    def __deepcopy__(self, memo: dict) -> LMAgent:
+        return _copy_sharing(self, ("agent_lm",), memo)
+
+    def forward(self, task: HiddenProfileTask, transcript: Transcript | None = None) -> dspy.Prediction:
+        """The final vote as a prediction (``vote``, ``confidence``, ``belief``)."""
+        belief = self.vote(task, transcript or Transcript())
+        return dspy.Prediction(vote=belief.vote, confidence=belief.confidence, belief=belief)
+
+    # -- the DiscussionAgent interface --------------------------------------------------------------------
+    def belief(self, task: HiddenProfileTask, transcript: Transcript, round: int) -> Belief:
+        """Elicit a probability per option, a vote and a confidence, repaired into a valid belief."""
+        out = self._predict(self.elicit, task, transcript)
+        return repair_belief(task.options, out.get("probabilities"), out.get("vote"), out.get("confidence"))
+
+    def speak(self, task: HiddenProfileTask, transcript: Transcript, action: str | None, round: int) -> Message:
+        """One or two sentences under ``action`` (its meaning is the instruction), or a free turn for ``None``."""
+        if action is not None and action not in ACTION_MEANINGS:
+            raise ValueError(f"unknown action '{action}'; expected one of {tuple(ACTION_MEANINGS)} or None")
+        instruction = FREE_TURN_MEANING if action is None else ACTION_MEANINGS[action]
+        out = self._predict(self.say, task, transcript, action=action or "Free turn", instruction=instruction)
+        text = as_data(_message_text(out.get("message")))  # model text that every later prompt quotes
+        return Message(speaker=self.index, action=action, round=round, text=text, words=len(text.split()))
+
+    def vote(self, task: HiddenProfileTask, transcript: Transcript) -> Belief:
+        """The final vote and confidence (the distribution is rebuilt from them, see :func:`repair_belief`)."""
+        out = self._predict(self.decide, task, transcript)
+        return repair_belief(task.options, None, out.get("vote"), out.get("confidence"))
+
+    # -- internals ------------------------------------------------------------------------------------------
+    def _predict(self, predictor: dspy.Predict, task: HiddenProfileTask, transcript: Transcript, **extra: str
+                 ) -> dspy.Prediction:
+        """Call ``predictor`` with its outputs bound to the task's options (:func:`specialize`); if the LM's
+        answer does not parse under those types, ask once more with the plain signature and repair the result."""
+        from dspy.utils.exceptions import AdapterParseError
+
+        inputs = {**self._inputs(task, transcript), **extra}
+        bound = specialize(predictor.signature, tuple(option_labels(task.options)))
+        with self._context():
+            if bound is predictor.signature:
+                return predictor(**inputs)
+            try:
+                return predictor(**inputs, signature=bound)
+            except AdapterParseError as exc:
+                logger.debug("agent %d: output did not parse under the task's options (%s); asking again",
+                             self.index, exc)
+                return predictor(**inputs)
+
+    def _context(self):
+        if self.agent_lm is None:
+            return contextlib.nullcontext()
+        from groundstate.lm import default_adapter, is_embedded
+
+        overrides: dict[str, Any] = {"lm": self.agent_lm}
+        if is_embedded(self.agent_lm):
+            overrides["adapter"] = default_adapter(self.agent_lm)
+        return dspy.context(**overrides)
+
+    def _inputs(self, task: HiddenProfileTask, transcript: Transcript) -> dict[str, str]:
+        if self.index >= task.n_agents:
+            raise ValueError(f"agent index {self.index} is out of range for task '{task.id}' with "
+                             f"{task.n_agents} agents")
+        return {
+            "agent": f"Agent {self.index}",
+            "task": as_data(task.description),
+            "options": options_block(task.options),
+            "shared_facts": _lines(task.shared),
+            "own_facts": _lines(task.private[self.index]),
+            "discussion": as_data(transcript.text()),
+        }
+
+
+class LMTeam(dspy.Module):
+    """One :class:`LMAgent` per agent of a task, each with its own LM when given.
+
+    Args:
+        lms: the agents' LMs: a list (agent ``i`` gets ``lms[i]``; agents past its end get ``None``), a callable
+            ``index -> LM`` (e.g. ``lambda i: config.lm_for(f"agent.{i}")``), or ``None`` (DSPy's LM for all).
+
+        n_agents: agents to create now (more are created when a task needs them). Create as many as the saved
+            program had before loading a saved state into a team.
+
+    Agents are kept (``members``), so their predictors can be optimized and saved.
+    """
+
+    def __init__(self, lms: Sequence[Any] | Callable[[int], Any] | None = None, n_agents: int = 0):
+        super().__init__()
+        self.lms = lms
+        self.members: list[LMAgent] = [LMAgent(i, self.lm_of(i)) for i in range(n_agents)]
+
+    def __deepcopy__(self, memo: dict) -> LMTeam:
+        return _copy_sharing(self, ("lms",), memo)
+
+    def lm_of(self, index: int) -> Any:
+        if self.lms is None:
+            return None
+        if callable(self.lms):
+            return self.lms(index)
+        return self.lms[index] if index < len(self.lms) else None
+
+    def for_task(self, task: HiddenProfileTask) -> list[LMAgent]:
+        """The agents for ``task`` (its first ``task.n_agents`` members)."""
+        with _TEAM_LOCK:
+            while len(self.members) < task.n_agents:
+                self.members.append(LMAgent(len(self.members), self.lm_of(len(self.members))))
+            return self.members[: task.n_agents]
+
+    def __call__(self, task: HiddenProfileTask) -> list[LMAgent]:
+        """``team(task)``: the same as :meth:`for_task` (a team is the ``task -> agents`` callable programs take)."""
+        return self.for_task(task)
+
+    def forward(self, task: HiddenProfileTask) -> list[LMAgent]:
+        return self.for_task(task)

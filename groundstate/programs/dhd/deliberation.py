@@ -1,0 +1,323 @@
+"""Diverse Hypothesis Deliberation (DHD): recruiter -> hypothesizers -> integrator, plus an independent solver.
+
+The stages, each usable alone and composed by :class:`DiverseHypothesisDeliberation`:
+
+1. :class:`Recruiter` assigns ``K`` (default 5) problem-specific roles. It sees the problem and the form of the
+   answer, never the gold answer. If the LM returns fewer than ``K`` distinct roles (a role needs at least three
+   letters), generic fallback roles fill the panel (``padded`` counts them).
+2. :class:`Hypothesizer` writes one structured message from one role (proposed answer, reasoning direction, key
+   idea, critical assumption, what to check, confidence) with no access to peers or the gold answer. The ``K``
+   hypothesizers run concurrently; one that fails yields a message with ``error`` set (callers leave such
+   messages out of every pool).
+3. :class:`Integrator` synthesizes a chosen subset of messages into one final answer. It is told nothing about
+   which messages are right. Each message can be shown whole or with one component masked (see
+   :data:`VIEWS`); messages are numbered 1..m in the order given.
+4. :class:`IndependentSolver` answers with no messages at all (the baseline of single-message replay, and what
+   an empty pool means).
+
+The evaluator is :class:`~groundstate.programs.dhd.evaluator.AnswerEvaluator`; it lives apart because it
+needs the gold answer, which no stage here ever receives.
+
+**Independent samples.** A replay repeated on the same input must be a fresh sample, not DSPy's cached copy.
+:meth:`Integrator.forward` and :meth:`IndependentSolver.forward` take a ``rollout`` key (any string; callers
+build it from the problem, the mask pattern, the block and the repeat). With a key, the call runs at the
+program's ``temperature`` (default 0.7) with ``rollout_id`` set to a stable hash of the key, so DSPy's cache
+keeps one entry per key: distinct keys are distinct samples, the same key is served from the cache (a resumed
+run costs nothing). ``vary_seed`` also sends the hash as the sampling ``seed``, for engines such as the embedded
+llama.cpp one that would otherwise repeat the same sample for the same prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import dspy
+
+from groundstate.concurrency import thread_map
+from groundstate.programs.common import as_data, saveable
+from groundstate.records import HypothesisMessage, Problem
+from groundstate.signatures.deliberation import IntegrateHypotheses, ProposeHypothesis, RecruitRoles, SolveProblem
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_K = 5
+DEFAULT_TEMPERATURE = 0.7
+VIEWS: tuple[str, ...] = ("full", "hide_answer", "hide_reasoning", "neutral")
+"""How a message is shown to the integrator: whole; without its proposed answer; only its proposed answer; or
+replaced by a neutral placeholder of similar length that says nothing about the problem."""
+
+FALLBACK_ROLES: tuple[str, ...] = (
+    "Direct solver: works the problem step by step from first principles",
+    "Skeptical checker: looks for traps, unit slips and hidden assumptions",
+    "Estimator: bounds the answer with order-of-magnitude reasoning",
+    "Alternative-method solver: reaches the answer by a different route than the obvious one",
+    "Theorist: identifies the governing principle or formula and its conditions",
+)
+NEUTRAL_SENTENCES: tuple[str, ...] = (
+    "This is a placeholder note from the panel.",
+    "It proposes no answer, no method and no assumption.",
+    "It makes no reference to the quantities or conditions in the problem.",
+    "It can be set aside when forming a solution.",
+)
+_FIELD_LABELS: tuple[tuple[str, str], ...] = (
+    ("reasoning_direction", "reasoning direction"),
+    ("key_idea", "key idea"),
+    ("critical_assumption", "critical assumption"),
+    ("what_to_check", "what to check"),
+)
+
+
+# -- what the stages are shown ------------------------------------------------------------------------------------
+def answer_format(kind: str, unit: str | None = None) -> str:
+    """The answer-form instruction every stage gets (never the answer itself)."""
+    if kind == "number":
+        return "a single number" + (f", expressed in the unit {unit} (give only the number in that unit)"
+                                    if unit else "")
+    if kind == "option":
+        return "exactly one option letter"
+    if kind == "options":
+        return "one or more option letters: every option that is correct (for example AC)"
+    if kind == "expression":
+        return "a mathematical expression in simplest form"
+    return "a short final answer"
+
+
+def problem_inputs(problem: Problem) -> dict[str, str]:
+    """``{"problem", "answer_format"}``: everything about ``problem`` a DHD stage may see (no gold answer)."""
+    return {"problem": as_data(problem.question), "answer_format": answer_format(problem.kind, problem.unit)}
+
+
+def render_message(message: HypothesisMessage, number: int, view: str = "full") -> str:
+    """One message as the integrator reads it, under ``view`` (one of :data:`VIEWS`)."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view '{view}' (choose from {', '.join(VIEWS)})")
+    if view == "hide_reasoning":
+        return f"Message {number}\n- proposed answer: {as_data(message.proposed_answer) or '(none)'}"
+    if view == "neutral":
+        body_length = len(render_message(message, number, "full")) - len(f"Message {number}\n")
+        return f"Message {number}\n{neutral_text(body_length)}"
+    lines = [f"Message {number} (role: {as_data(message.role)})"]
+    if view == "full":
+        lines.append(f"- proposed answer: {as_data(message.proposed_answer) or '(none)'}")
+    lines += [f"- {label}: {as_data(getattr(message, name)) or '(none)'}" for name, label in _FIELD_LABELS]
+    lines.append(f"- confidence: {message.confidence:.2f}")
+    return "\n".join(lines)
+
+
+def neutral_text(length: int) -> str:
+    """Content-free sentences whose total length is as close to ``length`` characters as whole sentences allow."""
+    sentences: list[str] = []
+    total = -1
+    while True:
+        sentence = NEUTRAL_SENTENCES[len(sentences) % len(NEUTRAL_SENTENCES)]
+        grown = total + 1 + len(sentence)
+        if sentences and abs(grown - length) >= abs(total - length):
+            return " ".join(sentences)
+        sentences.append(sentence)
+        total = grown
+
+
+def render_pool(messages: Sequence[HypothesisMessage], views: Sequence[str] | None = None) -> str:
+    """The integrator's ``messages`` input: the messages numbered 1..m in order, each under its view."""
+    views = list(views) if views is not None else ["full"] * len(messages)
+    if len(views) != len(messages):
+        raise ValueError(f"{len(views)} views for {len(messages)} messages")
+    if not messages:
+        return "(no messages)"
+    return "\n\n".join(render_message(m, i + 1, v) for i, (m, v) in enumerate(zip(messages, views, strict=True)))
+
+
+# -- sampling ----------------------------------------------------------------------------------------------------
+def rollout_number(key: str) -> int:
+    """A stable non-negative integer for a rollout key (the ``rollout_id`` DSPy's cache sees)."""
+    return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:15], 16)
+
+
+def sampling_config(rollout: str | None, temperature: float | None, vary_seed: bool = False) -> dict[str, Any]:
+    """The per-call ``config`` of a replay call: ``{}`` without a key, else rollout id and temperature (+ seed)."""
+    if rollout is None:
+        return {}
+    config: dict[str, Any] = {"rollout_id": rollout_number(rollout)}
+    if temperature is not None:
+        config["temperature"] = float(temperature)
+    if vary_seed:
+        config["seed"] = rollout_number(rollout) % (2**31 - 1)
+    return config
+
+
+def _clean_roles(roles: Any, k: int) -> list[str]:
+    seen: dict[str, None] = {}
+    for role in roles if isinstance(roles, list | tuple) else []:
+        text = " ".join(str(role).split())[:200]
+        if len(re.findall(r"[^\W\d_]", text)) >= 3 and text.lower() not in {s.lower() for s in seen}:
+            seen.setdefault(text, None)
+    return list(seen)[:k]
+
+
+def _confidence(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.5
+    if not math.isfinite(number):
+        return 0.5
+    if 1.0 < number <= 100.0:  # a percentage
+        number /= 100.0
+    return min(1.0, max(0.0, number))
+
+
+# -- the stages ----------------------------------------------------------------------------------------------------
+@saveable
+class Recruiter(dspy.Module):
+    """``Recruiter()(problem, answer_format, k=5)`` -> ``Prediction(roles, padded)``: ``k`` distinct roles."""
+
+    def __init__(self):
+        super().__init__()
+        self.recruit = dspy.Predict(RecruitRoles)
+
+    def forward(self, problem: str, answer_format: str = "", k: int = DEFAULT_K) -> dspy.Prediction:
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        out = self.recruit(problem=problem, answer_format=answer_format, n_roles=k)
+        roles = _clean_roles(out.roles, k)
+        padded = 0
+        for fallback in FALLBACK_ROLES * (k // len(FALLBACK_ROLES) + 1):
+            if len(roles) >= k:
+                break
+            candidate = fallback if fallback not in roles else f"{fallback} ({len(roles) + 1})"
+            roles.append(candidate)
+            padded += 1
+        return dspy.Prediction(roles=roles, padded=padded)
+
+
+@saveable
+class Hypothesizer(dspy.Module):
+    """``Hypothesizer()(problem, answer_format, role)`` -> ``Prediction`` with the six message fields."""
+
+    def __init__(self):
+        super().__init__()
+        self.propose = dspy.Predict(ProposeHypothesis)
+
+    def forward(self, problem: str, answer_format: str, role: str) -> dspy.Prediction:
+        out = self.propose(problem=problem, answer_format=answer_format, role=role)
+        fields = {name: " ".join(str(getattr(out, name) or "").split()) for name, _ in _FIELD_LABELS}
+        return dspy.Prediction(proposed_answer=str(out.proposed_answer or "").strip(), **fields,
+                               confidence=_confidence(out.confidence))
+
+
+@saveable
+class Integrator(dspy.Module):
+    """Synthesizes a subset of messages into a final answer.
+
+    Args:
+        temperature: sampling temperature of calls with a ``rollout`` key.
+        vary_seed: also derive the sampling seed from the rollout key.
+
+    ``forward(problem, answer_format, messages, views=None, rollout=None)`` -> ``Prediction(answer, reasoning,
+    rollout_id)``.
+    """
+
+    def __init__(self, temperature: float | None = DEFAULT_TEMPERATURE, vary_seed: bool = False):
+        super().__init__()
+        self.temperature, self.vary_seed = temperature, vary_seed
+        self.integrate = dspy.Predict(IntegrateHypotheses)
+
+    def forward(self, problem: str, answer_format: str, messages: Sequence[HypothesisMessage],
+                views: Sequence[str] | None = None, rollout: str | None = None) -> dspy.Prediction:
+        config = sampling_config(rollout, self.temperature, self.vary_seed)
+        out = self.integrate(problem=problem, answer_format=answer_format, messages=render_pool(messages, views),
+                             config=config)
+        return dspy.Prediction(answer=str(out.answer or "").strip(), reasoning=str(out.reasoning or ""),
+                               rollout_id=config.get("rollout_id"))
+
+
+@saveable
+class IndependentSolver(dspy.Module):
+    """Answers with no messages: ``forward(problem, answer_format, rollout=None)`` -> ``Prediction(answer, ...)``."""
+
+    def __init__(self, temperature: float | None = DEFAULT_TEMPERATURE, vary_seed: bool = False):
+        super().__init__()
+        self.temperature, self.vary_seed = temperature, vary_seed
+        self.solve = dspy.Predict(SolveProblem)
+
+    def forward(self, problem: str, answer_format: str, rollout: str | None = None) -> dspy.Prediction:
+        config = sampling_config(rollout, self.temperature, self.vary_seed)
+        out = self.solve(problem=problem, answer_format=answer_format, config=config)
+        return dspy.Prediction(answer=str(out.answer or "").strip(), reasoning=str(out.reasoning or ""),
+                               rollout_id=config.get("rollout_id"))
+
+
+@saveable
+class DiverseHypothesisDeliberation(dspy.Module):
+    """The DHD program: roles, independent messages, integration.
+
+    Args:
+        k: roles and messages per problem (default 5).
+        temperature: sampling temperature of integrator/solver calls that carry a rollout key.
+        vary_seed: derive the sampling seed from the rollout key too (see the module notes).
+        max_workers: threads for the concurrent hypothesizer calls.
+
+    ``forward(problem, answer_format="", k=None)`` -> ``Prediction(roles, messages, answer, reasoning, trace)``.
+    The stages are also available alone: :meth:`generate`, :meth:`integrate`, :meth:`solve`.
+    """
+
+    def __init__(self, k: int = DEFAULT_K, temperature: float | None = DEFAULT_TEMPERATURE, vary_seed: bool = False,
+                 max_workers: int = 8):
+        super().__init__()
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        self.k, self.max_workers = k, max_workers
+        self.recruiter = Recruiter()
+        self.hypothesizer = Hypothesizer()
+        self.integrator = Integrator(temperature=temperature, vary_seed=vary_seed)
+        self.solver = IndependentSolver(temperature=temperature, vary_seed=vary_seed)
+
+    def generate(self, problem: str, answer_format: str = "", k: int | None = None,
+                 problem_id: str = "") -> dspy.Prediction:
+        """Roles, then one message per role (concurrently). A failed hypothesizer gives a message with ``error``.
+
+        Returns ``Prediction(roles, padded, messages)`` with ``messages`` a list of
+        :class:`~groundstate.records.HypothesisMessage` in role order (``index`` 0..K-1).
+        """
+        k = self.k if k is None else k
+        recruited = self.recruiter(problem=problem, answer_format=answer_format, k=k)
+
+        def hypothesize(item: tuple[int, str]) -> HypothesisMessage:
+            index, role = item
+            try:
+                out = self.hypothesizer(problem=problem, answer_format=answer_format, role=as_data(role))
+            except Exception as exc:  # one failed hypothesizer is recorded on its message; the others stand
+                logger.debug("hypothesizer %d failed: %s", index, exc)
+                return HypothesisMessage(problem_id=problem_id, index=index, role=role,
+                                         error=f"{type(exc).__name__}: {exc}"[:500])
+            return HypothesisMessage(problem_id=problem_id, index=index, role=role,
+                                     **{k: out[k] for k in ("proposed_answer", "confidence", *dict(_FIELD_LABELS))})
+
+        messages = thread_map(hypothesize, list(enumerate(recruited.roles)), self.max_workers)
+        return dspy.Prediction(roles=list(recruited.roles), padded=recruited.padded, messages=messages)
+
+    def integrate(self, problem: str, answer_format: str, messages: Sequence[HypothesisMessage],
+                  views: Sequence[str] | None = None, rollout: str | None = None) -> dspy.Prediction:
+        """The integrator over ``messages`` (under ``views``); an empty pool is solved independently."""
+        if not messages:
+            return self.solver(problem=problem, answer_format=answer_format, rollout=rollout)
+        return self.integrator(problem=problem, answer_format=answer_format, messages=messages, views=views,
+                               rollout=rollout)
+
+    def solve(self, problem: str, answer_format: str, rollout: str | None = None) -> dspy.Prediction:
+        """The independent solver (no messages)."""
+        return self.solver(problem=problem, answer_format=answer_format, rollout=rollout)
+
+    def forward(self, problem: str, answer_format: str = "", k: int | None = None) -> dspy.Prediction:
+        generated = self.generate(problem, answer_format, k)
+        pool = [m for m in generated.messages if m.error is None]
+        out = self.integrate(problem, answer_format, pool)
+        trace = {"roles": generated.roles, "padded_roles": generated.padded,
+                 "failed_messages": [m.index for m in generated.messages if m.error is not None]}
+        return dspy.Prediction(roles=generated.roles, messages=generated.messages, answer=out.answer,
+                               reasoning=out.reasoning, trace=trace)

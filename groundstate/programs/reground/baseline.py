@@ -1,0 +1,134 @@
+"""The stages the collaboration baselines share: an agent's turn, the closing summarizer and updater, the
+decision from the state, and the trace they all write.
+
+Subclass :class:`CollaborationBaseline` to compose a new collaboration strategy: create the predictors the
+stages use (``assess``, ``summarize``, ``update``, ``decide``) in ``__init__`` and call the stages from
+``forward``.
+
+Every piece of model-produced text a later prompt quotes (assessments, states, questions, replies) goes
+through :func:`~groundstate.programs.common.as_data` first, exactly like evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import dspy
+
+from groundstate.concurrency import thread_map
+from groundstate.programs.common import as_data, offquery_prediction
+from groundstate.programs.reground.turns import Case, Message, render_messages, turn
+
+
+def check_count(name: str, value: int, minimum: int) -> int:
+    """``value`` if it is an integer ``>= minimum``; otherwise a ``ValueError`` naming the setting."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``allowed``; otherwise a ``ValueError`` naming the setting."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got '{value}'")
+    return value
+
+
+def call(fn: Callable[[], Any]) -> Any:
+    """``fn()`` (for running independent stages with :func:`~groundstate.concurrency.thread_map`)."""
+    return fn()
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` if it is a JSON scalar, else its ``str`` (raw LM outputs kept in traces)."""
+    return value if isinstance(value, int | str | float | bool | type(None)) else str(value)
+
+
+class CollaborationBaseline(dspy.Module):
+    """Shared stages: an agent's turn, the closing summarizer/updater, and the decision from the state.
+
+    Subclasses create the predictors they use (``assess``, ``summarize``, ``update``, ``decide``, ...) in
+    ``__init__``, so ``named_predictors()`` lists exactly the prompts a baseline runs.
+    """
+
+    program_name = "collaboration"
+
+    def config(self) -> dict[str, Any]:
+        """The settings recorded in the trace."""
+        return {}
+
+    # -- turns ------------------------------------------------------------------------------------------
+    def speak(self, case: Case, agent: int, round_: int, peers: Sequence[Message], ordering: str,
+              turns: list[dict] | None = None) -> Message:
+        """Agent ``agent`` shares its assessment after seeing ``peers`` (with ``self.assess``)."""
+        person = case.agents[agent]
+        prediction = self.assess(agent=person.name, team=case.team, private_evidence=person.evidence,
+                                 shared_context=case.context_for_agents(ordering), question=case.question,
+                                 options=case.options, peer_messages=render_messages(peers))
+        message = Message.from_prediction(case, agent, round_, prediction)
+        if turns is not None:
+            turns.append(self.assess_turn(message, peers, ordering))
+        return message
+
+    @staticmethod
+    def assess_turn(message: Message, peers: Sequence[Message], ordering: str, step: str = "assess",
+                    **extra: Any) -> dict[str, Any]:
+        """The trace entry for an agent's message, given the peers' messages it saw."""
+        return turn(step, message.agent, message.round, [p.agent for p in peers], message.output(),
+                    saw_shared_context=ordering == "shared-first", **extra)
+
+    def opening_round(self, case: Case, ordering: str) -> list[Message]:
+        """Round 0: every agent assesses alone, all at once."""
+        return thread_map(lambda i: self.speak(case, i, 0, [], ordering), range(case.n))
+
+    # -- closing ----------------------------------------------------------------------------------------
+    def conclude(self, case: Case, turns: list[dict], *, discussion: str, opinions: str,
+                 speakers: Iterable[int], agent_information: str | None = None, **extra: Any) -> dspy.Prediction:
+        """The summarizer names the misleading agent and the updater writes the state (concurrently); then the
+        decision is made from the state alone."""
+        speakers = sorted(set(speakers))
+        info = case.sources() if agent_information is None else agent_information
+
+        def name_agent() -> Any:
+            return self.summarize(team=case.team, discussion=discussion)
+
+        def write_state() -> Any:
+            return self.update(shared_context=case.shared_context or "(no shared context)", agent_information=info,
+                               discussion=opinions)
+
+        verdict, written = thread_map(call, [name_agent, write_state])
+        misleading = self.record_verdict(case, verdict, speakers, turns)
+        state = str(written.state or "").strip()
+        turns.append(turn("update_state", "updater", None, speakers, {"state": state}, saw_shared_context=True))
+        return self.finish(case, misleading, state, turns, **extra)
+
+    @staticmethod
+    def record_verdict(case: Case, verdict: Any, speakers: Iterable[int], turns: list[dict]) -> int | None:
+        """Map the summarizer's index to an agent (``-1``/out of range -> ``None``) and trace it."""
+        misleading = case.index(verdict.misleading_agent)
+        turns.append(turn("name_misleading", "summarizer", None, speakers,
+                          {"misleading_agent": misleading, "raw": jsonable(verdict.misleading_agent),
+                           "reason": verdict.reason}))
+        return misleading
+
+    def decide_from(self, case: Case, state: str, turns: list[dict]) -> str | None:
+        """``ChooseOption`` over the state only (never the raw evidence or transcript)."""
+        decision = self.decide(information=as_data(state) or "(empty state)", question=case.question,
+                               options=case.options)
+        turns.append(turn("decide", "decider", None, [], {"answer": decision.answer, "reason": decision.reason},
+                          input="state"))
+        return decision.answer
+
+    def finish(self, case: Case, misleading: int | None, state: str, turns: list[dict], **extra: Any
+               ) -> dspy.Prediction:
+        """Decide from ``state`` and return the contract prediction."""
+        answer = self.decide_from(case, state, turns)
+        return self.prediction(misleading, state, answer, turns, **extra)
+
+    def prediction(self, misleading: Any, state: str, answer: str | None, turns: list[dict],
+                   **extra: Any) -> dspy.Prediction:
+        """The contract prediction, with the trace ``{"program", "config", **extra, "turns"}``."""
+        trace = {"program": self.program_name, "config": self.config(), **extra, "turns": turns}
+        return offquery_prediction(misleading_agent=misleading, state=state, answer=answer, trace=trace)
+
