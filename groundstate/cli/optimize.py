@@ -100,8 +100,8 @@ def examples_for(instances: list[Any], inputs) -> list[Any]:
 def cmd_optimize(args: argparse.Namespace) -> int:
     from groundstate.cli import configure_lms
     from groundstate.eval.benchmarks.offquery.loader import load_any
+    from groundstate.eval.reground.judges import make_judge
     from groundstate.eval.reground.metrics import parse_metric
-    from groundstate.eval.reground.scoring import make_judge
     from groundstate.eval.splits import content_hash
     from groundstate.eval.tasks import get_task
     from groundstate.lm import describe_lm, get_lm

@@ -21,8 +21,8 @@ from typing import Any
 import dspy
 
 from groundstate.errors import ConfigError, OptimizationFailed, scrub_secrets
+from groundstate.eval.reground.judges import Judge
 from groundstate.eval.reground.metrics import gepa_metric, make_metric, parse_metric
-from groundstate.eval.reground.scoring import Judge
 from groundstate.metering import meter_context
 from groundstate.optimizers.targets import frozen_except
 

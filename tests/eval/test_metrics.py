@@ -10,27 +10,12 @@ from groundstate.eval.reground.agreement import (
     judge_agreement,
     pairwise_mae,
 )
-from groundstate.eval.reground.scoring import (
-    T2_MAX_FACTS,
-    Judge,
-    LexicalJudge,
-    LMJudge,
-    is_no_agent,
-    make_scorer,
-    make_t2_metric,
-    offquery_scores,
-    option_letter,
-    resolve_agent,
-    resolve_agents,
-    stem,
-    t1_metric,
-    t1_score,
-    t2_from_support,
-    t2_metric,
-    t2_score,
-    t3_metric,
-    t3_score,
-)
+from groundstate.eval.reground.judges import Judge, LexicalJudge, LMJudge, stem
+from groundstate.eval.reground.metrics import make_t2_metric, t1_metric, t2_metric, t3_metric
+from groundstate.eval.reground.scores import make_scorer, offquery_scores
+from groundstate.eval.reground.t1 import is_no_agent, resolve_agent, resolve_agents, t1_score
+from groundstate.eval.reground.t2 import T2_MAX_FACTS, t2_from_support, t2_score
+from groundstate.eval.reground.t3 import option_letter, t3_score
 from groundstate.records import AgentEvidence, OffQueryInstance, T2Fact
 from groundstate.signatures.judging import JudgeSupportedFacts
 from groundstate.testing import scripted_lm

@@ -1,8 +1,8 @@
-"""OffQuery metrics: the scoring functions of :mod:`groundstate.eval.reground.scoring`, plus aggregation and judge agreement.
+"""Aggregating OffQuery scores, and how well two T2 judges agree.
 
 :func:`aggregate` gives means with 95% bootstrap intervals; :func:`pairwise_mae`, :func:`aggregate_spearman`,
 :func:`cohens_kappa` and :func:`judge_agreement` measure how well two T2 judges agree (the paper's appendix
-B.6-B.7). Everything in :mod:`groundstate.eval.reground.scoring` (T1/T2/T3, the judges, the DSPy metrics) is re-exported here.
+B.6-B.7). The scores themselves are in :mod:`~groundstate.eval.reground.scores`.
 """
 
 from __future__ import annotations
@@ -13,32 +13,9 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from groundstate.eval.reground.scoring import (  # noqa: F401  (re-exported)
-    METRICS,
-    NEGATION_CUES,
-    T2_MAX_FACTS,
-    Judge,
-    LexicalJudge,
-    LMJudge,
-    _as_facts,
-    _state_text,
-    is_no_agent,
-    make_judge,
-    make_scorer,
-    make_t2_metric,
-    offquery_scores,
-    option_letter,
-    resolve_agent,
-    resolve_agents,
-    stem,
-    t1_metric,
-    t1_score,
-    t2_from_support,
-    t2_metric,
-    t2_score,
-    t3_metric,
-    t3_score,
-)
+from groundstate.eval.reground.contract import METRICS
+from groundstate.eval.reground.judges import Judge
+from groundstate.eval.reground.t2 import as_facts, state_text, t2_from_support
 from groundstate.records import T2Fact
 
 logger = logging.getLogger(__name__)
@@ -171,9 +148,9 @@ def judge_agreement(judges: Mapping[str, Judge], cases: Sequence[tuple[str | Non
         raise ValueError("judge_agreement needs at least two judges")
     prepared = []
     for state, facts in cases:
-        gold = _as_facts(facts)[:max_facts] if max_facts is not None else _as_facts(facts)
+        gold = as_facts(facts)[:max_facts] if max_facts is not None else as_facts(facts)
         if gold:
-            prepared.append((_state_text(state), gold))
+            prepared.append((state_text(state), gold))
     if not prepared:
         raise ValueError("no case has T2 facts")
     labels: dict[str, list[bool]] = {}

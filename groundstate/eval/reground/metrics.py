@@ -4,7 +4,7 @@ Every metric takes ``(example, prediction, trace=None)`` where ``example`` comes
 :meth:`~groundstate.records.OffQueryInstance.to_example` (or :func:`examples_for`): its inputs plus the labels
 ``misleading``, ``misleading_roles``, ``t2_facts``, ``answer`` and ``domain``.
 
-- :data:`t1_metric`, :data:`t2_metric`, :data:`t3_metric`: one task each (from :mod:`groundstate.eval.reground.scoring`).
+- :func:`t1_metric`, :data:`t2_metric` (:func:`make_t2_metric` for another judge), :func:`t3_metric`: one task each.
 - :func:`offquery_metric`: a weighted mean of T1/T2/T3 with weights the user chooses.
 - :func:`gepa_metric`: the same score as a ``dspy.Prediction(score=..., feedback=...)`` with the GEPA signature
   ``(gold, pred, trace, pred_name, pred_trace)``; the feedback names which source was blamed instead of
@@ -23,19 +23,11 @@ from typing import Any
 import dspy
 
 from groundstate.errors import ConfigError
-from groundstate.eval.reground.scoring import (
-    T2_MAX_FACTS,
-    Judge,
-    LexicalJudge,
-    make_t2_metric,
-    option_letter,
-    resolve_agents,
-    t1_metric,
-    t1_score,
-    t2_metric,
-    t3_metric,
-    t3_score,
-)
+from groundstate.eval.reground.contract import MISSING, field_of
+from groundstate.eval.reground.judges import Judge, LexicalJudge
+from groundstate.eval.reground.t1 import resolve_agents, t1_score
+from groundstate.eval.reground.t2 import T2_MAX_FACTS, t2_score
+from groundstate.eval.reground.t3 import option_letter, t3_score
 
 __all__ = ["t1_metric", "t2_metric", "t3_metric", "offquery_metric", "gepa_metric", "parse_metric", "make_metric",
            "METRIC_NAMES", "STAGE_METRIC"]
@@ -44,6 +36,70 @@ METRIC_NAMES = ("t1", "t2", "t3")
 STAGE_METRIC = {"verify": "t1", "reconstruct": "t2", "resolve": "t3"}
 """The task each ReGround stage is tuned against."""
 
+# -- one task each -----------------------------------------------------------------------------------
+def _example_roles(example: Any) -> list[str | None] | None:
+    agents = field_of(example, "agents")
+    if agents:
+        return [field_of(a, "role") for a in agents]
+    misleading = list(field_of(example, "misleading") or [])
+    named = list(field_of(example, "misleading_roles") or [])
+    if not misleading or len(named) != len(misleading):
+        return None
+    roles: list[str | None] = [None] * (max(misleading) + 1)
+    for index, role in zip(misleading, named, strict=True):
+        roles[index] = role
+    return roles
+
+
+def t1_metric(example: Any, prediction: Any, trace: Any = None) -> float:
+    """DSPy metric: T1 on an ``OffQueryInstance.to_example()`` example (0.0 for a missing prediction).
+
+    Roles come from the example's ``agents`` when present, else from ``misleading_roles``.
+    """
+    if prediction is None:
+        return 0.0
+    agent = field_of(prediction, "misleading_agent", MISSING)
+    if agent is MISSING:
+        return 0.0
+    return t1_score(agent, list(field_of(example, "misleading") or []), _example_roles(example))
+
+
+def make_t2_metric(judge: Judge | None = None) -> Callable[..., float]:
+    """A DSPy metric ``(example, prediction, trace=None) -> float`` computing T2 with ``judge``.
+
+    The fact limit comes from the example's ``domain``. An example without T2 facts scores 0.0 (so it does not
+    favour any program); a judge failure raises.
+
+    Args:
+        judge: the T2 judge (default :class:`LexicalJudge`).
+    """
+    judge = judge or LexicalJudge()
+
+    def t2_metric(example: Any, prediction: Any, trace: Any = None) -> float:
+        """DSPy metric: T2 of the prediction's ``state`` against the example's ``t2_facts``."""
+        if prediction is None:
+            return 0.0
+        facts = field_of(example, "t2_facts") or []
+        score = t2_score(field_of(prediction, "state"), facts, judge,
+                         max_facts=T2_MAX_FACTS.get(str(field_of(example, "domain"))))
+        return 0.0 if score is None else score
+
+    t2_metric.judge = judge  # type: ignore[attr-defined]
+    return t2_metric
+
+
+t2_metric = make_t2_metric()
+"""DSPy metric: T2 with the lexical judge (use :func:`make_t2_metric` for another judge)."""
+
+
+def t3_metric(example: Any, prediction: Any, trace: Any = None) -> float:
+    """DSPy metric: T3 (option letter exact match) on an ``OffQueryInstance.to_example()`` example."""
+    if prediction is None:
+        return 0.0
+    return t3_score(field_of(prediction, "answer"), str(field_of(example, "answer")))
+
+
+# -- weighted combinations and GEPA feedback -----------------------------------------------------------------
 _TERM = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?(t[123])\s*$")
 
 

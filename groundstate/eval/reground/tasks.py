@@ -66,7 +66,7 @@ def offquery_outputs(prediction: Any) -> dict[str, Any]:
 
 
 def _judge(args: argparse.Namespace):
-    from groundstate.eval.reground.scoring import make_judge
+    from groundstate.eval.reground.judges import make_judge
 
     if not hasattr(args, "_judge"):
         args._judge = make_judge(args.judge_lm)
@@ -80,7 +80,7 @@ def _register(name: str, help_text: str, build, add_arguments=None, options=None
             add_arguments(parser)
 
     def scorer_factory(args):
-        from groundstate.eval.reground.scoring import make_scorer
+        from groundstate.eval.reground.scores import make_scorer
 
         return make_scorer(_judge(args))
 
