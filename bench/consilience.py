@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groundstate.eval.benchmarks.travel.travel import generate_hidden_travel
+from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
 from groundstate.optimizers.consilience import (
     Configuration,
     build_controller,

@@ -56,7 +56,8 @@ def hand_tasks(n: int, seed: int = 0, n_agents: int = 4) -> list[HiddenProfileTa
 
 def travel_tasks(n: int, seed: int = 0) -> list[HiddenProfileTask] | None:
     try:
-        from groundstate.eval.benchmarks.travel.travel import generate_travel, to_hidden_profile
+        from groundstate.eval.benchmarks.travel.convert import to_hidden_profile
+        from groundstate.eval.benchmarks.travel.generator import generate_travel
     except ImportError:
         return None
     return [to_hidden_profile(task) for task in generate_travel(n, seed=seed, travelers=4)]

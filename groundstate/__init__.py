@@ -53,9 +53,9 @@ _EXPORTS: dict[str, str] = {
     "run_discussion": "groundstate.programs.consilience.protocols",
     "plurality": "groundstate.programs.consilience.agents",
     "load_hidden_tasks": "groundstate.eval.benchmarks.hiddenbench",
-    "generate_travel": "groundstate.eval.benchmarks.travel.travel",
-    "validate_travel": "groundstate.eval.benchmarks.travel.travel",
-    "to_hidden_profile": "groundstate.eval.benchmarks.travel.travel",
+    "generate_travel": "groundstate.eval.benchmarks.travel.generator",
+    "validate_travel": "groundstate.eval.benchmarks.travel.validator",
+    "to_hidden_profile": "groundstate.eval.benchmarks.travel.convert",
     # consilience
     "Consilience": "groundstate.programs.consilience.consilience",
     "RuleController": "groundstate.programs.consilience.control",

@@ -6,7 +6,8 @@ import pytest
 from groundstate import cli
 from groundstate.cli import hidden as cli_hidden
 from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
-from groundstate.eval.benchmarks.travel.travel import TravelTask, validate_travel
+from groundstate.eval.benchmarks.travel.records import TravelTask
+from groundstate.eval.benchmarks.travel.validator import validate_travel
 
 DATA = Path(__file__).parent / "data" / "hiddenbench"
 
@@ -86,7 +87,7 @@ def test_bad_options_are_one_line_exit_2(tmp_path, capsys):
 def test_generate_travel_with_the_lm_builder(tmp_path, capsys, monkeypatch):
     import dspy
 
-    from groundstate.eval.benchmarks.travel.travel import generate_travel
+    from groundstate.eval.benchmarks.travel.generator import generate_travel
     from groundstate.testing import scripted_lm
 
     made = {t.correct_answer: t.model_dump(mode="json") for t in generate_travel(4, seed=1, travelers=3)}

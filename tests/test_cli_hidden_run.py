@@ -112,7 +112,8 @@ def test_hidden_run_with_lm_agents_uses_one_lm_per_agent_role(tasks_file, tmp_pa
 @requires_embedded
 def test_embedded_hidden_post_end_to_end(tmp_path, capsys):
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.benchmarks.travel.travel import generate_travel, to_hidden_profile
+    from groundstate.eval.benchmarks.travel.convert import to_hidden_profile
+    from groundstate.eval.benchmarks.travel.generator import generate_travel
 
     path = tmp_path / "travel.jsonl"
     save_hidden_tasks(path, [to_hidden_profile(t) for t in generate_travel(1, seed=0, travelers=3)])

@@ -197,7 +197,7 @@ def workspace(tmp_path_factory):
     import numpy as np
 
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.benchmarks.travel.travel import generate_hidden_travel
+    from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
     from groundstate.optimizers.artifacts import save_params, save_program, save_sklearn
     from groundstate.optimizers.conformal import RoundwiseConformal
     from groundstate.optimizers.controller import MLPActionValue

@@ -64,13 +64,11 @@ def _distribution(letters: list[str]) -> str:
 def cmd_generate_travel(args: argparse.Namespace) -> int:
     from groundstate.errors import ConfigError
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.benchmarks.travel.travel import (
-        fingerprint,
-        generate_hidden_travel,
-        generate_travel_lm,
-        score_plans,
-        to_hidden_profile,
-    )
+    from groundstate.eval.benchmarks.travel.convert import to_hidden_profile
+    from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
+    from groundstate.eval.benchmarks.travel.lm_generator import generate_travel_lm
+    from groundstate.eval.benchmarks.travel.predicates import score_plans
+    from groundstate.eval.benchmarks.travel.validator import fingerprint
 
     if args.n < 1:
         raise ConfigError("--n must be at least 1")
@@ -104,7 +102,7 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from groundstate.errors import one_line
     from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
-    from groundstate.eval.benchmarks.travel.travel import check_record
+    from groundstate.eval.benchmarks.travel.convert import check_record
 
     problems: list[str] = []
     tasks = load_hidden_tasks(args.file, skip_invalid=args.skip_invalid, problems=problems,

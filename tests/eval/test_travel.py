@@ -8,7 +8,11 @@ import dspy
 import pytest
 
 from groundstate.errors import ConfigError
-from groundstate.eval.benchmarks.travel.travel import (
+from groundstate.eval.benchmarks.travel.convert import check_record, to_hidden_profile
+from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel, generate_travel, target_letter
+from groundstate.eval.benchmarks.travel.lm_generator import generate_travel_lm
+from groundstate.eval.benchmarks.travel.predicates import matches, score_plans
+from groundstate.eval.benchmarks.travel.records import (
     OPERATORS,
     REQUIRED_ATTRIBUTES,
     TIER_WEIGHTS,
@@ -16,22 +20,9 @@ from groundstate.eval.benchmarks.travel.travel import (
     Plan,
     Preference,
     TravelTask,
-    audit,
-    check_record,
-    check_travel,
-    fingerprint,
-    generate_hidden_travel,
-    generate_travel,
-    generate_travel_lm,
-    matches,
-    parse_statement,
-    render_statement,
-    score_plans,
-    statement_for,
-    target_letter,
-    to_hidden_profile,
-    validate_travel,
 )
+from groundstate.eval.benchmarks.travel.statements import parse_statement, render_statement, statement_for
+from groundstate.eval.benchmarks.travel.validator import audit, check_travel, fingerprint, validate_travel
 from groundstate.programs.consilience.travel_builder import TravelTaskBuilder
 from groundstate.records import LETTERS, HiddenProfileTask
 from groundstate.testing import scripted_lm
@@ -582,7 +573,7 @@ def test_generate_travel_lm_uses_the_same_validator_and_targets():
 
 
 def test_generate_travel_lm_refuses_duplicates_and_wrong_counts(monkeypatch):
-    import groundstate.eval.benchmarks.travel.travel as travel
+    import groundstate.eval.benchmarks.travel.lm_generator as travel
 
     monkeypatch.setattr(travel, "target_letter", lambda seed, index: "A")
     lm = _lm(base(), repaired=base(), review=True)

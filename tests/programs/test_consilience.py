@@ -6,7 +6,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from groundstate.errors import ConfigError
-from groundstate.eval.benchmarks.travel.travel import generate_hidden_travel
+from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
 from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.optimizers.consilience import (
     Configuration,

@@ -172,7 +172,7 @@ def test_collaboration_baselines_escape_model_text(name):
 
 
 def test_discussion_agents_and_llm_controller_escape_model_text():
-    from groundstate.eval.benchmarks.travel.travel import generate_hidden_travel
+    from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
     from groundstate.programs.consilience.agents import LMTeam
     from groundstate.programs.consilience.consilience import Consilience
     from groundstate.programs.consilience.control import LLMController
