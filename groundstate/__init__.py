@@ -76,7 +76,7 @@ _EXPORTS: dict[str, str] = {
     "OffQueryInstance": "groundstate.records",
     "AgentEvidence": "groundstate.records",
     "T2Fact": "groundstate.records",
-    "load_offquery": "groundstate.eval.benchmarks.offquery.loader",
+    "load_offquery": "groundstate.eval.benchmarks.offquery.published",
     "load_any": "groundstate.eval.benchmarks.offquery.loader",
     "save_instances": "groundstate.eval.benchmarks.offquery.loader",
     "generate_offquery": "groundstate.eval.benchmarks.offquery.synthetic:generate",

@@ -79,13 +79,9 @@ def cmd_generate_offquery(args: argparse.Namespace) -> int:
 
 def cmd_build_offquery(args: argparse.Namespace) -> int:
     from groundstate.eval.benchmarks.offquery.loader import save_instances
-    from groundstate.eval.benchmarks.offquery.mediq import (
-        BuildReport,
-        build_lm,
-        build_rule,
-        load_mediq,
-        tag_sufficiency,
-    )
+    from groundstate.eval.benchmarks.offquery.mediq import load_mediq
+    from groundstate.eval.benchmarks.offquery.mediq_lm import build_lm, tag_sufficiency
+    from groundstate.eval.benchmarks.offquery.mediq_rule import BuildReport, build_rule
 
     problems: list[str] = []
     cases = load_mediq(args.from_mediq, skip_invalid=args.skip_invalid, problems=problems,
@@ -151,7 +147,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     import json
 
-    from groundstate.eval.benchmarks.offquery.loader import dataset_stats, format_stats
+    from groundstate.eval.benchmarks.offquery.stats import dataset_stats, format_stats
 
     instances = _load(args, False, [])
     stats = dataset_stats(instances)

@@ -21,17 +21,14 @@ from groundstate.eval.benchmarks.offquery.corruption import (
 )
 from groundstate.eval.benchmarks.offquery.mediq import (
     DEPARTMENTS,
-    BuildReport,
     MediQCase,
-    build_lm,
-    build_rule,
     classify_fact,
     is_demographic,
     load_mediq,
     partition_case,
-    split_sentences,
-    tag_sufficiency,
 )
+from groundstate.eval.benchmarks.offquery.mediq_lm import build_lm, tag_sufficiency
+from groundstate.eval.benchmarks.offquery.mediq_rule import BuildReport, build_rule, split_sentences
 from groundstate.programs.reground.builder import OffQueryLMBuilder
 from groundstate.testing import scripted_lm
 
@@ -304,7 +301,7 @@ def test_rule_builder_respects_max_t2_facts(cases):
 
 def test_rule_builder_skips_unbuildable_case_with_reason(caplog):
     report = BuildReport()
-    with caplog.at_level("INFO", logger="groundstate.eval.benchmarks.offquery.mediq"):
+    with caplog.at_level("INFO", logger="groundstate.eval.benchmarks.offquery"):
         instances = build_rule(load_mediq(DATA / "sparse.jsonl"), report=report)
     assert [i.provenance["case_id"] for i in instances] == ["fx-002"]
     assert report.skipped == [{"case_id": "fx-sparse", "reason": report.skipped[0]["reason"]}]
@@ -434,7 +431,7 @@ def test_lm_builder_rejects_evidence_that_does_not_conflict(cases):
 
 def test_lm_failure_on_one_case_skips_only_that_case(cases, caplog):
     report = BuildReport()
-    with caplog.at_level("WARNING", logger="groundstate.eval.benchmarks.offquery.mediq"):
+    with caplog.at_level("WARNING", logger="groundstate.eval.benchmarks.offquery"):
         instances, _ = _lm_build(cases, Responder(fail={"abdom"}), report=report)
     assert sorted(i.provenance["case_id"] for i in instances) == ["fx-001", "fx-002", "fx-003", "fx-005"]
     assert [f["case_id"] for f in report.failures] == ["fx-004"]

@@ -6,18 +6,15 @@ import pyarrow as pa
 import pytest
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.benchmarks.offquery import loader as offquery
-from groundstate.eval.benchmarks.offquery.loader import (
-    dataset_stats,
-    format_stats,
+from groundstate.eval.benchmarks.offquery import published as offquery
+from groundstate.eval.benchmarks.offquery.loader import load_any, load_instances, save_instances
+from groundstate.eval.benchmarks.offquery.published import (
     infer_roles,
     is_official_file,
-    load_any,
-    load_instances,
     load_offquery,
-    save_instances,
     split_from_name,
 )
+from groundstate.eval.benchmarks.offquery.stats import dataset_stats, format_stats
 from groundstate.records import OffQueryInstance
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "offquery"
