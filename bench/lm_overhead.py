@@ -24,7 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import dspy  # noqa: E402
 
 from groundstate.eval.runner import Runner  # noqa: E402
-from groundstate.lm import EmbeddedEngine, _load_llama  # noqa: E402
+from groundstate.lm.embedded import EmbeddedEngine, load_llama  # noqa: E402
 from groundstate.programs.qa import QuestionAnswering  # noqa: E402
 from groundstate.signatures.checks import StructuredCheck  # noqa: E402
 from groundstate.testing import scripted_lm  # noqa: E402
@@ -45,7 +45,7 @@ class RecordingEngine(EmbeddedEngine):
     """The embedded engine, remembering the exact llama.cpp arguments of its last call."""
 
     def complete(self, request):
-        from groundstate.lm import bound_schema
+        from groundstate.lm.embedded import bound_schema
 
         fmt = request.config.response_format
         self.last = {
@@ -60,7 +60,7 @@ class RecordingEngine(EmbeddedEngine):
 def bench_embedded(repeats: int = 3) -> dict:
     engine = RecordingEngine()
     lm = dspy.LM("embedded/smollm2-135m-instruct", engine=engine, cache=False, temperature=0.0, max_tokens=256)
-    llama, lock = _load_llama(engine.resolved_path(), engine.n_ctx, engine.n_threads)
+    llama, lock = load_llama(engine.resolved_path(), engine.n_ctx, engine.n_threads)
     predict = dspy.Predict(StructuredCheck)
     wrapped_time = raw_time = 0.0
     wrapped_tokens = raw_tokens = 0

@@ -17,10 +17,10 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     # LMs
-    "get_lm": "groundstate.lm",
-    "configure": "groundstate.lm",
-    "LMConfig": "groundstate.lm",
-    "EmbeddedEngine": "groundstate.lm",
+    "get_lm": "groundstate.lm.specs",
+    "configure": "groundstate.lm.specs",
+    "LMConfig": "groundstate.lm.config",
+    "EmbeddedEngine": "groundstate.lm.embedded",
     # errors
     "GroundstateError": "groundstate.errors",
     "InputError": "groundstate.errors",

@@ -122,7 +122,7 @@ class ScriptedEngine:
     def complete(self, request):
         from dspy.lm15 import Message, Response, Usage
 
-        from groundstate.lm import EmbeddedEngine
+        from groundstate.lm.embedded import EmbeddedEngine
 
         messages = EmbeddedEngine._messages(request)
         fmt = request.config.response_format or {}

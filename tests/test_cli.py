@@ -4,7 +4,7 @@ import json
 import pytest
 
 from groundstate.cli import build_parser, main
-from groundstate.lm import LMConfig
+from groundstate.lm.config import LMConfig
 from tests.helpers import echo_number_lm
 
 

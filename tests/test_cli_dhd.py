@@ -17,7 +17,7 @@ from groundstate.cli import _Parser
 from groundstate.cli.dhd import register
 from groundstate.errors import GroundstateError
 from groundstate.eval.benchmarks.problems import load_problems
-from groundstate.lm import LMConfig
+from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
 
 DATA = Path(__file__).resolve().parent / "data" / "dhd"

@@ -10,7 +10,7 @@ from groundstate.cli import _Parser
 from groundstate.cli.hidden_run import register_run
 from groundstate.errors import GroundstateError
 from groundstate.eval.runner import read_results
-from groundstate.lm import LMConfig
+from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
 from tests.conftest import requires_embedded
 from tests.test_simulate import make_task

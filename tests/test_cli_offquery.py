@@ -3,7 +3,7 @@ import json
 import pytest
 
 from groundstate.cli import main
-from groundstate.lm import LMConfig
+from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
 from tests.conftest import requires_embedded
 

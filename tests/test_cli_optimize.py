@@ -6,7 +6,7 @@ from groundstate.cli import main
 from groundstate.eval.benchmarks.offquery.loader import load_instances, save_instances
 from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.eval.splits import group_key, split_instances
-from groundstate.lm import LMConfig
+from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
 from tests.conftest import requires_embedded
 

@@ -6,7 +6,9 @@ import dspy
 import pytest
 
 from groundstate.errors import LMSetupError
-from groundstate.lm import EmbeddedEngine, LMConfig, bound_schema, describe_lm, find_embedded_model, get_lm
+from groundstate.lm.config import LMConfig
+from groundstate.lm.embedded import EmbeddedEngine, bound_schema, find_embedded_model
+from groundstate.lm.specs import describe_lm, get_lm
 from tests.conftest import requires_embedded
 
 
@@ -59,7 +61,7 @@ def test_engine_passes_the_schema_and_reports_usage(monkeypatch):
     """The engine turns a JSONAdapter request into a schema-constrained llama.cpp call (with a fake model)."""
     import threading
 
-    import groundstate.lm as lm_module
+    import groundstate.lm.embedded as lm_module
 
     seen = {}
 
@@ -70,7 +72,7 @@ def test_engine_passes_the_schema_and_reports_usage(monkeypatch):
                                  "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 123, "completion_tokens": 7}}
 
-    monkeypatch.setattr(lm_module, "_load_llama", lambda *a: (FakeLlama(), threading.Lock()))
+    monkeypatch.setattr(lm_module, "load_llama", lambda *a: (FakeLlama(), threading.Lock()))
     engine = EmbeddedEngine(model_path="/fake.gguf")
     lm = dspy.LM("embedded/smollm2-135m-instruct", engine=engine, cache=False)
 

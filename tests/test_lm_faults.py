@@ -21,7 +21,8 @@ import pytest
 from groundstate.cli import main
 from groundstate.errors import LMSetupError, RunInUseError, scrub_secrets
 from groundstate.eval.lock import RunLock
-from groundstate.lm import DEFAULT_TIMEOUT_S, LMConfig, get_lm
+from groundstate.lm.config import LMConfig
+from groundstate.lm.specs import DEFAULT_TIMEOUT_S, get_lm
 from groundstate.testing import scripted_lm
 from tests.conftest import requires_embedded
 

@@ -74,7 +74,8 @@ def add_allow_empty(parser: argparse.ArgumentParser) -> None:
 
 def lm_config_from_args(args: argparse.Namespace):
     """The :class:`~groundstate.lm.LMConfig` the options describe (``--lm`` overrides the file's default)."""
-    from groundstate.lm import EMBEDDED_SPEC, LMConfig
+    from groundstate.lm.config import LMConfig
+    from groundstate.lm.specs import EMBEDDED_SPEC
 
     config = LMConfig.load(args.lm_config) if getattr(args, "lm_config", None) else LMConfig()
     if getattr(args, "lm", None):
@@ -93,7 +94,7 @@ def configure_lms(args: argparse.Namespace):
     """Build the default LM, make it DSPy's default (with its adapter) and return ``(lm, lm_config)``."""
     import dspy
 
-    from groundstate.lm import default_adapter
+    from groundstate.lm.specs import default_adapter
 
     config = lm_config_from_args(args)
     lm = config.lm_for(None)
@@ -147,21 +148,22 @@ def print_summary(result: Any, console: Any = None) -> None:
 def cmd_lm_check(args: argparse.Namespace) -> int:
     import dspy
 
-    from groundstate.lm import EmbeddedEngine, default_adapter, describe_lm
+    from groundstate.lm.embedded import EmbeddedEngine
+    from groundstate.lm.specs import default_adapter, describe_lm
     from groundstate.signatures.checks import StructuredCheck
 
     config = lm_config_from_args(args)
     entry = dict(config.spec_for(args.role))
     spec = entry.pop("model")
-    from groundstate.lm import get_lm
+    from groundstate.lm.specs import get_lm
 
     lm = get_lm(spec, **{**entry, "cache": False})
     print(f"LM: {json.dumps(describe_lm(lm))}")
     if isinstance(getattr(lm, "engine", None), EmbeddedEngine):
-        from groundstate.lm import _load_llama
+        from groundstate.lm.embedded import load_llama
 
         started = time.perf_counter()
-        _load_llama(lm.engine.resolved_path(), lm.engine.n_ctx, lm.engine.n_threads)
+        load_llama(lm.engine.resolved_path(), lm.engine.n_ctx, lm.engine.n_threads)
         print(f"model file: {lm.engine.resolved_path()} (loaded in {time.perf_counter() - started:.2f}s)")
     predict = dspy.Predict(StructuredCheck)
     with dspy.context(lm=lm, adapter=default_adapter(lm)), dspy.track_usage() as usage:
@@ -192,7 +194,7 @@ def run_task(args: argparse.Namespace, task_name: str, extra_config: dict[str, A
     """Build, configure and run a registered task from parsed options; return the :class:`RunResult`."""
     from groundstate.eval.runner import Runner, parse_shard
     from groundstate.eval.tasks import get_task
-    from groundstate.lm import describe_lm
+    from groundstate.lm.specs import describe_lm
 
     task = get_task(task_name)
     shard = parse_shard(args.shard)

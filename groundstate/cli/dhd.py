@@ -130,7 +130,7 @@ def _options(args: argparse.Namespace, lm: Any, extra: dict[str, Any] | None = N
     from groundstate.errors import ConfigError
     from groundstate.eval.dhd.run import RunOptions
     from groundstate.eval.runner import parse_shard
-    from groundstate.lm import describe_lm
+    from groundstate.lm.specs import describe_lm
 
     if args.workers < 1:
         raise ConfigError("--workers must be at least 1")
@@ -140,7 +140,7 @@ def _options(args: argparse.Namespace, lm: Any, extra: dict[str, Any] | None = N
 
 
 def _programs(args: argparse.Namespace, lm: Any, lm_config: Any, temperature: float | None = None, k: int = 5):
-    from groundstate.lm import is_embedded
+    from groundstate.lm.specs import is_embedded
     from groundstate.programs.dhd.deliberation import DiverseHypothesisDeliberation
     from groundstate.programs.dhd.evaluator import AnswerEvaluator
 

@@ -63,7 +63,7 @@ def build_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str) -> t
     """``(team, agents description, LM description)`` from ``--agents`` and its options."""
     from groundstate.cli import configure_lms
     from groundstate.errors import InputError
-    from groundstate.lm import describe_lm
+    from groundstate.lm.specs import describe_lm
     from groundstate.programs.consilience.agents import LMTeam
     from groundstate.programs.consilience.simulated import SimTeam
 

@@ -104,7 +104,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from groundstate.eval.reground.metrics import parse_metric
     from groundstate.eval.splits import content_hash
     from groundstate.eval.tasks import get_task
-    from groundstate.lm import describe_lm, get_lm
+    from groundstate.lm.specs import describe_lm, get_lm
     from groundstate.optimizers.artifacts import save_program
     from groundstate.optimizers.targets import stage_target
     from groundstate.optimizers.tune import Budget, tune
@@ -170,7 +170,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.eval.report import comparison_rows, markdown_table, write_report
     from groundstate.eval.runner import RunAborted, Runner, fingerprint, parse_shard
     from groundstate.eval.tasks import get_task
-    from groundstate.lm import describe_lm
+    from groundstate.lm.specs import describe_lm
     from groundstate.optimizers.artifacts import build_saved, load_program, read_manifest
 
     manifest = read_manifest(args.dir)

@@ -266,7 +266,7 @@ class LMJudge:
             return [False] * len(facts)
         overrides: dict[str, Any] = {}
         if self.lm is not None:
-            from groundstate.lm import default_adapter
+            from groundstate.lm.specs import default_adapter
 
             overrides["lm"] = self.lm
             adapter = self.adapter if self.adapter is not None else default_adapter(self.lm)
@@ -295,6 +295,6 @@ def make_judge(spec: str | None = "lexical", **lm_options: Any) -> Judge:
     :class:`LMJudge` (``embedded``, ``openai/gpt-4o-mini``, ...; ``lm_options`` go to ``get_lm``)."""
     if spec is None or spec == "lexical":
         return LexicalJudge()
-    from groundstate.lm import get_lm
+    from groundstate.lm.specs import get_lm
 
     return LMJudge(get_lm(spec, **lm_options))

@@ -286,7 +286,7 @@ class LMAgent(dspy.Module):
     def _context(self):
         if self.agent_lm is None:
             return contextlib.nullcontext()
-        from groundstate.lm import default_adapter, is_embedded
+        from groundstate.lm.specs import default_adapter, is_embedded
 
         overrides: dict[str, Any] = {"lm": self.agent_lm}
         if is_embedded(self.agent_lm):

@@ -1,0 +1,114 @@
+"""``--lm-config lm.toml``: one LM per agent role (heterogeneous teams), read and checked from TOML."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groundstate.errors import LMSetupError
+from groundstate.lm.specs import EMBEDDED_SPEC, LM_OPTIONS, check_lm_options, get_lm
+
+
+@dataclass
+class LMConfig:
+    """LM settings per agent role, read from a TOML file.
+
+    Example ``lm.toml``::
+
+        [default]
+        model = "embedded"
+
+        [roles."verify.*"]            # glob over predictor names / role names
+        model = "openai/gpt-4o-mini"
+        temperature = 0.0
+
+        [roles."agent.2"]             # one agent of a heterogeneous team
+        model = "ollama_chat/qwen3:8b"
+        api_base = "http://localhost:11434"
+
+    A role is a dotted name: a predictor's name in the program (``verify.adjudicate.predict``) or an agent
+    (``agent.2``). A pattern matches a role when :func:`fnmatch.fnmatchcase` matches the role or one of its
+    dotted prefixes (so ``verify`` and ``verify.*`` both cover ``verify.adjudicate.predict``). Patterns are
+    tried in file order; the first match wins and anything unmatched uses ``[default]``.
+    """
+
+    default: dict[str, Any] = field(default_factory=lambda: {"model": EMBEDDED_SPEC})
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: str | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> LMConfig:
+        from groundstate.errors import InputError
+        from groundstate.files import read_toml
+
+        path = Path(path)
+        if not path.is_file() and not path.exists():
+            raise LMSetupError(f"{path}: LM config file not found")
+        try:
+            data = read_toml(path)
+        except InputError as exc:  # unreadable, not UTF-8, not TOML, nested absurdly deep
+            raise LMSetupError(f"LM config {exc}") from None
+        if not data:
+            raise LMSetupError(f"{path}: the LM config is empty; give a [default] section with a 'model' "
+                               "(and [roles.<pattern>] sections for per-role LMs)")
+        extra = set(data) - {"default", "roles"}
+        if extra:
+            raise LMSetupError(f"{path}: unknown section(s) {sorted(extra)}; expected [default] and [roles.<pattern>]")
+        default = data.get("default", {"model": EMBEDDED_SPEC})
+        roles = data.get("roles", {})
+        if not isinstance(roles, dict):
+            raise LMSetupError(f"{path}: 'roles' must be a table of [roles.<pattern>] sections")
+        for name, entry in [("default", default), *((f"roles.{k}", v) for k, v in roles.items())]:
+            if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+                raise LMSetupError(f"{path}: section [{name}] needs a string field 'model'")
+            unknown = set(entry) - LM_OPTIONS - {"model"}
+            if unknown:
+                raise LMSetupError(f"{path}: section [{name}] has unknown field(s) {sorted(unknown)}")
+            check_lm_options({k: v for k, v in entry.items() if k != "model"}, f"{path}: section [{name}]")
+        return cls(default=default, roles=roles, source=str(path))
+
+    def spec_for(self, role: str | None) -> dict[str, Any]:
+        if role is not None:
+            for pattern, entry in self.roles.items():
+                if _role_matches(role, pattern):
+                    return entry
+        return self.default
+
+    def lm_for(self, role: str | None = None):
+        """The LM for ``role`` (built once per distinct setting and shared)."""
+        entry = self.spec_for(role)
+        key = repr(sorted(entry.items()))
+        if key not in self._cache:
+            options = {k: v for k, v in entry.items() if k != "model"}
+            self._cache[key] = get_lm(entry["model"], **options)
+        return self._cache[key]
+
+    def apply(self, program) -> dict[str, str]:
+        """Set each predictor of ``program`` whose name matches a role pattern to that role's LM.
+
+        Returns the mapping predictor name -> model for the predictors that were changed.
+        """
+        changed = {}
+        for name, predictor in program.named_predictors():
+            pattern = next((p for p in self.roles if _role_matches(name, p)), None)
+            if pattern is not None:
+                lm = self.lm_for(pattern)
+                predictor.lm = lm
+                changed[name] = lm.model
+        return changed
+
+    def describe(self) -> dict[str, Any]:
+        return {"default": _public(self.default), "roles": {k: _public(v) for k, v in self.roles.items()}}
+
+
+def _role_matches(role: str, pattern: str) -> bool:
+    parts = role.split(".")
+    return any(fnmatch.fnmatchcase(".".join(parts[:i]), pattern) for i in range(len(parts), 0, -1))
+
+
+def _public(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if "key" not in k.lower()}

@@ -1,0 +1,174 @@
+"""LM specs -> ``dspy.LM``: ``embedded`` or any LiteLLM model string, with checked settings.
+
+Any spec other than ``embedded`` is a LiteLLM model string (``openai/gpt-4o-mini``, ``ollama_chat/qwen3:8b``,
+``hosted_vllm/<model>`` with ``api_base``). Keys come only from the environment; nothing here writes one.
+Such an LM is a :class:`~groundstate.lm.cache.KeyedLM`, and:
+
+- every call gives up after ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT_S`, 120 s; ``--lm-timeout``
+  or ``timeout`` in an LM config), so a server that accepts a connection and never answers fails that call
+  instead of stalling it for DSPy's 600 s default. The embedded LM runs in-process and ignores ``timeout``;
+- DSPy's response cache is keyed by the LM's identity (model, ``api_base``, decoding settings), which DSPy
+  itself leaves out of the key, so the same command pointed at another server never gets the first
+  server's answers back.
+
+Settings are checked when they are read (types and ranges, see :func:`check_lm_options`), with one line
+naming the file, the section and the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groundstate.errors import LMSetupError
+from groundstate.lm.embedded import EMBEDDED_MODEL_NAME, EmbeddedEngine
+
+EMBEDDED_SPEC = "embedded"
+
+
+# Options a spec may carry in an LM config file or on the command line.
+LM_OPTIONS = {"temperature", "max_tokens", "api_base", "api_version", "cache", "num_retries", "timeout", "top_p",
+              "model_path", "n_ctx", "n_threads", "max_string_length", "max_items", "seed"}
+
+
+EMBEDDED_ONLY_OPTIONS = {"model_path", "n_ctx", "n_threads", "max_string_length", "max_items", "seed"}
+
+
+DEFAULT_TIMEOUT_S = 120.0
+"""Seconds a hosted LM call may take before it fails (DSPy's own default is 600)."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value  # not NaN
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_CHECKS: dict[str, tuple[Any, str]] = {
+    "temperature": (lambda v: _is_number(v) and 0 <= v <= 2, "a number from 0 to 2"),
+    "top_p": (lambda v: _is_number(v) and 0 < v <= 1, "a number greater than 0 and at most 1"),
+    "max_tokens": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "timeout": (lambda v: _is_number(v) and 0 < v < float("inf"), "a positive number of seconds"),
+    "num_retries": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "n_ctx": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "n_threads": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "max_string_length": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "max_items": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "seed": (_is_int, "an integer"),
+    "cache": (lambda v: isinstance(v, bool), "true or false"),
+    "api_base": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string (a URL)"),
+    "api_version": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
+    "model_path": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string (a file path)"),
+}
+
+
+def check_lm_options(options: dict[str, Any], where: str) -> None:
+    """Raise a one-line :class:`LMSetupError` for the first setting of the wrong type or out of range.
+
+    Args:
+        options: LM settings (``temperature``, ``max_tokens``, ``timeout``, ...); unknown names are not checked here.
+        where: what to name in the message, e.g. ``"lm.toml: section [default]"``.
+    """
+    for name, value in options.items():
+        check = _CHECKS.get(name)
+        if check is not None and not check[0](value):
+            raise LMSetupError(f"{where}: field '{name}' must be {check[1]}, got {value!r:.60}")
+
+
+def _known_providers() -> set[str]:
+    from dspy.clients._litellm import get_litellm
+
+    litellm = get_litellm(feature="groundstate.get_lm")
+    return {getattr(p, "value", str(p)) for p in litellm.provider_list}
+
+
+def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
+    """Build a ``dspy.LM`` from a spec.
+
+    Args:
+        spec: ``"embedded"`` or a LiteLLM model string ``provider/model``.
+        **options: ``temperature``, ``max_tokens``, ``api_base``, ``cache``, ``num_retries``, ``timeout``
+            (seconds per call, default :data:`DEFAULT_TIMEOUT_S`; ignored by ``embedded``, which is local);
+            for ``embedded`` also ``model_path``, ``n_ctx``, ``n_threads``, ``max_string_length``,
+            ``max_items``, ``seed``.
+
+    Returns:
+        A ``dspy.LM`` over the embedded engine for ``embedded``; a :class:`~groundstate.lm.cache.KeyedLM`
+        otherwise.
+
+    Raises:
+        LMSetupError: an unknown spec, an unknown option, a setting of the wrong type or out of range, or a
+            missing model file.
+    """
+    unknown = set(options) - LM_OPTIONS
+    if unknown:
+        raise LMSetupError(f"unknown LM option(s) {sorted(unknown)} for '{spec}'; allowed: {sorted(LM_OPTIONS)}")
+    check_lm_options(options, f"LM '{spec}'")
+    import dspy
+
+    if spec == EMBEDDED_SPEC:
+        options.pop("timeout", None)  # the embedded model runs in this process: nothing to wait for
+        engine_opts = {k: options.pop(k) for k in list(options) if k in EMBEDDED_ONLY_OPTIONS}
+        for key in ("api_base", "api_version"):
+            if key in options:
+                raise LMSetupError(f"option '{key}' does not apply to the embedded LM")
+        engine = EmbeddedEngine(**engine_opts)
+        engine.resolved_path()  # fail now, with a clear message, if the model file is missing
+        options.setdefault("temperature", 0.0)
+        options.setdefault("max_tokens", 512)
+        return dspy.LM(EMBEDDED_MODEL_NAME, engine=engine, **options)
+
+    if not isinstance(spec, str) or "/" not in spec or spec.startswith("/") or spec.endswith("/"):
+        raise LMSetupError(
+            f"unknown LM spec '{spec}': use 'embedded' or a LiteLLM model string such as "
+            "'openai/gpt-4o-mini', 'ollama_chat/qwen3:8b' or 'hosted_vllm/<model>' (with api_base)"
+        )
+    provider = spec.split("/", 1)[0]
+    if provider not in _known_providers():
+        raise LMSetupError(
+            f"unknown LM provider '{provider}' in '{spec}': use a LiteLLM provider prefix such as openai/, "
+            "ollama_chat/, hosted_vllm/, anthropic/, gemini/, together_ai/ (or 'embedded')"
+        )
+    bad = set(options) & EMBEDDED_ONLY_OPTIONS
+    if bad:
+        raise LMSetupError(f"option(s) {sorted(bad)} apply only to the embedded LM, not '{spec}'")
+    options.setdefault("timeout", DEFAULT_TIMEOUT_S)
+    from groundstate.lm.cache import keyed_lm_class
+
+    return keyed_lm_class()(spec, **options)
+
+
+def default_adapter(lm):
+    """The adapter groundstate uses with ``lm``: ``JSONAdapter`` for the embedded LM, DSPy's default otherwise."""
+    import dspy
+
+    if is_embedded(lm):
+        return dspy.JSONAdapter()
+    return None
+
+
+def is_embedded(lm) -> bool:
+    return getattr(lm, "model", None) == EMBEDDED_MODEL_NAME
+
+
+def configure(spec: str = EMBEDDED_SPEC, **options: Any):
+    """Build the LM for ``spec`` and make it (and its default adapter) DSPy's global default; return it."""
+    import dspy
+
+    lm = get_lm(spec, **options)
+    dspy.configure(lm=lm, adapter=default_adapter(lm))
+    return lm
+
+
+def describe_lm(lm) -> dict[str, Any]:
+    """A JSON-able description of an LM for run configs and manifests (never an API key)."""
+    if lm is None:
+        return {"model": None}
+    kwargs = {k: v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items()
+              if k in {"temperature", "max_tokens", "api_base", "top_p", "api_version"}}
+    out: dict[str, Any] = {"model": getattr(lm, "model", type(lm).__name__), **kwargs}
+    engine = getattr(lm, "engine", None)
+    if isinstance(engine, EmbeddedEngine):
+        out["engine"] = {k: v for k, v in engine.dump_state().items() if v is not None}
+    return out
