@@ -1,4 +1,5 @@
-"""One reading layer for every file groundstate reads: JSON, JSON Lines, TOML and artifact parameters.
+"""One reading layer for every file groundstate reads (JSON, JSON Lines, TOML, artifact parameters), and the one
+JSON-encoding helper (:func:`jsonable`) for everything groundstate writes.
 
 Every reader here turns the ways a file can be broken into one :class:`~groundstate.errors.InputError` line
 that names the file, the record (line or position) and, where it is known, the field:
@@ -18,6 +19,7 @@ The limits can be raised with the environment variables ``GROUNDSTATE_MAX_FILE_B
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from collections.abc import Iterator
@@ -188,3 +190,24 @@ def first_char(path: str | os.PathLike) -> str:
         return ""
     text = head.decode("utf-8", errors="ignore").lstrip("\ufeff \t\r\n")
     return text[:1]
+
+
+def jsonable(value: Any) -> Any:
+    """Convert predictions, pydantic models and numpy values into plain JSON data."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return jsonable(value.model_dump(mode="json"))
+    if hasattr(value, "toDict"):
+        return jsonable(value.toDict())
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return jsonable(value.item())
+    if hasattr(value, "tolist"):
+        return jsonable(value.tolist())
+    return str(value)

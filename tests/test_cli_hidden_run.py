@@ -9,7 +9,7 @@ import pytest
 from groundstate.cli import _Parser
 from groundstate.cli.hidden_run import register_run
 from groundstate.errors import GroundstateError
-from groundstate.eval.runner import read_results
+from groundstate.eval.results import read_results
 from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
 from tests.conftest import requires_embedded

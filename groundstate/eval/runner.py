@@ -33,12 +33,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,13 +45,13 @@ from typing import Any
 
 from groundstate.errors import ConfigError, scrub_secrets
 from groundstate.eval.lock import RunLock
+from groundstate.eval.results import CONFIG, RESULTS, SUMMARY, read_results, summarize, write_json, write_lines
+from groundstate.files import jsonable
 from groundstate.metering import meter_overrides, new_meter
 
 logger = logging.getLogger(__name__)
 
-RESULTS = "results.jsonl"
-CONFIG = "config.json"
-SUMMARY = "summary.json"
+
 MIN_RECORDS_FOR_ERROR_RATE = 5
 
 
@@ -62,11 +61,6 @@ class RunAborted(RuntimeError):
     def __init__(self, message: str, result: RunResult):
         super().__init__(message)
         self.result = result
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Helpers: ids, fingerprints, shards, JSON
-# ---------------------------------------------------------------------------------------------------------
 
 
 def record_id(record: Any) -> str:
@@ -121,165 +115,6 @@ def select_records(records: Sequence[Any], limit: int | None = None,
         i, n = shard
         chosen = [r for r in chosen if shard_of(record_id(r), n) == i]
     return chosen
-
-
-def jsonable(value: Any) -> Any:
-    """Convert predictions, pydantic models and numpy values into plain JSON data."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "model_dump"):
-        return jsonable(value.model_dump(mode="json"))
-    if hasattr(value, "toDict"):
-        return jsonable(value.toDict())
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return jsonable(value.item())
-    if hasattr(value, "tolist"):
-        return jsonable(value.tolist())
-    return str(value)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Metering: LM calls and tokens per record, across the threads a program may start
-# ---------------------------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The results file
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _result_row_problem(row: Any) -> str | None:
-    """Why ``row`` is not a result row the runner wrote (``None`` if it is one)."""
-    if not isinstance(row, dict):
-        return "not a JSON object"
-    if not isinstance(row.get("id"), str):
-        return "no string 'id'"
-    for key, kinds in (("scores", dict), ("outputs", dict), ("error", str)):
-        if row.get(key) is not None and not isinstance(row[key], kinds):
-            return f"'{key}' has the wrong type"
-    for key in ("input_tokens", "output_tokens", "lm_calls", "cached_calls", "failed_calls"):
-        value = row.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            return f"'{key}' is not an integer"
-    return None
-
-
-def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = False) -> list[dict[str, Any]]:
-    """Read ``results.jsonl``.
-
-    Args:
-        path: the file.
-        repair: cut a torn last line (and unreadable lines) off the file, as a resumed run does.
-        strict: raise :class:`~groundstate.errors.InputError` naming the line for an unreadable line other
-            than a torn last line (what ``runs show`` and ``runs merge`` do: a garbage line in the middle is
-            corruption, not an interrupted write).
-    """
-    from groundstate.errors import InputError
-    from groundstate.files import loads_json
-
-    path = Path(path)
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    rows, bad = [], 0
-    pos, number = 0, 0
-    while pos < len(data):
-        nl = data.find(b"\n", pos)
-        number += 1
-        if nl < 0:  # a torn last line: written without its newline before the process died
-            bad += 1
-            break
-        line = data[pos:nl]
-        pos = nl + 1
-        if not line.strip():
-            continue
-        try:
-            row = loads_json(line.decode("utf-8"), file=str(path), record=f"at line {number}")
-            problem = _result_row_problem(row)
-            if problem is not None:
-                raise InputError(f"not a result row ({problem})", file=str(path), record=f"at line {number}")
-        except (InputError, UnicodeDecodeError) as exc:
-            if strict:
-                if isinstance(exc, UnicodeDecodeError):
-                    raise InputError("not UTF-8 text", file=str(path), record=f"at line {number}") from None
-                raise
-            bad += 1
-            continue
-        rows.append(row)
-    if repair and bad:
-        logger.warning("%s: dropped %d torn or unreadable line(s)", path, bad)
-        _atomic_write_lines(path, rows)
-    return rows
-
-
-def _atomic_write_lines(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def write_json(path: str | os.PathLike, value: Any) -> None:
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(jsonable(value), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Summaries
-# ---------------------------------------------------------------------------------------------------------
-
-
-def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> dict[str, Any]:
-    """Counts, error rate, per-score means with 95% bootstrap intervals, tokens, calls and latency."""
-    from groundstate.eval.stats import mean_ci
-
-    n = len(rows)
-    errors = sum(1 for r in rows if r.get("error"))
-    names: list[str] = []
-    for row in rows:
-        for key in (row.get("scores") or {}):
-            if key not in names:
-                names.append(key)
-    scores = {}
-    for name in names:
-        values = [row["scores"][name] for row in rows if row.get("scores") and row["scores"].get(name) is not None]
-        missing = n - len(values)
-        scores[name] = {**mean_ci(values), "missing": missing}
-    inp = sum(int(r.get("input_tokens") or 0) for r in rows)
-    out = sum(int(r.get("output_tokens") or 0) for r in rows)
-    calls = sum(int(r.get("lm_calls") or 0) for r in rows)
-    cached = sum(int(r.get("cached_calls") or 0) for r in rows)
-    failed = sum(int(r.get("failed_calls") or 0) for r in rows)
-    latency = [float(r.get("latency_s") or 0.0) for r in rows]
-    return {
-        "n_selected": n_selected if n_selected is not None else n,
-        "n_done": n,
-        "n_ok": n - errors,
-        "n_error": errors,
-        "error_rate": errors / n if n else 0.0,
-        "complete": n_selected is None or n >= n_selected,
-        "scores": scores,
-        "tokens": {"input": inp, "output": out, "total": inp + out,
-                   "per_record": (inp + out) / n if n else 0.0},
-        "lm_calls": {"total": calls, "per_record": calls / n if n else 0.0, "cached": cached, "failed": failed},
-        "latency_s": {"total": sum(latency), "mean": sum(latency) / n if n else 0.0},
-    }
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The runner
-# ---------------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -362,7 +197,7 @@ class Runner:
         done = {r["id"]: r for r in previous if not r.get("error")}
         failed = {r["id"]: r for r in previous if r.get("error")}
         if failed:  # failed records are retried: drop their old lines so each id appears once in the file
-            _atomic_write_lines(results_path, [r for r in read_results(results_path) if r["id"] not in failed])
+            write_lines(results_path, [r for r in read_results(results_path) if r["id"] not in failed])
         todo = [r for r in selected if record_id(r) not in done]
         rows = list(done.values())
         logger.info("run %s: %d selected, %d already done, %d to run", run_id, len(selected), len(done), len(todo))

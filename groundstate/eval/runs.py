@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.runner import CONFIG, RESULTS, SUMMARY, fingerprint, read_results, summarize, write_json
+from groundstate.eval.results import CONFIG, RESULTS, SUMMARY, read_results, summarize, write_json
+from groundstate.eval.runner import fingerprint
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from groundstate.eval.dhd.cache import MessageCache, PoolEntry
 from groundstate.eval.dhd.masking import categories_from_pairs, mask_arms, select_sample
 from groundstate.eval.dhd.replay import flip_label, pair_rows, repeat_pairs, replay_arms
 from groundstate.eval.dhd.run import RunOptions, collect_pairs, generate, load_blocks, mask, replay
-from groundstate.eval.runner import read_results
+from groundstate.eval.results import read_results
 from groundstate.programs.dhd.deliberation import render_pool
 from groundstate.records import HypothesisMessage, Problem
 from groundstate.testing import scripted_lm

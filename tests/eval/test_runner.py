@@ -11,16 +11,8 @@ from pathlib import Path
 import pytest
 
 from groundstate.errors import ConfigError
-from groundstate.eval.runner import (
-    RESULTS,
-    RunAborted,
-    Runner,
-    fingerprint,
-    parse_shard,
-    read_results,
-    select_records,
-    shard_of,
-)
+from groundstate.eval.results import RESULTS, read_results
+from groundstate.eval.runner import RunAborted, Runner, fingerprint, parse_shard, select_records, shard_of
 from groundstate.eval.runs import merge_runs
 from groundstate.programs.qa import QuestionAnswering
 from groundstate.testing import scripted_lm

@@ -28,7 +28,8 @@ from groundstate.eval.dhd.cache import MessageCache
 from groundstate.eval.dhd.replay import arm_accuracy, repeat_pairs
 from groundstate.eval.dhd.run import collect_pairs
 from groundstate.eval.io import write_jsonl
-from groundstate.eval.runner import jsonable, write_json
+from groundstate.eval.results import write_json
+from groundstate.files import jsonable
 
 logger = logging.getLogger(__name__)
 

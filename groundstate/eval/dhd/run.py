@@ -39,7 +39,8 @@ from groundstate.eval.dhd.masking import (
     select_sample,
 )
 from groundstate.eval.dhd.replay import MODES, ReplayProgram, block_outputs, pair_rows, replay_records
-from groundstate.eval.runner import CONFIG, RESULTS, Runner, RunResult, read_results
+from groundstate.eval.results import CONFIG, RESULTS, read_results
+from groundstate.eval.runner import Runner, RunResult
 from groundstate.files import read_json
 from groundstate.programs.dhd.deliberation import DEFAULT_K, DiverseHypothesisDeliberation, problem_inputs
 from groundstate.programs.dhd.evaluator import AnswerEvaluator

@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
+from groundstate.files import jsonable
 from groundstate.programs.common import as_data, offquery_prediction
 from groundstate.programs.reground.turns import Case, Message, render_messages, turn
 
@@ -38,11 +39,6 @@ def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
 def call(fn: Callable[[], Any]) -> Any:
     """``fn()`` (for running independent stages with :func:`~groundstate.concurrency.thread_map`)."""
     return fn()
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` if it is a JSON scalar, else its ``str`` (raw LM outputs kept in traces)."""
-    return value if isinstance(value, int | str | float | bool | type(None)) else str(value)
 
 
 class CollaborationBaseline(dspy.Module):

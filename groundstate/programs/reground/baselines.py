@@ -42,8 +42,9 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
+from groundstate.files import jsonable
 from groundstate.programs.common import as_data, offquery_prediction, saveable
-from groundstate.programs.reground.baseline import CollaborationBaseline, call, check_choice, check_count, jsonable
+from groundstate.programs.reground.baseline import CollaborationBaseline, call, check_choice, check_count
 from groundstate.programs.reground.turns import (
     NO_MESSAGES,
     ORDERINGS,
