@@ -28,8 +28,8 @@ import dspy  # noqa: E402
 from groundstate.eval.benchmarks.offquery.synthetic import generate  # noqa: E402
 from groundstate.eval.runner import Runner  # noqa: E402
 from groundstate.lm.specs import default_adapter, get_lm  # noqa: E402
-from groundstate.programs.reground.baselines import StandardCollaboration  # noqa: E402
 from groundstate.programs.reground.reground import ReGround  # noqa: E402
+from groundstate.programs.reground.standard import StandardCollaboration  # noqa: E402
 from groundstate.testing import scripted_lm  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "reground_cost.json"

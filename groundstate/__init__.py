@@ -94,13 +94,13 @@ _EXPORTS: dict[str, str] = {
     "Reconstruct": "groundstate.programs.reground.reground",
     "Resolve": "groundstate.programs.reground.reground",
     "Oracle": "groundstate.programs.reground.baselines",
-    "StandardCollaboration": "groundstate.programs.reground.baselines",
+    "StandardCollaboration": "groundstate.programs.reground.standard",
     "Voting": "groundstate.programs.reground.baselines",
     "Robin": "groundstate.programs.reground.baselines",
     "Manager": "groundstate.programs.reground.baselines",
     "Instructor": "groundstate.programs.reground.baselines",
     "SelfReflect": "groundstate.programs.reground.baselines",
-    "Confidence": "groundstate.programs.reground.baselines",
+    "Confidence": "groundstate.programs.reground.standard",
     "BASELINES": "groundstate.programs.reground.baselines",
 }
 

@@ -9,15 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from groundstate.programs.consilience.simulated import (
-    PASS_TEXT,
-    SimAgent,
-    SimParams,
-    SimTeam,
-    option_scores,
-    sim_team,
-    supported_answer,
-)
+from groundstate.programs.consilience.simulated import PASS_TEXT, SimAgent, SimParams, SimTeam, sim_team
+from groundstate.programs.consilience.support import option_scores, supported_answer
 from groundstate.records import HiddenProfileTask, Message, Transcript
 
 ATTRIBUTES = ["has a direct train", "includes a museum day", "offers step-free rooms", "runs late into the night",

@@ -12,17 +12,8 @@ import dspy
 import pytest
 
 from groundstate.eval.benchmarks.offquery.synthetic import generate
-from groundstate.programs.reground.baselines import (
-    BASELINES,
-    Confidence,
-    Instructor,
-    Manager,
-    Oracle,
-    Robin,
-    SelfReflect,
-    StandardCollaboration,
-    Voting,
-)
+from groundstate.programs.reground.baselines import BASELINES, Instructor, Manager, Oracle, Robin, SelfReflect, Voting
+from groundstate.programs.reground.standard import Confidence, StandardCollaboration
 from groundstate.programs.reground.turns import Case, clamp_confidence, neighbours, plurality, speaking_order
 from groundstate.testing import scripted_lm
 

@@ -18,7 +18,8 @@ from groundstate.programs.consilience.protocols import (
     pooled_vote_accuracy,
     run_discussion,
 )
-from groundstate.programs.consilience.simulated import SimParams, SimTeam, sim_team, supported_answer
+from groundstate.programs.consilience.simulated import SimParams, SimTeam, sim_team
+from groundstate.programs.consilience.support import supported_answer
 from groundstate.records import COMM_ACTIONS, Belief, Message, Transcript
 from groundstate.signatures.discussion import ACTION_MEANINGS, FREE_TURN_MEANING
 from groundstate.testing import scripted_lm

@@ -45,34 +45,40 @@ transcript length, round, action, purpose), never from global state, so the same
 give the same belief and message. A controller can therefore branch counterfactually from one transcript, and
 a run is reproducible in another process (no global random state, no salted string hashing).
 
-Speed. Each task is precomputed once (fact indices, the support matrix, every agent's own-fact scores; cached
-by object identity) and messages and beliefs are built without validation, so a 4-agent, 8-message
-discussion takes well under a millisecond (``bench/simulate_speed.py``).
+Speed: tasks are precomputed once by :mod:`~groundstate.programs.consilience.support`.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import zlib
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
+from groundstate.programs.consilience.support import CompiledTask, compile_task
 from groundstate.records import ACTIONS, Belief, HiddenProfileTask, Message, Transcript
 
-__all__ = ["PASS_TEXT", "SimAgent", "SimParams", "SimTeam", "option_scores", "sim_team", "supported_answer"]
+__all__ = ["PASS_TEXT", "SimAgent", "SimParams", "SimTeam", "sim_team"]
+
 
 PASS_TEXT = "I have nothing new to add."
 """What a simulated agent says when no fact comes to mind (no facts, so no new information)."""
 
+
 _PASS_WORDS = len(PASS_TEXT.split())
+
+
 _MASK = (1 << 64) - 1
+
+
 _TWO_53 = float(1 << 53)
+
+
 _ACTION_CODES = {None: 0, **{name: i + 1 for i, name in enumerate(ACTIONS)}}
+
+
 _BELIEF, _SPEAK, _VOTE = 1, 2, 3
-_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -108,11 +114,6 @@ class SimParams:
         for name, value, ok, need in checks:
             if not ok:
                 raise ValueError(f"SimParams.{name} must be {need}, got {value!r}")
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Deterministic randomness: splitmix64 over a key
-# ---------------------------------------------------------------------------------------------------------
 
 
 def _splitmix(x: int) -> int:
@@ -152,116 +153,6 @@ def _action_code(action: str | None) -> int:
     return code if code is not None else zlib.crc32(str(action).encode("utf-8")) + 16
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Per-task precomputation
-# ---------------------------------------------------------------------------------------------------------
-
-
-class _Compiled:
-    """A task's facts as indices, its support matrix and what each agent knows before discussion."""
-
-    __slots__ = ("task", "options", "k", "index", "facts", "words", "shared", "support", "rows", "spread",
-                 "own", "own_set", "own_mask", "own_scores", "key")
-
-    def __init__(self, task: HiddenProfileTask):
-        if not task.support:
-            raise ValueError(f"task '{task.id}' has no per-fact support: simulated agents need per-fact support; "
-                             "annotate the task or use LM agents")
-        options = list(task.options)
-        position = {o: k for k, o in enumerate(options)}
-        facts: list[str] = []
-        index: dict[str, int] = {}
-        for text in [*task.shared, *(f for facts_i in task.private for f in facts_i), *task.support]:
-            if text not in index:
-                index[text] = len(facts)
-                facts.append(text)
-        support = np.zeros((len(facts), len(options)))
-        for text, weights in task.support.items():
-            for option, weight in weights.items():
-                if option not in position:
-                    raise ValueError(f"task '{task.id}': support of fact '{text[:60]}' names '{option}', which is "
-                                     f"not an option ({', '.join(options)})")
-                if not math.isfinite(float(weight)):
-                    raise ValueError(f"task '{task.id}': support of fact '{text[:60]}' for '{option}' is not finite")
-                support[index[text], position[option]] = float(weight)
-        shared = set(task.shared)
-        self.task = task
-        self.options = options
-        self.k = len(options)
-        self.index = index
-        self.facts = facts
-        self.words = [len(f.split()) for f in facts]
-        self.shared = [f in shared for f in facts]
-        self.support = support
-        self.rows = support.tolist()
-        self.spread = (support.max(axis=1) - support.min(axis=1)).tolist()
-        own = []
-        mask = np.zeros((task.n_agents, len(facts)), dtype=bool)
-        for i in range(task.n_agents):
-            ids = list(dict.fromkeys(index[f] for f in task.facts_of(i)))
-            own.append(ids)
-            mask[i, ids] = True
-        self.own = own
-        self.own_set = [set(ids) for ids in own]
-        self.own_mask = mask
-        self.own_scores = (mask @ support).tolist()
-        self.key = zlib.crc32(task.id.encode("utf-8"))
-
-    def stated(self, transcript: Transcript) -> list[int]:
-        """Indices of the known facts stated on the transcript, in first-mention order."""
-        index = self.index
-        seen: dict[int, None] = {}
-        for message in transcript.messages:
-            for text in message.facts:
-                j = index.get(text)
-                if j is not None:
-                    seen[j] = None
-        return list(seen)
-
-
-_CACHE: OrderedDict[int, _Compiled] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-
-
-def _compile(task: HiddenProfileTask) -> _Compiled:
-    """The task's precomputation, cached by object identity (the cache keeps the task alive, so an id is
-    never reused while its entry exists). Tasks are treated as values: do not mutate one after use."""
-    key = id(task)
-    with _CACHE_LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None and hit.task is task:
-            _CACHE.move_to_end(key)
-            return hit
-    compiled = _Compiled(task)
-    with _CACHE_LOCK:
-        _CACHE[key] = compiled
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return compiled
-
-
-def option_scores(task: HiddenProfileTask, facts: list[str] | None = None) -> dict[str, float]:
-    """Summed support per option over ``facts`` (default: every fact of the task).
-
-    Raises:
-        ValueError: the task has no support annotation.
-    """
-    compiled = _compile(task)
-    ids = {compiled.index[f] for f in (task.all_facts() if facts is None else facts) if f in compiled.index}
-    totals = compiled.support[sorted(ids)].sum(axis=0) if ids else np.zeros(compiled.k)
-    return dict(zip(compiled.options, totals.tolist(), strict=True))
-
-
-def supported_answer(task: HiddenProfileTask) -> str:
-    """The option with the most summed support over all facts (the first in option order on a tie): what a
-    validator of an annotated task expects to be ``task.correct``."""
-    scores = option_scores(task)
-    return max(scores, key=lambda o: (scores[o], -task.options.index(o)))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The agent
-# ---------------------------------------------------------------------------------------------------------
 
 
 def _softmax(logits: list[float]) -> list[float]:
@@ -336,18 +227,18 @@ class SimAgent:
                                        words=sum(compiled.words[j] for j in chosen), facts=texts)
 
     # -- internals ------------------------------------------------------------------------------------------
-    def _compiled(self, task: HiddenProfileTask) -> _Compiled:
-        compiled = _compile(task)
+    def _compiled(self, task: HiddenProfileTask) -> CompiledTask:
+        compiled = compile_task(task)
         if self.index >= len(compiled.own):
             raise ValueError(f"agent index {self.index} is out of range for task '{task.id}' "
                              f"with {len(compiled.own)} agents")
         return compiled
 
-    def _known(self, compiled: _Compiled, stated: list[int]) -> list[int]:
+    def _known(self, compiled: CompiledTask, stated: list[int]) -> list[int]:
         seen = compiled.own_set[self.index]
         return compiled.own[self.index] + [j for j in stated if j not in seen]
 
-    def _probs(self, compiled: _Compiled, stated: list[int], n_messages: int, round: int, purpose: int
+    def _probs(self, compiled: CompiledTask, stated: list[int], n_messages: int, round: int, purpose: int
                ) -> list[float]:
         scores = list(compiled.own_scores[self.index])
         own, rows, k = compiled.own_set[self.index], compiled.rows, compiled.k
@@ -364,7 +255,7 @@ class SimAgent:
         return _softmax(logits)
 
     @staticmethod
-    def _belief(compiled: _Compiled, probs: list[float]) -> Belief:
+    def _belief(compiled: CompiledTask, probs: list[float]) -> Belief:
         best = _argmax(probs)
         return Belief.model_construct(probs=dict(zip(compiled.options, probs, strict=True)),
                                       vote=compiled.options[best], confidence=probs[best])
@@ -376,7 +267,7 @@ class SimAgent:
         stream = _mix(key, 1)
         return [j for j in candidates if _uniform(stream, j) < recall]
 
-    def _free_turn(self, compiled: _Compiled, stated: list[int], key: int) -> list[int]:
+    def _free_turn(self, compiled: CompiledTask, stated: list[int], key: int) -> list[int]:
         done = set(stated)
         candidates = self._recalled([j for j in compiled.own[self.index] if j not in done], key)
         if not candidates:
@@ -387,14 +278,14 @@ class SimAgent:
         keyed = sorted(candidates, key=lambda j: -math.log(_uniform(stream, j)) / (bias if shared[j] else 1.0))
         return keyed[: self.params.facts_per_message]
 
-    def _unshared(self, compiled: _Compiled, stated: list[int], key: int, count: int) -> list[int]:
+    def _unshared(self, compiled: CompiledTask, stated: list[int], key: int, count: int) -> list[int]:
         done = set(stated)
         candidates = self._recalled([j for j in compiled.own[self.index] if j not in done], key)
         shared, spread = compiled.shared, compiled.spread
         candidates.sort(key=lambda j: (shared[j], -spread[j]))
         return candidates[:count]
 
-    def _against(self, compiled: _Compiled, stated: list[int], key: int, n_messages: int, round: int,
+    def _against(self, compiled: CompiledTask, stated: list[int], key: int, n_messages: int, round: int,
                  clarify: bool) -> list[int]:
         leader = self._leader(compiled, stated)
         if clarify:
@@ -420,7 +311,7 @@ class SimAgent:
         candidates.sort(key=lambda j: (j in done, -margin[j]))
         return candidates[: self.params.facts_per_message]
 
-    def _leader(self, compiled: _Compiled, stated: list[int]) -> int:
+    def _leader(self, compiled: CompiledTask, stated: list[int]) -> int:
         """The group's leading option: the highest mean noiseless belief over all agents."""
         masks = compiled.own_mask.copy()
         if stated:

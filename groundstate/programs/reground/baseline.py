@@ -11,7 +11,7 @@ through :func:`~groundstate.programs.common.as_data` first, exactly like evidenc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import dspy
@@ -20,6 +20,10 @@ from groundstate.concurrency import thread_map
 from groundstate.files import jsonable
 from groundstate.programs.common import as_data, offquery_prediction
 from groundstate.programs.reground.turns import Case, Message, render_messages, turn
+from groundstate.records import AgentEvidence
+
+Agents = Sequence[AgentEvidence | Mapping[str, Any]]
+"""What every OffQuery program takes as ``agents``: records or dicts of the same shape."""
 
 
 def check_count(name: str, value: int, minimum: int) -> int:
