@@ -24,18 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
-from groundstate.optimizers.consilience import (
-    Configuration,
-    build_controller,
-    calibrate,
-    coverage,
-    explore_tasks,
-    features_without,
-    run_tasks,
-)
+from groundstate.eval.consilience.coverage import coverage
+from groundstate.eval.consilience.evaluate import run_tasks
+from groundstate.optimizers.consilience import Configuration, calibrate, explore_tasks, features_without
 from groundstate.optimizers.consilience import train_controller as fit_mlp
 from groundstate.programs.consilience.consilience import Consilience
-from groundstate.programs.consilience.control import RuleController
+from groundstate.programs.consilience.control import RuleController, build_controller
 from groundstate.programs.consilience.protocols import run_discussion
 from groundstate.programs.consilience.simulated import SimParams, SimTeam
 

@@ -21,8 +21,7 @@ from typing import Any
 def register(sub: argparse._SubParsersAction) -> None:
     from groundstate.cli import add_run_options
     from groundstate.cli.hidden_run import add_agent_options
-    from groundstate.optimizers.consilience import CONTROLLERS
-    from groundstate.programs.consilience.control import ROUTERS
+    from groundstate.programs.consilience.control import CONTROLLERS, ROUTERS
     from groundstate.programs.consilience.protocols import PROTOCOLS
     from groundstate.programs.consilience.state import FEATURE_GROUPS
     from groundstate.records import ACTIONS
@@ -118,7 +117,7 @@ def _tasks(path: str):
 
 def cmd_split(args: argparse.Namespace) -> int:
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.optimizers.consilience import split_tasks
+    from groundstate.eval.consilience.data import split_tasks
 
     tasks, _ = _tasks(args.tasks)
     parts = split_tasks(tasks, (args.train, args.calibration, args.test), seed=args.seed)
@@ -140,7 +139,7 @@ def _configuration(args: argparse.Namespace, controller: str):
 
 def _controller(name: str, mlp_dir: str | None, args: argparse.Namespace | None = None):
     from groundstate.optimizers.artifacts import load_sklearn, read_manifest
-    from groundstate.optimizers.consilience import build_controller
+    from groundstate.programs.consilience.control import build_controller
 
     if name.startswith("llm") and args is not None and getattr(args, "agents", None) == "sim":
         from groundstate.cli import configure_lms
@@ -168,9 +167,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from groundstate.eval.consilience.data import load_exploration
     from groundstate.eval.runner import file_hash
     from groundstate.optimizers.artifacts import save_sklearn
-    from groundstate.optimizers.consilience import features_without, load_exploration, train_controller
+    from groundstate.optimizers.consilience import features_without, train_controller
     from groundstate.records import ACTIONS
 
     rows = load_exploration(args.data)
@@ -216,7 +216,8 @@ def _load_calibrator(path: str, config) -> Any:
 
 def cmd_coverage(args: argparse.Namespace) -> int:
     from groundstate.cli.hidden_run import build_team
-    from groundstate.optimizers.consilience import coverage, run_tasks
+    from groundstate.eval.consilience.coverage import coverage
+    from groundstate.eval.consilience.evaluate import run_tasks
     from groundstate.programs.consilience.consilience import Consilience
 
     tasks, _ = _tasks(args.tasks)

@@ -7,16 +7,15 @@ from scipy.spatial.distance import jensenshannon
 
 from groundstate.errors import ConfigError
 from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
+from groundstate.eval.consilience.coverage import coverage
+from groundstate.eval.consilience.evaluate import run_tasks
 from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.optimizers.consilience import (
     Configuration,
-    build_controller,
     calibrate,
     check_config,
-    coverage,
     explore_tasks,
     features_without,
-    run_tasks,
     train_controller,
 )
 from groundstate.programs.consilience.consilience import Consilience, evaluate_branches, explore, proposal_scores
@@ -25,6 +24,7 @@ from groundstate.programs.consilience.control import (
     LLMController,
     RuleController,
     admissible_actions,
+    build_controller,
     route,
 )
 from groundstate.programs.consilience.simulated import SimParams, SimTeam

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import dspy
 import numpy as np
 
+from groundstate.errors import ConfigError
 from groundstate.programs.common import as_data, saveable
 from groundstate.programs.consilience.state import FEATURES, CollectiveState, divergences
 from groundstate.records import COMM_ACTIONS, Belief, HiddenProfileTask, Transcript
@@ -210,3 +211,21 @@ class LLMController(dspy.Module):
 
     def forward(self, state: CollectiveState, ctx: ControlContext) -> str:
         return self.propose(state, ctx)
+
+
+CONTROLLERS = ("rules", "mlp", "llm", "llm+vote")
+
+
+def build_controller(name: str, model: Any = None, features: Sequence[str] | None = None):
+    """A controller by name; ``mlp`` needs a fitted model (and the features it was trained on)."""
+    if name == "rules":
+        return RuleController()
+    if name == "mlp":
+        if model is None:
+            raise ConfigError("the mlp controller needs a trained model (--mlp DIR from `consilience train`)")
+        return ValueController(model, features=list(features or getattr(model, "features_", FEATURES)))
+    if name == "llm":
+        return LLMController(allow_vote=False)
+    if name == "llm+vote":
+        return LLMController(allow_vote=True)
+    raise ConfigError(f"unknown controller '{name}'; choose from {', '.join(CONTROLLERS)}")

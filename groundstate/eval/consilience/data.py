@@ -1,0 +1,52 @@
+"""Consilience data: task-level splits (appendix C.1) and exploration files, checked row by row."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from groundstate.errors import InputError
+from groundstate.programs.consilience.state import FEATURES
+from groundstate.records import ACTIONS, HiddenProfileTask
+
+
+def load_exploration(path: str, allow_empty: bool = False) -> list[dict[str, Any]]:
+    """Exploration rows written by ``consilience explore``, each checked: ``features`` a list of
+    ``len(FEATURES)`` finite numbers and ``rewards`` a list of one finite number per action.
+
+    Raises:
+        InputError: an unreadable file or a row with a missing, ragged or non-numeric field (one line naming
+            the file, the line and the field), or no rows at all.
+    """
+    from groundstate.eval.io import read_jsonl, require_records
+
+    rows = read_jsonl(path)
+    sizes = {"features": len(FEATURES), "rewards": len(ACTIONS)}
+    for number, row in enumerate(rows, start=1):
+        for key, size in sizes.items():
+            value = row.get(key)
+            where = {"file": path, "record": f"{number}", "field": key}
+            if not isinstance(value, list):
+                raise InputError(f"must be a list of {size} numbers (got {_kind(value)})", **where)
+            if len(value) != size:
+                raise InputError(f"has {len(value)} values, expected {size} (one per "
+                                 f"{'state feature' if key == 'features' else 'action'})", **where)
+            bad = next((i for i, v in enumerate(value)
+                        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)), None)
+            if bad is not None:
+                raise InputError(f"value {bad} is {value[bad]!r}, not a finite number", **where)
+    return require_records(rows, path, allow_empty, "exploration rows")
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+def split_tasks(tasks: Sequence[HiddenProfileTask], fractions: Sequence[float] = (0.4, 0.3, 0.3),
+                seed: int = 0) -> dict[str, list[HiddenProfileTask]]:
+    """Task-level ``train`` / ``calibration`` / ``test`` splits (disjoint by task id)."""
+    from groundstate.eval.splits import split_instances
+
+    parts = split_instances(tasks, *fractions, seed=seed)
+    return {"train": parts["train"], "calibration": parts["val"], "test": parts["test"]}
