@@ -242,15 +242,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.cli import program_state_hash
     from groundstate.cli.hidden_run import build_team
     from groundstate.errors import ConfigError
+    from groundstate.eval.consilience.metrics import discussion_scores, pooled_vote_accuracy
     from groundstate.eval.report import comparison_rows, markdown_table, write_report
     from groundstate.eval.runner import RunAborted, Runner, fingerprint, parse_shard
     from groundstate.eval.stats import format_ci
     from groundstate.programs.consilience.consilience import Consilience
-    from groundstate.programs.consilience.protocols import (
-        HiddenProfileProtocol,
-        discussion_scores,
-        pooled_vote_accuracy,
-    )
+    from groundstate.programs.consilience.protocols import HiddenProfileProtocol
 
     tasks, data = _tasks(args.tasks)
     team, agents, lm = build_team(args, tasks, args.tasks)

@@ -90,8 +90,8 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
         print(f"groundstate: {exc}", file=sys.stderr)
         return 1
     print_summary(result)
+    from groundstate.eval.consilience.metrics import pooled_vote_accuracy
     from groundstate.eval.stats import format_ci
-    from groundstate.programs.consilience.protocols import pooled_vote_accuracy
 
     print(f"vote accuracy pooled over all votes (§4.2): {format_ci(pooled_vote_accuracy(result.rows))}")
     return 0
@@ -124,8 +124,9 @@ def run_hidden(args: argparse.Namespace):
     :class:`~groundstate.eval.runner.RunResult`."""
     from groundstate.cli import program_state_hash
     from groundstate.errors import ConfigError
+    from groundstate.eval.consilience.metrics import discussion_scores
     from groundstate.eval.runner import Runner, parse_shard
-    from groundstate.programs.consilience.protocols import HiddenProfileProtocol, discussion_scores
+    from groundstate.programs.consilience.protocols import HiddenProfileProtocol
 
     if args.rounds < 0:
         raise ConfigError("--rounds must be >= 0")

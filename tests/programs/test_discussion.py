@@ -8,14 +8,12 @@ import time
 import dspy
 import pytest
 
+from groundstate.eval.consilience.metrics import aggregate_results, discussion_scores, pooled_vote_accuracy
 from groundstate.programs.consilience.agents import LMAgent, LMTeam, repair_belief
 from groundstate.programs.consilience.protocols import (
     HiddenProfileProtocol,
-    aggregate_results,
-    discussion_scores,
     full_info_task,
     plurality,
-    pooled_vote_accuracy,
     run_discussion,
 )
 from groundstate.programs.consilience.simulated import SimParams, SimTeam, sim_team

@@ -33,16 +33,14 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from groundstate.eval.consilience.metrics import aggregate_results, discussion_scores, pooled_vote_accuracy
 from groundstate.programs.common import as_data
 from groundstate.programs.consilience.protocols import (
     PROTOCOLS,
     DiscussionResult,
     HiddenProfileProtocol,
-    aggregate_results,
-    discussion_scores,
     full_info_task,
     plurality,
-    pooled_vote_accuracy,
     run_discussion,
 )
 from groundstate.records import Belief, HiddenProfileTask, Message, Transcript

@@ -24,12 +24,9 @@ from groundstate.concurrency import thread_map
 from groundstate.records import Belief, DiscussionAgent, HiddenProfileTask, Transcript
 
 PROTOCOLS: tuple[str, ...] = ("hidden-pre", "hidden-post", "full-info")
+
+
 CONFIDENCE_TIE_TOLERANCE = 1e-9
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The final decision
-# ---------------------------------------------------------------------------------------------------------
 
 
 def plurality(beliefs: Sequence[Belief], options: Sequence[str]) -> str:
@@ -53,11 +50,6 @@ def plurality(beliefs: Sequence[Belief], options: Sequence[str]) -> str:
     tied = [o for o in options if counts[o] == most]
     best = max(confidence[o] for o in tied)
     return next(o for o in tied if confidence[o] >= best - CONFIDENCE_TIE_TOLERANCE)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Protocols
-# ---------------------------------------------------------------------------------------------------------
 
 
 def full_info_task(task: HiddenProfileTask) -> HiddenProfileTask:
@@ -199,66 +191,3 @@ class HiddenProfileProtocol(dspy.Module):
                 raise ValueError("HiddenProfileProtocol needs agents: pass agents= or build it with a team")
             agents = self.team(task)
         return run_discussion(task, agents, self.protocol, self.rounds, self.threads).to_prediction()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Metrics
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _vote_of(vote: Any) -> str | None:
-    return vote.get("vote") if isinstance(vote, dict) else getattr(vote, "vote", None)
-
-
-def discussion_scores(task: HiddenProfileTask, prediction: Any) -> dict[str, float]:
-    """Per-task scores (§4.2) for the runner: ``task_accuracy`` (the group's answer is correct), ``vote_accuracy``
-    (the share of correct final votes), ``rounds`` and ``words``, plus ``votes_correct`` and ``votes`` so vote
-    accuracy can be pooled over all votes as §4.2 defines it (:func:`pooled_vote_accuracy`). A failed
-    discussion (``prediction=None``) scores 0 on both accuracies and has no rounds or words."""
-    if prediction is None:
-        return {"task_accuracy": 0.0, "vote_accuracy": 0.0, "votes_correct": 0.0, "votes": float(task.n_agents)}
-    votes = list(prediction.votes)
-    correct = sum(_vote_of(v) == task.correct for v in votes)
-    return {
-        "task_accuracy": float(prediction.answer == task.correct),
-        "vote_accuracy": correct / len(votes) if votes else 0.0,
-        "rounds": float(prediction.rounds),
-        "words": float(prediction.words),
-        "votes_correct": float(correct),
-        "votes": float(len(votes)),
-    }
-
-
-def pooled_vote_accuracy(rows: Sequence[dict[str, Any]]) -> dict[str, float | int | None]:
-    """§4.2 vote accuracy from runner rows: correct votes / all votes, with a Wilson 95% interval."""
-    from scipy.stats import binomtest
-
-    correct = int(sum((r.get("scores") or {}).get("votes_correct", 0) for r in rows))
-    total = int(sum((r.get("scores") or {}).get("votes", 0) for r in rows))
-    if total == 0:
-        return {"mean": None, "low": None, "high": None, "n": 0}
-    ci = binomtest(correct, total).proportion_ci(method="wilson")
-    return {"mean": correct / total, "low": float(ci.low), "high": float(ci.high), "n": total}
-
-
-def aggregate_results(results: Sequence[DiscussionResult]) -> dict[str, Any]:
-    """Accuracy over many discussions: task accuracy with a 95% Wilson interval, vote accuracy pooled over all
-    agents' votes (as in §4.2, so tasks with more agents weigh more), mean rounds, words and messages."""
-    from scipy.stats import binomtest
-
-    n = len(results)
-    if not n:
-        raise ValueError("aggregate_results needs at least one result")
-    hits = sum(r.correct for r in results)
-    ci = binomtest(hits, n).proportion_ci(method="wilson")
-    n_votes = sum(len(r.votes) for r in results)
-    good_votes = sum(v.vote == r.correct_answer for r in results for v in r.votes)
-    return {
-        "n": n,
-        "task_accuracy": hits / n,
-        "task_accuracy_ci": [float(ci.low), float(ci.high)],
-        "vote_accuracy": good_votes / n_votes,
-        "rounds": sum(r.rounds for r in results) / n,
-        "words": sum(r.words for r in results) / n,
-        "messages": sum(r.messages for r in results) / n,
-    }
