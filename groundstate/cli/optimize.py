@@ -101,7 +101,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from groundstate.cli import configure_lms
     from groundstate.eval.benchmarks.offquery.loader import load_any
     from groundstate.eval.reground.judges import make_judge
-    from groundstate.eval.reground.metrics import parse_metric
+    from groundstate.eval.reground.metrics import offquery_metric, parse_metric
     from groundstate.eval.splits import content_hash
     from groundstate.eval.tasks import get_task
     from groundstate.lm.specs import describe_lm, get_lm
@@ -135,9 +135,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     reflection = get_lm(args.reflection_lm, **timeout) if args.reflection_lm else None
     if args.program == "reground" and args.stage != "all" and args.trainable is None:
         print(f"tuning stage '{args.stage}' ({', '.join(patterns)}) against {metric}")
-    result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None, metric=weights,
-                  optimizer=args.optimizer, budget=budget, trainable=patterns, reflection_lm=reflection,
-                  judge=judge, threads=args.threads, seed=args.seed)
+    result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None,
+                  metric=offquery_metric(weights, judge), optimizer=args.optimizer, budget=budget, trainable=patterns,
+                  reflection_lm=reflection, threads=args.threads, seed=args.seed)
     manifest = {
         "task": task.name,
         "task_options": {"condition": args.condition, **task.options(args)},

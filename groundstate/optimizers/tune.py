@@ -5,6 +5,11 @@ Optimizers: ``bootstrap`` (``BootstrapFewShot``), ``random-search`` (``Bootstrap
 of metric calls). The three that choose among candidate programs need a validation set, so the choice is
 never made on the examples the candidates were built from.
 
+``tune`` knows no benchmark: like DSPy's teleprompters it takes a metric callable ``(example, prediction,
+trace=None) -> float`` (for OffQuery programs, :func:`groundstate.eval.reground.metrics.offquery_metric`). GEPA
+needs a feedback metric; it is ``feedback_metric`` when given, else the metric's own ``feedback`` attribute (which
+``offquery_metric`` sets), else the metric itself.
+
 ``trainable`` restricts what the optimizer may touch (:mod:`groundstate.optimizers.targets`). The program is
 scored before and after on the training set and, when given, the validation set; every LM call made during
 tuning (the program's, the proposer's, the reflection LM's) is counted with its tokens.
@@ -14,17 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import dspy
 
 from groundstate.errors import ConfigError, OptimizationFailed, scrub_secrets
-from groundstate.eval.reground.judges import Judge
-from groundstate.eval.reground.metrics import gepa_metric, make_metric, parse_metric
 from groundstate.metering import meter_context
-from groundstate.optimizers.targets import frozen_except
+from groundstate.optimizers.targets import frozen_except, trainable_names
 
 logger = logging.getLogger(__name__)
 
@@ -110,27 +113,29 @@ def _score_value(score: Any) -> float:
     return float(getattr(score, "score", score))
 
 
-def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = None,
-         metric: str | Mapping[str, float] | Callable = "t1+t2+t3", optimizer: str = "bootstrap",
-         budget: Budget | None = None, trainable: Sequence[str] | None = None, reflection_lm: Any = None,
-         judge: Judge | None = None, threads: int = 1, seed: int = 0, progress: bool = True) -> TuneResult:
+def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = None, metric: Callable | None = None,
+         optimizer: str = "bootstrap", budget: Budget | None = None, trainable: Sequence[str] | None = None,
+         reflection_lm: Any = None, feedback_metric: Callable | None = None, threads: int = 1, seed: int = 0,
+         progress: bool = True) -> TuneResult:
     """Optimize ``program`` on ``trainset`` (choosing on ``valset``) and report scores before and after.
 
     Args:
         program: any ``dspy.Module``.
         trainset, valset: ``dspy.Example`` lists (``OffQueryInstance.to_example()`` for OffQuery programs).
-        metric: a spec (``"t1"``, ``"t1+t2+t3"``, ``"0.5*t1+t3"``) or a DSPy metric callable.
+        metric: a DSPy metric callable ``(example, prediction, trace=None) -> float``; its ``spec`` (or name) is
+            recorded in the settings.
         optimizer: ``bootstrap``, ``random-search``, ``mipro`` or ``gepa``.
         budget: what the optimizer may spend (:class:`Budget`).
         trainable: glob patterns of the predictors the optimizer may touch (``None``: all).
         reflection_lm: GEPA's reflection LM (default: the configured LM).
-        judge: the T2 judge for metric specs that include t2.
+        feedback_metric: GEPA's feedback metric ``(gold, pred, trace, pred_name, pred_trace) -> Prediction(score,
+            feedback)`` (default: ``metric.feedback`` if the metric has one, else ``metric``).
         threads: threads for evaluation and for the optimizers that take them.
         seed: the optimizers' seed.
         progress: show DSPy's progress bars.
 
     Raises:
-        ConfigError: an unknown optimizer or metric, a missing valset, a zero budget, empty data, or
+        ConfigError: an unknown optimizer, no metric callable, a missing valset, a zero budget, empty data, or
             ``trainable`` patterns that match nothing.
         OptimizationFailed: every LM call made while tuning failed (no server, a refused key, timeouts):
             the "optimized" program would be built from failures only, so nothing is returned to save.
@@ -144,12 +149,14 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
                           "(--val)")
     budget = budget or Budget()
     budget.check(optimizer)
-    metric_fn = make_metric(metric, judge)
-    spec = metric if isinstance(metric, str) else getattr(metric_fn, "spec", getattr(metric_fn, "__name__", "custom"))
-    if optimizer == "gepa" and isinstance(metric, (str, Mapping)):
-        feedback_metric = gepa_metric(parse_metric(metric), judge)
-    elif optimizer == "gepa":
-        feedback_metric = metric
+    if trainable is not None:
+        trainable_names(program, trainable)  # refuse patterns that match nothing before any LM call
+    if not callable(metric):
+        raise ConfigError("tune needs a metric callable (example, prediction, trace=None) -> float; for OffQuery "
+                          "programs use groundstate.offquery_metric('t1+t2+t3')")
+    metric_fn = metric
+    spec = getattr(metric_fn, "spec", getattr(metric_fn, "__name__", "custom"))
+    feedback = feedback_metric or getattr(metric_fn, "feedback", None) or metric_fn
     started = time.perf_counter()
     with meter_context() as meter:
         scores = {"train": {"before": evaluate(program, trainset, metric_fn, threads, progress)}}
@@ -159,8 +166,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         freeze = frozen_except(student, trainable)
         try:
             optimized = _compile(optimizer, student, trainset, valset, metric_fn,
-                                 feedback_metric if optimizer == "gepa" else None, budget, reflection_lm,
-                                 threads, seed)
+                                 feedback if optimizer == "gepa" else None, budget, reflection_lm, threads, seed)
         except Exception as exc:  # an optimizer that gives up on failing calls: say why, in one line
             _check_some_call_worked(meter, optimizer, exc)
             raise
@@ -173,8 +179,10 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
     _check_some_call_worked(meter, optimizer)
     inp, out = meter.tokens()
     settings = {"optimizer": optimizer, "budget": asdict(budget), "metric": spec, "trainable": freeze.trainable,
-                "seed": seed, "threads": threads,
-                "judge": getattr(judge, "name", None) if judge is not None else "lexical"}
+                "seed": seed, "threads": threads}
+    judge = getattr(metric_fn, "judge", None)
+    if judge is not None:
+        settings["judge"] = getattr(judge, "name", type(judge).__name__)
     if optimizer == "gepa":
         settings["reflection_lm"] = getattr(reflection_lm or dspy.settings.lm, "model", None)
     return TuneResult(optimized, scores, meter.calls, inp, out, time.perf_counter() - started, settings)

@@ -4,6 +4,7 @@ import pytest
 from groundstate.cli.optimize import examples_for
 from groundstate.errors import ConfigError
 from groundstate.eval.benchmarks.offquery.synthetic import generate
+from groundstate.eval.reground.metrics import offquery_metric
 from groundstate.optimizers.tune import Budget, tune
 from groundstate.programs.reground.baselines import Oracle
 from groundstate.programs.reground.reground import ReGround
@@ -63,7 +64,7 @@ def test_bootstrap_changes_the_program_and_train_metric_does_not_drop():
     instances, examples = make_data()
     lm = scripted_lm(Learner(instances))
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        result = tune(Oracle(), examples, metric="t3", optimizer="bootstrap",
+        result = tune(Oracle(), examples, metric=offquery_metric("t3"), optimizer="bootstrap",
                       budget=Budget(max_bootstrapped_demos=2), progress=False)
     assert len(result.program.decide.demos) == 2
     before, after = result.scores["train"]["before"], result.scores["train"]["after"]
@@ -80,7 +81,7 @@ def test_stage_wise_tuning_touches_only_the_trainable_predictors():
     lm = scripted_lm(Learner(marked))
     program = ReGround(max_candidates=1)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        result = tune(program, examples, metric="t3", optimizer="bootstrap", trainable=["resolve.*"],
+        result = tune(program, examples, metric=offquery_metric("t3"), optimizer="bootstrap", trainable=["resolve.*"],
                       budget=Budget(max_bootstrapped_demos=1), progress=False)
     states = {name: p.dump_state() for name, p in result.program.named_predictors()}
     assert len(states) == 11  # nothing is left frozen or hidden afterwards
@@ -101,7 +102,7 @@ def test_random_search_mipro_and_gepa_run_within_budget():
                               ("gepa", Budget(max_metric_calls=40))):
         lm = scripted_lm(Learner(instances))
         with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-            result = tune(Oracle(), train, val, metric="t3", optimizer=optimizer, budget=budget,
+            result = tune(Oracle(), train, val, metric=offquery_metric("t3"), optimizer=optimizer, budget=budget,
                           reflection_lm=scripted_lm(reflect),
                           progress=False)
         instructions = result.program.decide.signature.instructions
@@ -116,7 +117,7 @@ def test_random_search_mipro_and_gepa_run_within_budget():
 def test_bad_configurations_are_refused():
     _, examples = make_data(3)
     with pytest.raises(ConfigError, match="unknown metric 't4'"):
-        tune(Oracle(), examples, metric="t1+t4")
+        tune(Oracle(), examples, metric=offquery_metric("t1+t4"))
     with pytest.raises(ConfigError, match="needs a validation set"):
         tune(Oracle(), examples, optimizer="mipro")
     with pytest.raises(ConfigError, match="max-metric-calls > 0"):

@@ -5,7 +5,8 @@ Every metric takes ``(example, prediction, trace=None)`` where ``example`` comes
 ``misleading``, ``misleading_roles``, ``t2_facts``, ``answer`` and ``domain``.
 
 - :func:`t1_metric`, :data:`t2_metric` (:func:`make_t2_metric` for another judge), :func:`t3_metric`: one task each.
-- :func:`offquery_metric`: a weighted mean of T1/T2/T3 with weights the user chooses.
+- :func:`offquery_metric`: a weighted mean of T1/T2/T3 with weights the user chooses; its ``feedback``
+  attribute is the matching :func:`gepa_metric`, which :func:`groundstate.optimizers.tune.tune` gives GEPA.
 - :func:`gepa_metric`: the same score as a ``dspy.Prediction(score=..., feedback=...)`` with the GEPA signature
   ``(gold, pred, trace, pred_name, pred_trace)``; the feedback names which source was blamed instead of
   which, which reliable facts the state dropped and which misleading ones survived, and which option was
@@ -29,7 +30,7 @@ from groundstate.eval.reground.t1 import resolve_agents, t1_score
 from groundstate.eval.reground.t2 import T2_MAX_FACTS, t2_score
 from groundstate.eval.reground.t3 import option_letter, t3_score
 
-__all__ = ["t1_metric", "t2_metric", "t3_metric", "offquery_metric", "gepa_metric", "parse_metric", "make_metric",
+__all__ = ["t1_metric", "t2_metric", "t3_metric", "offquery_metric", "gepa_metric", "parse_metric",
            "METRIC_NAMES", "STAGE_METRIC"]
 
 METRIC_NAMES = ("t1", "t2", "t3")
@@ -152,14 +153,8 @@ def offquery_metric(weights: str | Mapping[str, float] = "t1+t2+t3", judge: Judg
     metric.spec = "+".join(f"{w:g}*{k}" if w != 1 else k for k, w in weights.items())  # type: ignore[attr-defined]
     metric.judge = getattr(t2, "judge", None)  # type: ignore[attr-defined]
     metric.__name__ = f"offquery_metric[{metric.spec}]"  # type: ignore[attr-defined]
+    metric.feedback = gepa_metric(weights, judge)  # type: ignore[attr-defined]  (what GEPA optimizes with)
     return metric
-
-
-def make_metric(spec: str | Mapping[str, float] | Callable, judge: Judge | None = None) -> Callable:
-    """A DSPy metric from a spec string/mapping (see :func:`parse_metric`), or a callable passed through."""
-    if callable(spec):
-        return spec
-    return offquery_metric(spec, judge)
 
 
 # ---------------------------------------------------------------------------------------------------------
