@@ -51,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "LMAgent": "groundstate.programs.consilience.agents",
     "LMTeam": "groundstate.programs.consilience.agents",
     "run_discussion": "groundstate.programs.consilience.protocols",
-    "plurality": "groundstate.programs.consilience.agents",
+    "plurality": "groundstate.programs.common",
     "load_hidden_tasks": "groundstate.eval.benchmarks.hiddenbench",
     "generate_travel": "groundstate.eval.benchmarks.travel.generator",
     "validate_travel": "groundstate.eval.benchmarks.travel.validator",

@@ -4,13 +4,17 @@ DSPy keeps ``dspy.context(...)`` overrides (LM, adapter, callbacks, usage tracke
 which a plain ``ThreadPoolExecutor`` does not carry into its threads. :func:`thread_map` copies the caller's
 overrides into every worker, so a program stage that fans out (per-agent extraction, per-fact verification)
 uses the same LM and is metered by the same run as its caller.
+
+DSPy exposes those overrides only through a private context variable; this module is the one place that
+touches it (:func:`current_overrides`, :func:`overrides`), so a DSPy change needs one fix here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -18,15 +22,30 @@ R = TypeVar("R")
 DEFAULT_MAX_WORKERS = 8
 
 
-def _with_overrides(fn: Callable[[T], R], overrides: dict) -> Callable[[T], R]:
+def current_overrides() -> dict[str, Any]:
+    """A copy of the ``dspy.context`` overrides in force on this thread (to hand to worker threads)."""
     from dspy.dsp.utils.settings import thread_local_overrides
 
+    return dict(thread_local_overrides.get())
+
+
+@contextmanager
+def overrides(values: dict[str, Any]) -> Iterator[None]:
+    """Apply DSPy setting overrides on this thread (on top of the ones in force), like ``dspy.context``, but
+    usable on any thread, including workers that did not inherit the caller's context."""
+    from dspy.dsp.utils.settings import thread_local_overrides
+
+    token = thread_local_overrides.set({**thread_local_overrides.get(), **values})
+    try:
+        yield
+    finally:
+        thread_local_overrides.reset(token)
+
+
+def _with_overrides(fn: Callable[[T], R], values: dict) -> Callable[[T], R]:
     def run(item: T) -> R:
-        token = thread_local_overrides.set({**thread_local_overrides.get(), **overrides})
-        try:
+        with overrides(values):
             return fn(item)
-        finally:
-            thread_local_overrides.reset(token)
 
     return run
 
@@ -45,8 +64,6 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int | None
     workers = min(len(items), max_workers or DEFAULT_MAX_WORKERS)
     if workers <= 1:
         return [fn(item) for item in items]
-    from dspy.dsp.utils.settings import thread_local_overrides
-
-    wrapped = _with_overrides(fn, dict(thread_local_overrides.get()))
+    wrapped = _with_overrides(fn, current_overrides())
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="groundstate") as pool:
         return list(pool.map(wrapped, items))

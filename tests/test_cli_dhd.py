@@ -12,9 +12,8 @@ from pathlib import Path
 import dspy
 import pytest
 
-from groundstate import cli
-from groundstate.cli import _Parser
 from groundstate.cli.dhd import register
+from groundstate.cli.options import Parser as _Parser
 from groundstate.errors import GroundstateError
 from groundstate.eval.benchmarks.problems import load_problems
 from groundstate.lm.config import LMConfig
@@ -72,7 +71,7 @@ def lm(monkeypatch):
         dspy.configure(lm=model, adapter=dspy.JSONAdapter())
         return model, LMConfig()
 
-    monkeypatch.setattr(cli, "configure_lms", configure)
+    monkeypatch.setattr("groundstate.cli.options.configure_lms", configure)
     yield model
     dspy.cache.reset_memory_cache()
 

@@ -104,7 +104,7 @@ def test_generate_travel_with_the_lm_builder(tmp_path, capsys, monkeypatch):
         dspy.configure(lm=lm, adapter=dspy.JSONAdapter())
         return lm, None
 
-    monkeypatch.setattr(cli, "configure_lms", configure)
+    monkeypatch.setattr("groundstate.cli.options.configure_lms", configure)
     out = tmp_path / "lm.jsonl"
     assert cli.main(["hidden", "generate", "travel", "--builder", "lm", "--n", "4", "--seed", "1", "--travelers", "3",
                      "--out", str(out)]) == 0

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from groundstate.cli import _Parser
-from groundstate.cli.hidden_run import register_run
+from groundstate.cli.hidden import register_run
+from groundstate.cli.options import Parser as _Parser
 from groundstate.errors import GroundstateError
 from groundstate.eval.results import read_results
 from groundstate.lm.config import LMConfig

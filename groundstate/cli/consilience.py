@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli import add_run_options
-    from groundstate.cli.hidden_run import add_agent_options
+    from groundstate.cli.options import add_agent_options, add_run_options
     from groundstate.programs.consilience.control import CONTROLLERS, ROUTERS
     from groundstate.programs.consilience.protocols import PROTOCOLS
     from groundstate.programs.consilience.state import FEATURE_GROUPS
@@ -104,13 +102,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _lm_options(p: argparse.ArgumentParser) -> None:
-    from groundstate.cli import add_lm_options
+    from groundstate.cli.options import add_lm_options
 
     add_lm_options(p)
 
 
 def _tasks(path: str):
-    from groundstate.cli.hidden_run import load_tasks
+    from groundstate.eval.consilience.data import load_tasks
 
     return load_tasks(path)
 
@@ -142,7 +140,7 @@ def _controller(name: str, mlp_dir: str | None, args: argparse.Namespace | None 
     from groundstate.programs.consilience.control import build_controller
 
     if name.startswith("llm") and args is not None and getattr(args, "agents", None) == "sim":
-        from groundstate.cli import configure_lms
+        from groundstate.cli.options import configure_lms
 
         configure_lms(args)  # the LLM controller needs an LM even when the agents are simulated
     model, features = None, None
@@ -153,7 +151,7 @@ def _controller(name: str, mlp_dir: str | None, args: argparse.Namespace | None 
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from groundstate.cli.hidden_run import build_team
+    from groundstate.cli.options import build_team
     from groundstate.eval.io import write_jsonl
     from groundstate.optimizers.consilience import explore_tasks
 
@@ -184,7 +182,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from groundstate.cli.hidden_run import build_team
+    from groundstate.cli.options import build_team
     from groundstate.eval.runner import file_hash
     from groundstate.optimizers.artifacts import save_params
     from groundstate.optimizers.consilience import calibrate
@@ -215,7 +213,7 @@ def _load_calibrator(path: str, config) -> Any:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    from groundstate.cli.hidden_run import build_team
+    from groundstate.cli.options import build_team
     from groundstate.eval.consilience.coverage import coverage
     from groundstate.eval.consilience.evaluate import run_tasks
     from groundstate.programs.consilience.consilience import Consilience
@@ -239,12 +237,11 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from groundstate.cli import program_state_hash
-    from groundstate.cli.hidden_run import build_team
+    from groundstate.cli.options import build_team, run_settings
     from groundstate.errors import ConfigError
-    from groundstate.eval.consilience.metrics import discussion_scores, pooled_vote_accuracy
+    from groundstate.eval.consilience.evaluate import evaluate_programs
     from groundstate.eval.report import comparison_rows, markdown_table, write_report
-    from groundstate.eval.runner import RunAborted, Runner, fingerprint, parse_shard
+    from groundstate.eval.runner import fingerprint
     from groundstate.eval.stats import format_ci
     from groundstate.programs.consilience.consilience import Consilience
     from groundstate.programs.consilience.protocols import HiddenProfileProtocol
@@ -272,21 +269,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                               seed=args.seed)
         programs[label] = (program, {"configuration": config.to_dict(), "calibrator": calibrators.get(name),
                                      "sample_from_set": args.sample_from_set})
-    shard = parse_shard(args.shard)
-    summaries, pooled = {}, {}
-    for label, (program, options) in programs.items():
-        config = {"program": "consilience-" + label.split()[0].replace("+", "-"),
-                  "program_state": program_state_hash(program), "lm": lm, "data": data, "seed": args.seed,
-                  "options": {**options, "agents": agents, "label": label}}
-        runner = Runner(program, config, out=args.out, threads=args.threads, inputs=lambda task: {"task": task},
-                        scorer=discussion_scores, max_error_rate=args.max_error_rate,
-                        progress=not args.no_progress and sys.stderr.isatty())
-        try:
-            result = runner.run(tasks, limit=args.limit, shard=shard, description=label)
-        except RunAborted as exc:
-            result = exc.result
-        summaries[label] = result.summary
-        pooled[label] = pooled_vote_accuracy(result.rows)
+    summaries, pooled = evaluate_programs(programs, tasks, data, agents, lm, args.seed, run_settings(args))
     rows = comparison_rows(summaries, metrics=("task_accuracy", "vote_accuracy", "rounds"))
     for row in rows:
         row["vote_accuracy_pooled"] = pooled[row["name"]]

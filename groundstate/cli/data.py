@@ -9,7 +9,7 @@ from groundstate.errors import one_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli import add_allow_empty, add_lm_options
+    from groundstate.cli.options import add_allow_empty, add_lm_options
     from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS
 
     data = sub.add_parser("data", help="OffQuery data: build from MediQ, generate synthetic, validate, stats")
@@ -91,7 +91,7 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
     if args.limit is not None:
         cases = cases[: args.limit]
     if args.builder == "lm" or args.tag_split:
-        from groundstate.cli import configure_lms
+        from groundstate.cli.options import configure_lms
 
         configure_lms(args)
     report = BuildReport()

@@ -23,7 +23,7 @@ def _cache_default_out(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli import add_run_options
+    from groundstate.cli.options import add_run_options
     from groundstate.eval.benchmarks.problems import FORMATS
 
     dhd = sub.add_parser("dhd", help="Diverse Hypothesis Deliberation: generate messages, replay, analyze",
@@ -155,7 +155,7 @@ def _programs(args: argparse.Namespace, lm: Any, lm_config: Any, temperature: fl
 
 
 def _finish(result: Any) -> None:
-    from groundstate.cli import print_summary
+    from groundstate.cli.output import print_summary
 
     print_summary(result)
 
@@ -174,7 +174,7 @@ def _run(fn, *args: Any, **kwargs: Any):
 
 # -- commands ------------------------------------------------------------------------------------------------------
 def cmd_generate(args: argparse.Namespace) -> int:
-    from groundstate.cli import configure_lms
+    from groundstate.cli.options import configure_lms
     from groundstate.errors import ConfigError
     from groundstate.eval.benchmarks.problems import load_problems
     from groundstate.eval.dhd.cache import MessageCache
@@ -206,7 +206,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from groundstate.cli import configure_lms
+    from groundstate.cli.options import configure_lms
     from groundstate.eval.dhd.cache import MessageCache
     from groundstate.eval.dhd.run import replay
 
@@ -250,7 +250,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_mask(args: argparse.Namespace) -> int:
-    from groundstate.cli import configure_lms
+    from groundstate.cli.options import configure_lms
     from groundstate.eval.dhd.analysis import load_labels
     from groundstate.eval.dhd.cache import MessageCache
     from groundstate.eval.dhd.masking import mask_markdown

@@ -1,6 +1,14 @@
-"""``groundstate hidden ...``: hidden-profile task data: generate travel tasks, validate task files.
+"""``groundstate hidden ...``: hidden-profile tasks (the Consilience wing's data and reference protocols).
 
-``groundstate hidden run`` is added by :mod:`groundstate.cli.hidden_run` when that module is present.
+    groundstate hidden generate travel --n 200 --seed 0 --out data/travel.jsonl
+    groundstate hidden validate data/travel.jsonl
+    groundstate hidden run --tasks tasks.jsonl --protocol hidden-post --agents sim --rounds 3
+    groundstate hidden run --tasks tasks.jsonl --protocol full-info --agents lm --lm-config team.toml
+
+``--agents lm`` gives agent ``i`` the LM of role ``agent.i`` in ``--lm-config`` (``[default]`` otherwise), so a
+group can be heterogeneous. ``--agents sim`` runs the seeded LM-free agents of
+:mod:`groundstate.programs.consilience.simulated` (``--seed`` is their seed); every task then needs per-fact
+support. Runs are stored under ``--out`` like any other run (resumable, shardable).
 """
 
 from __future__ import annotations
@@ -9,9 +17,11 @@ import argparse
 import sys
 from collections import Counter
 
+from groundstate.cli.options import add_agent_options, add_allow_empty, add_lm_options, add_run_options, build_team
+from groundstate.cli.output import print_summary
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli import add_allow_empty, add_lm_options
 
     hidden = sub.add_parser("hidden", help="hidden-profile tasks: generate travel tasks, validate task files")
     hidden_sub = hidden.add_subparsers(dest="hidden_command", metavar="COMMAND", parser_class=type(hidden))
@@ -48,12 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_allow_empty(p)
     p.set_defaults(func=cmd_validate)
 
-    try:
-        from groundstate.cli.hidden_run import register_run
-    except ImportError:
-        pass
-    else:
-        register_run(hidden_sub)
+    register_run(hidden_sub)
 
 
 def _distribution(letters: list[str]) -> str:
@@ -80,7 +85,7 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
     else:
         if args.max_repairs < 0:
             raise ConfigError("--max-repairs must not be negative")
-        from groundstate.cli import configure_lms
+        from groundstate.cli.options import configure_lms
 
         configure_lms(args)
         travel, failures = generate_travel_lm(args.n, seed=args.seed, start=args.start, travelers=args.travelers,
@@ -121,3 +126,43 @@ def cmd_validate(args: argparse.Namespace) -> int:
     answers = f"; answers: {_distribution(letters)}" if tasks and all(len(x) == 1 for x in letters) else ""
     print(f"{len(tasks)} tasks loaded{note}, {len(problems)} problem(s){answers}")
     return 2 if problems else 0
+
+
+# -- hidden run --------------------------------------------------------------------------------------------
+def register_run(hidden_sub: argparse._SubParsersAction) -> None:
+    """Add ``run`` to the ``hidden`` command group."""
+    from groundstate.programs.consilience.protocols import PROTOCOLS
+
+    p = hidden_sub.add_parser(
+        "run", help="run a discussion protocol (hidden-pre, hidden-post, full-info) over hidden-profile tasks",
+        description="Runs Hidden-Pre (vote without discussion), Hidden-Post (fixed round-robin discussion, then "
+                    "vote) or Full-Info (every agent gets every fact, then votes) on each task, with LM or simulated "
+                    "agents, and prints task accuracy, vote accuracy, rounds, words and tokens.")
+    p.add_argument("--tasks", required=True, metavar="FILE", help="hidden-profile tasks (JSON Lines)")
+    p.add_argument("--protocol", choices=PROTOCOLS, default="hidden-post", help="the protocol (default hidden-post)")
+    p.add_argument("--rounds", type=int, default=3, help="round-robin rounds for hidden-post (default 3)")
+    add_agent_options(p)
+    add_run_options(p)
+    p.set_defaults(func=cmd_hidden_run)
+
+
+def cmd_hidden_run(args: argparse.Namespace) -> int:
+    from groundstate.cli.options import run_settings
+    from groundstate.eval.consilience.data import load_tasks
+    from groundstate.eval.consilience.evaluate import run_protocol
+    from groundstate.eval.consilience.metrics import pooled_vote_accuracy
+    from groundstate.eval.runner import RunAborted
+    from groundstate.eval.stats import format_ci
+
+    settings = run_settings(args)
+    tasks, data = load_tasks(args.tasks, args.allow_empty)
+    team, agents, lm = build_team(args, tasks, args.tasks)
+    try:
+        result = run_protocol(args.protocol, args.rounds, tasks, data, team, agents, lm, args.seed, settings)
+    except RunAborted as exc:
+        print_summary(exc.result)
+        print(f"groundstate: {exc}", file=sys.stderr)
+        return 1
+    print_summary(result)
+    print(f"vote accuracy pooled over all votes (§4.2): {format_ci(pooled_vote_accuracy(result.rows))}")
+    return 0

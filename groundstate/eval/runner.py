@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundstate.concurrency import current_overrides, overrides
 from groundstate.errors import ConfigError, scrub_secrets
 from groundstate.eval.lock import RunLock
 from groundstate.eval.results import CONFIG, RESULTS, SUMMARY, read_results, summarize, write_json, write_lines
@@ -131,6 +132,73 @@ class RunResult:
 
     def row(self, rid: str) -> dict[str, Any] | None:
         return next((r for r in self.rows if r["id"] == rid), None)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The one way to describe and start a durable run
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSettings:
+    """How a durable run is executed (none of it changes results, so none of it is in the fingerprint).
+
+    Attributes:
+        out: the directory of run directories.
+        threads: records run concurrently.
+        limit: run only the first ``limit`` records.
+        shard: ``(i, n)``: run the deterministic shard ``i`` of ``n``.
+        max_error_rate: stop once the share of failed records exceeds this.
+        progress: show a progress bar.
+    """
+
+    out: str | os.PathLike | None = "runs"
+    threads: int = 4
+    limit: int | None = None
+    shard: tuple[int, int] | None = None
+    max_error_rate: float | None = None
+    progress: bool = False
+
+
+def program_state_hash(program: Any) -> str:
+    """A short hash of a program's class and DSPy state (instructions, demos): part of a run's identity."""
+    try:
+        state = program.dump_state()
+    except Exception:  # a program that cannot dump its state is identified by its class only
+        state = {}
+    return fingerprint({"class": type(program).__qualname__, "state": json.loads(canonical_json(state))}, 16)
+
+
+def run_config(program: str, *, state: Any = None, **fields: Any) -> dict[str, Any]:
+    """What identifies a run (its fingerprint names the run directory); every command builds its config here.
+
+    Args:
+        program: the program's name (the run id's prefix).
+        state: the program object; its class and DSPy state are recorded as ``program_state``
+            (:func:`program_state_hash`). ``None``: not recorded.
+        **fields: the other fields, by convention ``lm`` (:func:`~groundstate.lm.specs.describe_lm` of the
+            default LM, ``{"model": None}`` for LM-free runs), ``lm_config`` (the per-role LMs), ``data`` (the
+            records' file name and hash, or generator settings), ``seed``, ``options`` (what changes results),
+            and whatever else identifies a step (the DHD cache id and mode, ...).
+
+    The fields present are exactly the ones given (in the order ``program``, ``program_state``, then as given),
+    so a command's run ids stay what earlier versions computed.
+    """
+    config: dict[str, Any] = {"program": program}
+    if state is not None:
+        config["program_state"] = program_state_hash(state)
+    config.update(fields)
+    return config
+
+
+def durable_run(program: Callable[..., Any], config: dict[str, Any], records: Sequence[Any], settings: RunSettings,
+                *, inputs: Callable[[Any], dict[str, Any]] | None = None,
+                scorer: Callable[[Any, Any], dict[str, float]] | None = None,
+                outputs: Callable[[Any], dict[str, Any]] | None = None, description: str | None = None) -> RunResult:
+    """Run ``program`` over ``records`` durably with :class:`Runner` (see the module docstring)."""
+    runner = Runner(program, config, out=settings.out or "runs", threads=settings.threads, inputs=inputs,
+                    scorer=scorer, outputs=outputs, max_error_rate=settings.max_error_rate, progress=settings.progress)
+    return runner.run(records, limit=settings.limit, shard=settings.shard, description=description)
 
 
 @dataclass
@@ -238,9 +306,7 @@ class Runner:
 
     def _execute(self, todo: list[Any], failed: dict[str, dict[str, Any]]):
         """Yield result rows as records finish; stop submitting when the consumer stops iterating."""
-        from dspy.dsp.utils.settings import thread_local_overrides
-
-        parent = dict(thread_local_overrides.get())
+        parent = current_overrides()
         if self.threads == 1:
             for record in todo:
                 yield self._one(record, parent, failed)
@@ -261,26 +327,22 @@ class Runner:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _one(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        from dspy.dsp.utils.settings import thread_local_overrides
-
         rid = record_id(record)
         meter = new_meter()
-        overrides = meter_overrides(meter, parent_overrides)
+        values = meter_overrides(meter, parent_overrides)
         if self.lm is not None:
-            overrides["lm"] = self.lm
+            values["lm"] = self.lm
         if self.adapter is not None:
-            overrides["adapter"] = self.adapter
-        token = thread_local_overrides.set({**thread_local_overrides.get(), **overrides})
+            values["adapter"] = self.adapter
         started = time.perf_counter()
         prediction, error = None, None
-        try:
-            kwargs = self._inputs(record)
-            prediction = self.program(**kwargs)
-        except Exception as exc:  # an LM or program failure is recorded on this record; the run goes on
-            error = scrub_secrets(f"{type(exc).__name__}: {exc}".strip())
-            logger.debug("record %s failed:\n%s", rid, scrub_secrets(traceback.format_exc()))
-        finally:
-            thread_local_overrides.reset(token)
+        with overrides(values):
+            try:
+                kwargs = self._inputs(record)
+                prediction = self.program(**kwargs)
+            except Exception as exc:  # an LM or program failure is recorded on this record; the run goes on
+                error = scrub_secrets(f"{type(exc).__name__}: {exc}".strip())
+                logger.debug("record %s failed:\n%s", rid, scrub_secrets(traceback.format_exc()))
         latency = time.perf_counter() - started
         scores: dict[str, Any] = {}
         if self.scorer is not None:

@@ -142,3 +142,25 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path = "runs") -> dict[str
                "missing": [i for i in range(n) if i not in covered]}, "stopped_reason": None}
     write_json(run_dir / SUMMARY, summary)
     return load_run(run_dir)
+
+
+def resolve_run_dir(out: str | Path, name: str) -> str:
+    """A run directory from a path, a run id under ``out`` or a unique prefix of one.
+
+    Raises:
+        InputError: no such run, or a prefix that matches several.
+    """
+    import glob
+
+    path = Path(name)
+    if path.is_dir():
+        return str(path)
+    if path.is_absolute() or len(path.parts) != 1:
+        raise InputError(f"no run directory {name} (it does not exist); see `groundstate runs list --out DIR`")
+    candidate = Path(out) / name
+    if candidate.is_dir():
+        return str(candidate)
+    matches = [p for p in Path(out).glob(f"{glob.escape(name)}*") if p.is_dir()] if Path(out).is_dir() else []
+    if len(matches) == 1:
+        return str(matches[0])
+    raise InputError(f"no run '{name}' under {out}/ ({len(matches)} matches); see `groundstate runs list`")

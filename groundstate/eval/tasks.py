@@ -70,11 +70,50 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
-def load_builtin_tasks() -> dict[str, Task]:
-    """Import the modules that register groundstate's own tasks."""
-    import groundstate.eval.reground.tasks  # noqa: F401
+#: Modules that register groundstate's own tasks when imported (by name, so this registry imports no system and
+#: the systems' task modules can import it without an import cycle).
+BUILTIN_TASK_MODULES: tuple[str, ...] = ("groundstate.eval.reground.tasks",)
 
+
+def load_builtin_tasks() -> dict[str, Task]:
+    """Import the modules that register groundstate's own tasks (:data:`BUILTIN_TASK_MODULES`)."""
+    import importlib
+
+    for name in BUILTIN_TASK_MODULES:
+        importlib.import_module(name)
     return TASKS
+
+
+def run_task(task: Task | str, args: argparse.Namespace, *, lm: Any, lm_config: Any, settings: Any,
+             extra_config: dict[str, Any] | None = None, program: Any = None, label: str | None = None):
+    """Run a registered task durably: build its program, load its records, assemble the run config, run.
+
+    Args:
+        task: the task or its name.
+        args: the parsed options the task reads (data, condition, program options, seed).
+        lm: the default LM (already configured as DSPy's default by the caller).
+        lm_config: the :class:`~groundstate.lm.config.LMConfig` whose roles are applied to the program.
+        settings: the :class:`~groundstate.eval.runner.RunSettings` (out, threads, limit, shard, ...).
+        extra_config: more fields of the run config (part of the fingerprint).
+        program: a ready program to run instead of ``task.build(args)`` (a loaded optimized program).
+        label: the progress bar's description (default: the task's name).
+
+    Returns:
+        The :class:`~groundstate.eval.runner.RunResult`. Raises
+        :class:`~groundstate.eval.runner.RunAborted` when the run stops early (everything done is kept).
+    """
+    from groundstate.eval.runner import durable_run, run_config
+    from groundstate.lm.specs import describe_lm
+
+    task = get_task(task) if isinstance(task, str) else task
+    program = program if program is not None else task.build(args)
+    lm_config.apply(program)
+    records, data = task.load(args)
+    config = run_config(task.name, state=program, lm=describe_lm(lm),
+                        lm_config=lm_config.describe() if lm_config.roles else None, data=data, seed=args.seed,
+                        options=task.options(args), **(extra_config or {}))
+    return durable_run(program, config, records, settings, inputs=task.inputs_for(args), scorer=task.scorer_for(args),
+                       outputs=task.outputs, description=label or task.name)
 
 
 # ---------------------------------------------------------------------------------------------------------

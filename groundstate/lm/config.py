@@ -71,6 +71,22 @@ class LMConfig:
             check_lm_options({k: v for k, v in entry.items() if k != "model"}, f"{path}: section [{name}]")
         return cls(default=default, roles=roles, source=str(path))
 
+    @classmethod
+    def from_options(cls, *, lm_config: str | os.PathLike | None = None, lm: str | None = None,
+                     api_base: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
+                     timeout: float | None = None) -> LMConfig:
+        """The configuration command-line options describe: the ``lm_config`` file (if any), with ``lm``
+        replacing its default model and the other options overriding the default's settings."""
+        config = cls.load(lm_config) if lm_config else cls()
+        if lm:
+            config.default = {"model": lm}
+        extra = {k: v for k, v in {"api_base": api_base, "temperature": temperature, "max_tokens": max_tokens,
+                                   "timeout": timeout}.items() if v is not None}
+        if extra:
+            config.default = {**config.default, **extra}
+        config.default.setdefault("model", EMBEDDED_SPEC)
+        return config
+
     def spec_for(self, role: str | None) -> dict[str, Any]:
         if role is not None:
             for pattern, entry in self.roles.items():

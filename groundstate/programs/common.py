@@ -136,3 +136,50 @@ def agent_index(value: Any, agents: Sequence[AgentEvidence]) -> int | None:
             if agent.role and agent.role.lower() in text:
                 return agent.agent
     return None
+
+
+CONFIDENCE_TIE_TOLERANCE = 1e-9
+"""Summed confidences closer than this count as tied (:func:`plurality`)."""
+
+
+def plurality(votes: Sequence[Any], options: Sequence[str] | None = None) -> Any:
+    """The most frequent vote, the one group decision rule of every program.
+
+    ``votes`` are plain values (an option letter, an agent index, ``None`` for "nothing") or beliefs with a
+    ``vote`` and a ``confidence`` (:class:`~groundstate.records.Belief`). Ties among the most frequent values
+    go, for beliefs, to the value whose voters' confidences sum highest (the Consilience paper's §3.1.5); what
+    is still tied (within :data:`CONFIDENCE_TIE_TOLERANCE`) goes to the first tied value in ``options`` order
+    when ``options`` is given, else to the tied value whose first vote came earliest.
+
+    Args:
+        votes: the ballots.
+        options: the closed answer set, when there is one: every vote must be in it and an empty ballot is an
+            error. Without it any hashable value can be voted (``None`` included) and an empty ballot has no
+            winner (``None``).
+
+    Raises:
+        ValueError: with ``options``, no votes or a vote that is not one of them.
+    """
+    values = [getattr(v, "vote", v) for v in votes]
+    weights = [float(getattr(v, "confidence", 0.0) or 0.0) for v in votes]
+    if not values:
+        if options is not None:
+            raise ValueError("plurality needs at least one vote")
+        return None
+    if options is not None:
+        bad = next((v for v in values if v not in options), _NO_VOTE)
+        if bad is not _NO_VOTE:
+            raise ValueError(f"vote '{bad}' is not one of the options {list(options)}")
+    counts: dict[Any, int] = {}
+    confidence: dict[Any, float] = {}
+    for value, weight in zip(values, weights, strict=True):
+        counts[value] = counts.get(value, 0) + 1
+        confidence[value] = confidence.get(value, 0.0) + weight
+    most = max(counts.values())
+    order = list(options) if options is not None else list(dict.fromkeys(values))
+    tied = [v for v in order if counts.get(v) == most]
+    best = max(confidence[v] for v in tied)
+    return next(v for v in tied if confidence[v] >= best - CONFIDENCE_TIE_TOLERANCE)
+
+
+_NO_VOTE = object()

@@ -1,10 +1,10 @@
 import dspy
 import pytest
 
-from groundstate.cli.optimize import examples_for
 from groundstate.errors import ConfigError
 from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.eval.reground.metrics import offquery_metric
+from groundstate.eval.reground.optimize import examples_for
 from groundstate.optimizers.tune import Budget, tune
 from groundstate.programs.reground.baselines import Oracle
 from groundstate.programs.reground.reground import ReGround

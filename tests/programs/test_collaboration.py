@@ -12,9 +12,10 @@ import dspy
 import pytest
 
 from groundstate.eval.benchmarks.offquery.synthetic import generate
+from groundstate.programs.common import plurality
 from groundstate.programs.reground.baselines import BASELINES, Instructor, Manager, Oracle, Robin, SelfReflect, Voting
 from groundstate.programs.reground.standard import Confidence, StandardCollaboration
-from groundstate.programs.reground.turns import Case, clamp_confidence, neighbours, plurality, speaking_order
+from groundstate.programs.reground.turns import Case, clamp_confidence, neighbours, speaking_order
 from groundstate.testing import scripted_lm
 
 FIELD = re.compile(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## \w+ ## \]\]|\n\nRespond with|\Z)", re.S)

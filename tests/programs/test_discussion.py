@@ -9,13 +9,9 @@ import dspy
 import pytest
 
 from groundstate.eval.consilience.metrics import aggregate_results, discussion_scores, pooled_vote_accuracy
+from groundstate.programs.common import plurality
 from groundstate.programs.consilience.agents import LMAgent, LMTeam, repair_belief
-from groundstate.programs.consilience.protocols import (
-    HiddenProfileProtocol,
-    full_info_task,
-    plurality,
-    run_discussion,
-)
+from groundstate.programs.consilience.protocols import HiddenProfileProtocol, full_info_task, run_discussion
 from groundstate.programs.consilience.simulated import SimParams, SimTeam, sim_team
 from groundstate.programs.consilience.support import supported_answer
 from groundstate.records import COMM_ACTIONS, Belief, Message, Transcript

@@ -50,3 +50,15 @@ def split_tasks(tasks: Sequence[HiddenProfileTask], fractions: Sequence[float] =
 
     parts = split_instances(tasks, *fractions, seed=seed)
     return {"train": parts["train"], "calibration": parts["val"], "test": parts["test"]}
+
+
+def load_tasks(path: str, allow_empty: bool = False) -> tuple[list[HiddenProfileTask], dict[str, Any]]:
+    """The tasks in ``path`` (HiddenBench JSON or groundstate JSONL) and a description of the file for the run
+    fingerprint. A file with no tasks is an error unless ``allow_empty``."""
+    from pathlib import Path
+
+    from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
+    from groundstate.eval.runner import file_hash
+
+    tasks = load_hidden_tasks(path, allow_empty=allow_empty)
+    return tasks, {"file": Path(path).name, "sha256": file_hash(path)}

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from groundstate.eval.dhd.effects import EffectTable
-from groundstate.eval.dhd.values import _check_values
+from groundstate.eval.dhd.values import check_values
 
 
 def padded_by_problem(table: EffectTable) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +89,7 @@ def hierarchical_bootstrap(table: EffectTable, values: Any, n_resamples: int = 2
         ``n_problems``, ``n_resamples``, ``confidence``, ``strata`` (problems per stratum, or ``None``) and
         ``method``. Messages with unknown proposal correctness are in neither group.
     """
-    _check_values(table, values)
+    check_values(table, values)
     code = table.proposal_code
     estimate = np.asarray(values["estimate"], dtype=float)
     slots, effects = padded_by_problem(table)

@@ -145,7 +145,7 @@ def _label(value: Any, name: str, i: int) -> int | None:
     raise ValueError(f"replay row {i}: field {name!r} must be 1, 0 or None, got {value!r}")
 
 
-def _records(rows: Any) -> list[Mapping[str, Any]]:
+def as_records(rows: Any) -> list[Mapping[str, Any]]:
     if hasattr(rows, "to_dict"):  # a pandas DataFrame
         return list(rows.to_dict("records"))
     return list(rows)
@@ -172,7 +172,7 @@ def pair_effects(rows: Any, mode: str = "loo", K: int | None = None) -> EffectTa
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     selected = []
-    for i, row in enumerate(_records(rows)):
+    for i, row in enumerate(as_records(rows)):
         if row.get("mode") != mode:
             continue
         if K is not None and (_is_missing(row.get("K")) or int(row["K"]) != int(K)):

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from groundstate.eval.dhd.effects import GROUPS, EffectTable, _records, pair_effects
+from groundstate.eval.dhd.effects import GROUPS, EffectTable, as_records, pair_effects
 from groundstate.eval.stats import wilson_ci
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def loo_rates_by_K(rows: Any, by: str | None = None) -> dict[Any, Any]:
         ``{K: {"n_eligible", "n_messages", "counts", "W+", "W-", "C+", "C-"}}`` sorted by K, or
         ``{group: {K: ...}}`` with ``by``.
     """
-    records = [r for r in _records(rows) if r.get("mode") == "loo"]
+    records = [r for r in as_records(rows) if r.get("mode") == "loo"]
     if by is not None:
         groups = dict.fromkeys(str(r.get(by)) for r in records)
         return {g: loo_rates_by_K([r for r in records if str(r.get(by)) == g]) for g in groups}

@@ -204,7 +204,7 @@ def message_values(table: EffectTable, confidence: float = 0.95, method: str = "
     return frame
 
 
-def _check_values(table: EffectTable, values: Any) -> None:
+def check_values(table: EffectTable, values: Any) -> None:
     if len(values) != table.n_messages or list(zip(values["problem_id"], values["message_id"], strict=True)) != [
             (p, m) for p, m in table.keys]:
         raise ValueError("values do not match the table: pass message_values(table) of this same table")
@@ -227,7 +227,7 @@ def strict_counts(table: EffectTable, values: Any) -> dict[str, int]:
     Returns:
         ``{W+, W-, C+, C-, indeterminate, separated, n_strict, n_messages}``.
     """
-    _check_values(table, values)
+    check_values(table, values)
     strict = np.asarray(values["strict"], dtype=bool)
     return {**group_counts(values["group"], strict), "n_strict": int(strict.sum()), "n_messages": table.n_messages}
 
@@ -373,7 +373,7 @@ def labels_rows(table: EffectTable, values: Any) -> list[dict[str, Any]]:
     ``helpful`` (interval above 0), ``harmful`` (below 0), else ``neutral-or-unclear``; ``group`` adds the proposal
     correctness. NaN becomes ``None``.
     """
-    _check_values(table, values)
+    check_values(table, values)
     rows = []
     labels = {1: "helpful", -1: "harmful", 0: "neutral-or-unclear"}
     for rec in values.to_dict("records"):

@@ -106,7 +106,7 @@ def _register(name: str, help_text: str, build, add_arguments=None, options=None
 # -- ReGround ----------------------------------------------------------------------------------------------
 
 
-def _reground_arguments(parser: argparse.ArgumentParser) -> None:
+def add_reground_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-candidates", type=int, default=3, help="M, the conflict rounds (default 3)")
     parser.add_argument("--multi-misleading", action="store_true", help="remove every flagged agent")
     parser.add_argument("--oracle-t1", action="store_true", help="skip attribution: trust the gold misleading agent")
@@ -129,7 +129,7 @@ def _reground_inputs(args: argparse.Namespace):
 
 
 _register("reground", "ReGround: verify evidence, reconstruct the shared state, resolve (OffQuery T1/T2/T3)",
-          _reground_build, _reground_arguments,
+          _reground_build, add_reground_arguments,
           options=lambda a: {"max_candidates": a.max_candidates, "multi_misleading": a.multi_misleading,
                              "oracle_t1": a.oracle_t1},
           inputs=_reground_inputs)
@@ -138,7 +138,7 @@ _register("reground", "ReGround: verify evidence, reconstruct the shared state, 
 # -- Baselines ---------------------------------------------------------------------------------------------
 
 
-def _baseline_arguments(parser: argparse.ArgumentParser) -> None:
+def add_baseline_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=2, help="discussion rounds (where the baseline has rounds)")
     parser.add_argument("--topology", choices=("all-to-all", "chain", "tree"), default="all-to-all",
                         help="standard collaboration: who hears whom")
@@ -189,5 +189,5 @@ BASELINE_HELP = {
 }
 
 for _name, _help in BASELINE_HELP.items():
-    _register(_name, _help, _baseline_builder(_name), _baseline_arguments, options=_baseline_options(_name),
+    _register(_name, _help, _baseline_builder(_name), add_baseline_arguments, options=_baseline_options(_name),
               inputs=_oracle_inputs if _name == "oracle" else None)

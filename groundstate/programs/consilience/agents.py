@@ -33,16 +33,7 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from groundstate.eval.consilience.metrics import aggregate_results, discussion_scores, pooled_vote_accuracy
 from groundstate.programs.common import as_data
-from groundstate.programs.consilience.protocols import (
-    PROTOCOLS,
-    DiscussionResult,
-    HiddenProfileProtocol,
-    full_info_task,
-    plurality,
-    run_discussion,
-)
 from groundstate.records import Belief, HiddenProfileTask, Message, Transcript
 from groundstate.signatures.discussion import (
     ACTION_MEANINGS,
@@ -52,11 +43,8 @@ from groundstate.signatures.discussion import (
     SpeakUnderAction,
 )
 
-__all__ = [
-    "ACTION_MEANINGS", "FREE_TURN_MEANING", "PROTOCOLS", "DiscussionResult", "HiddenProfileProtocol", "LMAgent",
-    "LMTeam", "aggregate_results", "discussion_scores", "full_info_task", "option_labels", "plurality",
-    "pooled_vote_accuracy", "repair_belief", "resolve_option", "run_discussion",
-]
+__all__ = ["ACTION_MEANINGS", "FREE_TURN_MEANING", "LMAgent", "LMTeam", "option_labels", "repair_belief",
+           "resolve_option"]
 
 logger = logging.getLogger(__name__)
 

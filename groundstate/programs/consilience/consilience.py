@@ -124,7 +124,7 @@ class Consilience(dspy.Module):
         return math.inf if self.calibrator is None else float(self.calibrator.threshold(round))
 
     def forward(self, task: HiddenProfileTask) -> dspy.Prediction:
-        from groundstate.programs.consilience.protocols import plurality
+        from groundstate.programs.common import plurality
 
         agents = list(self.agents(task))
         if len(agents) != task.n_agents:

@@ -9,7 +9,7 @@ Protocols (any agents implementing :class:`~groundstate.records.DiscussionAgent`
   rounds are numbered from 1 (round 0 is the state before discussion).
 - ``full-info``: every agent is given every fact (:func:`full_info_task`) and votes; no messages.
 
-The final answer is :func:`plurality` over the votes. Votes are independent, so LM agents vote concurrently.
+The final answer is :func:`~groundstate.programs.common.plurality` over the votes. Votes are independent, so LM agents vote concurrently.
 """
 
 from __future__ import annotations
@@ -21,35 +21,10 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
+from groundstate.programs.common import plurality
 from groundstate.records import Belief, DiscussionAgent, HiddenProfileTask, Transcript
 
 PROTOCOLS: tuple[str, ...] = ("hidden-pre", "hidden-post", "full-info")
-
-
-CONFIDENCE_TIE_TOLERANCE = 1e-9
-
-
-def plurality(beliefs: Sequence[Belief], options: Sequence[str]) -> str:
-    """The group's answer (§3.1.5): the option with the most votes; among tied options, the one whose voters'
-    confidences sum highest; if that ties too (within :data:`CONFIDENCE_TIE_TOLERANCE`), the first tied option
-    in ``options`` order.
-
-    Raises:
-        ValueError: no votes, or a vote that is not one of ``options``.
-    """
-    if not beliefs:
-        raise ValueError("plurality needs at least one vote")
-    counts = dict.fromkeys(options, 0)
-    confidence = dict.fromkeys(options, 0.0)
-    for belief in beliefs:
-        if belief.vote not in counts:
-            raise ValueError(f"vote '{belief.vote}' is not one of the options {list(options)}")
-        counts[belief.vote] += 1
-        confidence[belief.vote] += belief.confidence
-    most = max(counts.values())
-    tied = [o for o in options if counts[o] == most]
-    best = max(confidence[o] for o in tied)
-    return next(o for o in tied if confidence[o] >= best - CONFIDENCE_TIE_TOLERANCE)
 
 
 def full_info_task(task: HiddenProfileTask) -> HiddenProfileTask:

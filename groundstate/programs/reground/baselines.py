@@ -42,7 +42,7 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.files import jsonable
-from groundstate.programs.common import as_data, offquery_prediction, saveable
+from groundstate.programs.common import as_data, offquery_prediction, plurality, saveable
 from groundstate.programs.reground.baseline import Agents, CollaborationBaseline, call, check_choice, check_count
 from groundstate.programs.reground.standard import Confidence, StandardCollaboration
 from groundstate.programs.reground.turns import (
@@ -50,7 +50,6 @@ from groundstate.programs.reground.turns import (
     ORDERINGS,
     Case,
     Message,
-    plurality,
     render_messages,
     speaking_order,
     turn,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -154,16 +153,6 @@ def speaking_order(agents: Sequence[AgentEvidence], seed: int) -> list[int]:
     order = list(range(len(agents)))
     random.Random(int(digest.hexdigest(), 16)).shuffle(order)
     return order
-
-
-def plurality(votes: Sequence[V | None]) -> V | None:
-    """The most frequent vote; ties go to the tied value whose first vote came earliest. ``None`` is a vote
-    for "nothing" and can win; an empty sequence gives ``None``."""
-    if not votes:
-        return None
-    counts = Counter(votes)
-    best = max(counts.values())
-    return next(v for v in votes if counts[v] == best)
 
 
 def turn(step: str, speaker: int | str, round_: int | None, saw: Iterable[int], output: Mapping[str, Any],

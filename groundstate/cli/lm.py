@@ -1,0 +1,36 @@
+"""``groundstate lm check``: which LM is built, one structured round trip, tokens and tokens/s."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from groundstate.cli.options import Parser, add_lm_options, lm_config_from_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    lm = sub.add_parser("lm", help="LM utilities")
+    lm_sub = lm.add_subparsers(dest="lm_command", metavar="COMMAND", parser_class=Parser)
+    lm_sub.required = True
+    check = lm_sub.add_parser("check", help="which LM, one structured round trip, tokens/s")
+    add_lm_options(check)
+    check.add_argument("--role", default=None, help="check the LM the --lm-config file gives this role")
+    check.set_defaults(func=cmd_lm_check)
+
+
+def cmd_lm_check(args: argparse.Namespace) -> int:
+    from groundstate.eval.lm_check import check_lm
+    from groundstate.lm.specs import describe_lm, get_lm
+
+    config = lm_config_from_args(args)
+    entry = dict(config.spec_for(args.role))
+    spec = entry.pop("model")
+    lm = get_lm(spec, **{**entry, "cache": False})
+    print(f"LM: {json.dumps(describe_lm(lm))}")
+    report = check_lm(lm)
+    if report.model_file:
+        print(f"model file: {report.model_file} (loaded in {report.load_seconds:.2f}s)")
+    print(f"structured call: choice={report.choice!r} facts={report.facts!r}")
+    print(f"tokens: {report.input_tokens} in, {report.output_tokens} out; {report.seconds:.2f}s; "
+          f"{report.tokens_per_second:.1f} output tokens/s")
+    return 0

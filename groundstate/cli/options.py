@@ -1,0 +1,137 @@
+"""The options several commands share, defined once: LM options, run options, agents, ``--allow-empty``.
+
+A command group's module adds its own options and calls these for the shared ones, so every command spells
+and documents them the same way; :func:`lm_config_from_args` and :func:`configure_lms` turn the LM options into
+the :class:`~groundstate.lm.config.LMConfig` and the configured default LM, and :func:`run_settings` turns the
+run options into :class:`~groundstate.eval.runner.RunSettings`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit 2 like every other user error."""
+
+    def error(self, message: str):  # noqa: D401
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def add_lm_options(parser: argparse.ArgumentParser) -> None:
+    """``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``, ``--lm-config``."""
+    parser.add_argument("--lm", default=None, metavar="SPEC",
+                        help="LM spec: 'embedded' (default, offline SmolLM2) or a LiteLLM model string "
+                             "such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>")
+    parser.add_argument("--api-base", default=None, help="server URL for --lm (vLLM, Ollama, any OpenAI-compatible)")
+    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature for --lm")
+    parser.add_argument("--max-tokens", type=int, default=None, help="output token limit per call for --lm")
+    parser.add_argument("--lm-timeout", type=float, default=None, metavar="SECONDS",
+                        help="give up on an LM call after SECONDS (hosted LMs; default 120; the failed call is "
+                             "recorded as that record's error). The embedded LM is local and ignores it")
+    parser.add_argument("--lm-config", default=None, metavar="FILE",
+                        help="TOML file of LM settings: [default] and [roles.<pattern>] (one LM per agent role)")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--out``, ``--max-error-rate``,
+    ``--no-progress`` and ``--allow-empty``."""
+    add_lm_options(parser)
+    parser.add_argument("--threads", type=int, default=4, help="records run concurrently (default 4)")
+    parser.add_argument("--limit", type=int, default=None, help="run only the first N records")
+    parser.add_argument("--seed", type=int, default=0, help="seed for anything random (default 0)")
+    parser.add_argument("--shard", default=None, metavar="i/N",
+                        help="run the deterministic shard i of N (0 <= i < N); merge with `groundstate runs merge`")
+    parser.add_argument("--out", default="runs", help="directory of run directories (default runs/)")
+    parser.add_argument("--max-error-rate", type=float, default=None, metavar="X",
+                        help="stop the run once the share of failed records exceeds X (0-1), keeping results")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_allow_empty(parser)
+
+
+def add_allow_empty(parser: argparse.ArgumentParser) -> None:
+    """``--allow-empty``: accept an input file with no records (otherwise an empty file is an error)."""
+    parser.add_argument("--allow-empty", action="store_true",
+                        help="accept an input file with no records (by default that is an error, exit 2)")
+
+
+def lm_config_from_args(args: argparse.Namespace):
+    """The :class:`~groundstate.lm.config.LMConfig` the options describe (``--lm`` overrides the file's default)."""
+    from groundstate.lm.config import LMConfig
+
+    return LMConfig.from_options(lm_config=getattr(args, "lm_config", None), lm=getattr(args, "lm", None),
+                                 api_base=getattr(args, "api_base", None),
+                                 temperature=getattr(args, "temperature", None),
+                                 max_tokens=getattr(args, "max_tokens", None),
+                                 timeout=getattr(args, "lm_timeout", None))
+
+
+def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Build the default LM, make it DSPy's default (with its adapter) and return ``(lm, lm_config)``."""
+    import dspy
+
+    from groundstate.lm.specs import default_adapter
+
+    config = lm_config_from_args(args)
+    lm = config.lm_for(None)
+    dspy.configure(lm=lm, adapter=default_adapter(lm))
+    return lm, config
+
+
+def run_settings(args: argparse.Namespace, out: Any = None):
+    """The :class:`~groundstate.eval.runner.RunSettings` of the run options (``out`` overrides ``--out``)."""
+    from groundstate.eval.runner import RunSettings, parse_shard
+
+    return RunSettings(out=out if out is not None else getattr(args, "out", "runs"),
+                       threads=getattr(args, "threads", 1), limit=getattr(args, "limit", None),
+                       shard=parse_shard(getattr(args, "shard", None)),
+                       max_error_rate=getattr(args, "max_error_rate", None),
+                       progress=not getattr(args, "no_progress", True) and sys.stderr.isatty())
+
+
+AGENT_KINDS = ("lm", "sim")
+
+
+def add_agent_options(p: argparse.ArgumentParser) -> None:
+    """``--agents lm|sim`` and the simulated agents' parameters (hidden-profile and Consilience commands)."""
+    from groundstate.programs.consilience.simulated import SimParams
+
+    defaults = SimParams()
+    p.add_argument("--agents", choices=AGENT_KINDS, default="lm",
+                   help="'lm' (agent i uses role agent.i of --lm-config) or 'sim' (seeded simulated agents)")
+    sim = p.add_argument_group("simulated agents (--agents sim)")
+    sim.add_argument("--sim-beta", type=float, default=defaults.beta,
+                     help=f"belief sharpness on summed support (default {defaults.beta})")
+    sim.add_argument("--sim-noise", type=float, default=defaults.noise,
+                     help=f"std of the per-option noise on beliefs (default {defaults.noise})")
+    sim.add_argument("--sim-recall", type=float, default=defaults.recall,
+                     help=f"probability a fact comes to mind when speaking (default {defaults.recall})")
+    sim.add_argument("--sim-shared-bias", type=float, default=defaults.shared_bias,
+                     help=f"weight of shared vs private facts on free turns (default {defaults.shared_bias})")
+    sim.add_argument("--sim-facts-per-message", type=int, default=defaults.facts_per_message,
+                     help=f"facts stated per message (default {defaults.facts_per_message})")
+
+
+def sim_params(args: argparse.Namespace):
+    """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe."""
+    from groundstate.errors import ConfigError
+    from groundstate.programs.consilience.simulated import SimParams
+
+    try:
+        return SimParams(beta=args.sim_beta, noise=args.sim_noise, recall=args.sim_recall,
+                         shared_bias=args.sim_shared_bias, facts_per_message=args.sim_facts_per_message)
+    except ValueError as exc:
+        raise ConfigError(str(exc).replace("SimParams.", "--sim-").replace("_", "-")) from None
+
+
+def build_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str) -> tuple[Any, dict[str, Any], Any]:
+    """``(team, agents description, LM description)`` from ``--agents`` and its options
+    (:func:`groundstate.eval.consilience.evaluate.make_team`)."""
+    from groundstate.eval.consilience.evaluate import make_team
+
+    if args.agents == "sim":
+        return make_team("sim", tasks, tasks_file, sim_params=sim_params(args), seed=args.seed)
+    lm, lm_config = configure_lms(args)
+    return make_team("lm", tasks, tasks_file, lm=lm, lm_config=lm_config)

@@ -1,0 +1,33 @@
+"""What the commands print that several of them share: the summary table of a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def print_summary(result: Any, console: Any = None) -> None:
+    """A table of a run's scores with 95% intervals, errors, calls and tokens (a ``RunResult`` or a summary)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from groundstate.eval.stats import format_ci
+
+    console = console or Console()
+    summary = result.summary if hasattr(result, "summary") else result
+    table = Table(title=f"run {summary['run_id']}")
+    table.add_column("metric")
+    table.add_column("mean [95% CI]", justify="right")
+    for name, entry in summary["scores"].items():
+        table.add_row(name, format_ci(entry))
+    table.add_row("records", f"{summary['n_done']}/{summary['n_selected']} ({summary['n_error']} errors)")
+    cached = summary["lm_calls"].get("cached", 0)
+    failed = summary["lm_calls"].get("failed", 0)
+    notes = [f"{cached} of {summary['lm_calls']['total']} from cache"] if cached else []
+    notes += [f"{failed} of {summary['lm_calls']['total']} failed"] if failed else []
+    table.add_row("LM calls / record", f"{summary['lm_calls']['per_record']:.1f}"
+                  + (f" ({'; '.join(notes)})" if notes else ""))
+    table.add_row("tokens / record", f"{summary['tokens']['per_record']:.0f}")
+    table.add_row("tokens total (in/out)", f"{summary['tokens']['input']}/{summary['tokens']['output']}")
+    console.print(table)
+    if hasattr(result, "run_dir"):
+        console.print(f"stored in {result.run_dir}")

@@ -1,0 +1,77 @@
+"""``groundstate runs list|show|merge``: stored runs, and joining the shards of one run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from groundstate.cli.options import Parser
+from groundstate.cli.output import print_summary
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    runs = sub.add_parser("runs", help="stored runs: list, show, merge shards")
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=Parser)
+    runs_sub.required = True
+    p = runs_sub.add_parser("list", help="list stored runs")
+    p.add_argument("--out", default="runs", help="directory of run directories")
+    p.set_defaults(func=cmd_runs_list)
+    p = runs_sub.add_parser("show", help="show one run's configuration and summary")
+    p.add_argument("run", help="run id (or a unique prefix) or run directory")
+    p.add_argument("--out", default="runs", help="directory of run directories (default runs/)")
+    p.add_argument("--json", action="store_true", help="print config and summary as JSON")
+    p.add_argument("--errors", type=int, default=5, help="show up to N failed records")
+    p.set_defaults(func=cmd_runs_show)
+    p = runs_sub.add_parser("merge", help="merge the shards of one run into a single run")
+    p.add_argument("runs", nargs="+", help="run ids or directories (the shards)")
+    p.add_argument("--out", default="runs", help="directory of run directories (default runs/)")
+    p.set_defaults(func=cmd_runs_merge)
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from groundstate.eval.runs import list_runs
+
+    runs = list_runs(args.out)
+    if not runs:
+        print(f"no runs under {args.out}/")
+        return 0
+    table = Table()
+    for col in ("run id", "program", "LM", "records", "errors", "complete"):
+        table.add_column(col)
+    for run in runs:
+        s = run["summary"]
+        table.add_row(run["run_id"], str(run["config"].get("program")), str(run["config"].get("lm", {}).get("model")),
+                      f"{s.get('n_done')}/{s.get('n_selected')}", str(s.get("n_error")), str(s.get("complete")))
+    Console().print(table)
+    return 0
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    from groundstate.errors import one_line
+    from groundstate.eval.runs import load_run, resolve_run_dir
+
+    run = load_run(resolve_run_dir(args.out, args.run))
+    if args.json:
+        print(json.dumps({k: run[k] for k in ("run_id", "config", "summary")}, indent=2))
+        return 0
+    print(f"run {run['run_id']} ({run['dir']})")
+    print("config: " + json.dumps({k: v for k, v in run["config"].items() if k != "run_id"}))
+    print_summary(run["summary"])
+    failed = [r for r in run["rows"] if r.get("error")]
+    for row in failed[: args.errors]:
+        print(f"  error on {one_line(row['id'])}: {one_line(row['error'], 200)}")
+    return 0
+
+
+def cmd_runs_merge(args: argparse.Namespace) -> int:
+    from groundstate.eval.runs import merge_runs, resolve_run_dir
+
+    runs = [resolve_run_dir(args.out, r) for r in args.runs]
+    merged = merge_runs(runs, out=args.out)
+    print_summary(merged["summary"])
+    missing = merged["summary"]["shards"]["missing"]
+    print(f"merged {len(runs)} shards into {merged['dir']}" + (f" (missing shards: {missing})" if missing else ""))
+    return 0

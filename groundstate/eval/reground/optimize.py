@@ -1,0 +1,129 @@
+"""Optimizing an OffQuery program against T1/T2/T3 and evaluating the saved result on held-out data.
+
+- :func:`examples_for`: instances as ``dspy.Example``s (program inputs plus the gold labels the metrics read).
+- :func:`optimize_task`: ``groundstate optimize``: load the train/val files, build the task's program, tune it
+  with :func:`~groundstate.optimizers.tune.tune` against :func:`~groundstate.eval.reground.metrics.offquery_metric`,
+  and return the result with the manifest to save beside it.
+- :func:`evaluate_saved`: ``groundstate evaluate``: run the saved program and its unoptimized version on the
+  same records, durably, and return both summaries.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from groundstate.errors import ConfigError
+
+
+def examples_for(instances: list[Any], inputs) -> list[Any]:
+    """``dspy.Example``s: the program inputs (marked as inputs) plus every gold label the metrics read."""
+    import dspy
+
+    examples = []
+    for instance in instances:
+        kwargs = inputs(instance)
+        labels = {k: v for k, v in instance.labels().items() if k not in kwargs}
+        examples.append(dspy.Example(id=instance.id, **kwargs, **labels).with_inputs(*kwargs))
+    return examples
+
+
+def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[Any, dict[str, Any], str]:
+    """Tune the program ``args.program`` names; return ``(TuneResult, manifest, metric spec)``.
+
+    Raises:
+        ConfigError: a bad budget, metric or stage, or train and val that share instances.
+        OptimizationFailed: every LM call failed (nothing should be saved).
+    """
+    from groundstate.eval.benchmarks.offquery.loader import load_any
+    from groundstate.eval.reground.judges import make_judge
+    from groundstate.eval.reground.metrics import offquery_metric, parse_metric
+    from groundstate.eval.splits import content_hash
+    from groundstate.eval.tasks import get_task
+    from groundstate.lm.specs import describe_lm, get_lm
+    from groundstate.optimizers.targets import stage_target
+    from groundstate.optimizers.tune import Budget, tune
+
+    task = get_task(args.program)
+    patterns, metric = stage_target(args.stage, args.metric)
+    if args.trainable:
+        patterns = args.trainable
+    weights = parse_metric(metric)
+    budget = Budget(max_bootstrapped_demos=args.max_demos, max_labeled_demos=args.max_labeled_demos,
+                    max_rounds=args.max_rounds, num_trials=args.trials, max_metric_calls=args.max_metric_calls)
+    if args.candidates is not None:
+        budget.num_candidate_programs = budget.num_candidates = args.candidates
+    budget.check(args.optimizer)
+    train = load_any(args.train, condition=args.condition)
+    val = load_any(args.val, condition=args.condition) if args.val else []
+    overlap = {x.id for x in train} & {x.id for x in val}
+    if overlap:
+        raise ConfigError(f"--train and --val share {len(overlap)} instance id(s), e.g. '{sorted(overlap)[0]}'")
+    program = task.build(args)
+    lm_config.apply(program)
+    inputs = task.inputs_for(args)
+    judge = make_judge(args.judge_lm)
+    timeout = {"timeout": args.lm_timeout} if getattr(args, "lm_timeout", None) is not None else {}
+    reflection = get_lm(args.reflection_lm, **timeout) if args.reflection_lm else None
+    result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None,
+                  metric=offquery_metric(weights, judge), optimizer=args.optimizer, budget=budget, trainable=patterns,
+                  reflection_lm=reflection, threads=args.threads, seed=args.seed)
+    manifest = {
+        "task": task.name,
+        "task_options": {"condition": args.condition, **task.options(args)},
+        "optimizer": result.settings,
+        "metric": {"spec": metric, "weights": weights, "judge": getattr(judge, "name", args.judge_lm)},
+        "lms": {"default": describe_lm(lm), "roles": lm_config.describe()["roles"],
+                "reflection": describe_lm(reflection) if reflection else None},
+        "data": {"train": {"file": args.train, "ids": [x.id for x in train], "sha256": content_hash(train)},
+                 "val": {"file": args.val, "ids": [x.id for x in val], "sha256": content_hash(val)} if val else None},
+        "scores": result.scores,
+        "cost": {"lm_calls": result.lm_calls, "input_tokens": result.input_tokens,
+                 "output_tokens": result.output_tokens, "seconds": round(result.seconds, 2)},
+        "build_args": {k: getattr(args, k) for k in ("max_candidates", "multi_misleading", "oracle_t1", "rounds",
+                                                     "topology", "ordering", "seed") if hasattr(args, k)},
+    }
+    return result, manifest, metric
+
+
+def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any, settings: Any) -> tuple[dict, dict, str]:
+    """Run the program saved in ``args.dir`` (after) and the same program without its optimized state (before)
+    on ``args``' data; return ``(summaries by label, data description, title)``.
+
+    The saved manifest supplies the task, its condition (unless ``--condition`` is given) and the program's
+    build arguments. A run stopped by ``--max-error-rate`` contributes what it finished.
+
+    Raises:
+        ConfigError: the directory is not a program saved by ``groundstate optimize``.
+    """
+    from groundstate.eval.runner import RunAborted, durable_run, run_config
+    from groundstate.eval.tasks import get_task
+    from groundstate.lm.specs import describe_lm
+    from groundstate.optimizers.artifacts import build_saved, load_program, read_manifest
+
+    manifest = read_manifest(args.dir)
+    if manifest.get("kind") != "dspy-program" or "task" not in manifest:
+        raise ConfigError(f"{args.dir} is not a program saved by `groundstate optimize`")
+    after = load_program(args.dir)
+    before = build_saved(args.dir, manifest)
+    task = get_task(manifest["task"])
+    options = dict(manifest.get("task_options", {}))
+    if args.condition is None:
+        args.condition = options.get("condition", "unreliable")
+    for key, value in manifest.get("build_args", {}).items():
+        if not hasattr(args, key) or key == "seed":
+            setattr(args, key, value)
+    records, data = task.load(args)
+    inputs, scorer = task.inputs_for(args), task.scorer_for(args)
+    summaries = {}
+    for label, program in (("before (unoptimized)", before), ("after (optimized)", after)):
+        lm_config.apply(program)
+        config = run_config(task.name, state=program, lm=describe_lm(lm), data=data, seed=args.seed,
+                            options={**task.options(args), "evaluate": label})
+        try:
+            summaries[label] = durable_run(program, config, records, settings, inputs=inputs, scorer=scorer,
+                                           outputs=task.outputs, description=label).summary
+        except RunAborted as exc:
+            summaries[label] = exc.result.summary
+    title = f"{task.name} on {data.get('file', 'synthetic')} ({args.condition} shared context)"
+    return summaries, data, title
