@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dspy
 
 from groundstate.testing import scripted_lm
+
+TESTS = Path(__file__).resolve().parent
+DATA = TESTS / "data"
+"""The test data files (``tests/data``), wherever a test module lives."""
+ROOT = TESTS.parent
+"""The repository root."""
 
 
 def qa_records(n: int, fail: set[int] = frozenset()) -> list[dict]:

@@ -6,7 +6,6 @@ import sys
 import textwrap
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ from groundstate.eval.runner import RunAborted, Runner, fingerprint, parse_shard
 from groundstate.eval.runs import merge_runs
 from groundstate.programs.qa import QuestionAnswering
 from groundstate.testing import scripted_lm
-from tests.helpers import echo_number_lm, json_adapter, qa_records, qa_score
+from tests.helpers import ROOT, echo_number_lm, json_adapter, qa_records, qa_score
 
 
 def make_runner(tmp_path, lm, threads=1, **kwargs):
@@ -132,7 +131,7 @@ SIGKILL_SCRIPT = textwrap.dedent("""
 def test_sigkill_loses_nothing_written_and_torn_line_is_repaired(tmp_path):
     out = tmp_path / "runs"
     script = tmp_path / "run.py"
-    script.write_text(SIGKILL_SCRIPT.format(root=str(Path(__file__).resolve().parents[2]), out=str(out)))
+    script.write_text(SIGKILL_SCRIPT.format(root=str(ROOT), out=str(out)))
     proc = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.time() + 120
     results = None

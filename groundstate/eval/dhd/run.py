@@ -40,7 +40,7 @@ from groundstate.eval.dhd.masking import (
 )
 from groundstate.eval.dhd.replay import MODES, ReplayProgram, block_outputs, pair_rows, replay_records
 from groundstate.eval.results import CONFIG, RESULTS, read_results
-from groundstate.eval.runner import Runner, RunResult
+from groundstate.eval.runner import RunResult, RunSettings, durable_run, run_config
 from groundstate.files import read_json
 from groundstate.programs.dhd.deliberation import DEFAULT_K, DiverseHypothesisDeliberation, problem_inputs
 from groundstate.programs.dhd.evaluator import AnswerEvaluator
@@ -78,11 +78,14 @@ class RunOptions:
     extra: dict[str, Any] | None = None
 
 
-def _runner(cache: MessageCache, program: Any, config: dict[str, Any], options: RunOptions, *, inputs,
-            scorer=None, outputs=None) -> Runner:
-    config = {**config, "cache": cache.cache_id, "lm": options.lm, **(options.extra or {})}
-    return Runner(program, config, out=options.out or cache.runs_dir, threads=options.threads, inputs=inputs,
-                  scorer=scorer, outputs=outputs, max_error_rate=options.max_error_rate, progress=options.progress)
+def _run(cache: MessageCache, program: Any, name: str, fields: dict[str, Any], options: RunOptions, records: Any, *,
+         inputs, scorer=None, outputs=None, description: str) -> RunResult:
+    """One durable DHD step: the run config (with the cache id and the LM) and the runner, as every step has them."""
+    config = run_config(name, **fields, cache=cache.cache_id, lm=options.lm, **(options.extra or {}))
+    settings = RunSettings(out=options.out or cache.runs_dir, threads=options.threads, limit=options.limit,
+                           shard=options.shard, max_error_rate=options.max_error_rate, progress=options.progress)
+    return durable_run(program, config, records, settings, inputs=inputs, scorer=scorer, outputs=outputs,
+                       description=description)
 
 
 # -- generate ------------------------------------------------------------------------------------------------------
@@ -141,12 +144,11 @@ def generate(cache: MessageCache, problems: Sequence[Problem], *, program: Diver
         return None, counts
     program = program or DiverseHypothesisDeliberation(k=k, max_workers=options.workers)
     evaluator = evaluator or AnswerEvaluator()
-    runner = _runner(cache, GenerateProgram(program, evaluator, k, options.workers),
-                     {"program": "dhd-generate", "k": k}, options, inputs=lambda p: {"problem": p},
-                     scorer=_generate_scores,
-                     outputs=lambda pred: {k_: pred[k_] for k_ in ("roles", "padded_roles", "messages",
-                                                                   "proposal_correct", "proposal_method")})
-    result = runner.run(todo, limit=options.limit, shard=options.shard, description="dhd generate")
+    result = _run(cache, GenerateProgram(program, evaluator, k, options.workers), "dhd-generate", {"k": k}, options,
+                  todo, inputs=lambda p: {"problem": p}, scorer=_generate_scores,
+                  outputs=lambda pred: {k_: pred[k_] for k_ in ("roles", "padded_roles", "messages",
+                                                                "proposal_correct", "proposal_method")},
+                  description="dhd generate")
     entries = []
     for row in result.rows:
         if row.get("error"):
@@ -203,11 +205,10 @@ def replay(cache: MessageCache, mode: str, ks: Sequence[int], repeats: int, *,
     records, short = replay_records(entries, [p for p in problems if p in entries], mode, sorted(set(ks)), repeats)
     if not records:
         raise ConfigError(f"no problem in {cache.dir} has {min(ks)} usable messages")
-    runner = _runner(cache, ReplayProgram(program, evaluator, problems, entries, options.workers),
-                     {"program": f"dhd-replay-{mode}", "mode": mode, "temperature": temperature,
-                      "vary_seed": vary_seed}, options,
-                     inputs=lambda r: {"work": r}, scorer=_replay_scores, outputs=_block_outputs)
-    result = runner.run(records, limit=options.limit, shard=options.shard, description=f"dhd replay {mode}")
+    result = _run(cache, ReplayProgram(program, evaluator, problems, entries, options.workers), f"dhd-replay-{mode}",
+                  {"mode": mode, "temperature": temperature, "vary_seed": vary_seed}, options, records,
+                  inputs=lambda r: {"work": r}, scorer=_replay_scores, outputs=_block_outputs,
+                  description=f"dhd replay {mode}")
     return result, short
 
 
@@ -303,13 +304,11 @@ def mask(cache: MessageCache, n: int, repeats: int, *, program: DiverseHypothesi
     sample = select_sample(entries, n, seed=seed, categories=categories, k=k)
     program = program or DiverseHypothesisDeliberation(temperature=temperature, vary_seed=vary_seed)
     evaluator = evaluator or AnswerEvaluator()
-    runner = _runner(cache, MaskProgram(program, evaluator, problems, entries, options.workers, k=k),
-                     {"program": "dhd-mask", "k": k, "temperature": temperature, "vary_seed": vary_seed}, options,
-                     inputs=lambda r: {"work": r}, scorer=_mask_scores,
-                     outputs=lambda p: {f: p[f] for f in ("problem_id", "message_id", "repeat", "category", "K",
-                                                          "arms")})
-    result = runner.run(mask_records(sample, repeats), limit=options.limit, shard=options.shard,
-                        description="dhd mask")
+    result = _run(cache, MaskProgram(program, evaluator, problems, entries, options.workers, k=k), "dhd-mask",
+                  {"k": k, "temperature": temperature, "vary_seed": vary_seed}, options, mask_records(sample, repeats),
+                  inputs=lambda r: {"work": r}, scorer=_mask_scores,
+                  outputs=lambda p: {f: p[f] for f in ("problem_id", "message_id", "repeat", "category", "K", "arms")},
+                  description="dhd mask")
     table = mask_table(block_outputs(result.rows))
     return result, table, sample
 

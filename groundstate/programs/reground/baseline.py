@@ -19,7 +19,7 @@ import dspy
 from groundstate.concurrency import thread_map
 from groundstate.files import jsonable
 from groundstate.programs.common import as_data, offquery_prediction
-from groundstate.programs.reground.turns import Case, Message, render_messages, turn
+from groundstate.programs.reground.turns import Case, Opinion, render_messages, turn
 from groundstate.records import AgentEvidence
 
 Agents = Sequence[AgentEvidence | Mapping[str, Any]]
@@ -59,26 +59,26 @@ class CollaborationBaseline(dspy.Module):
         return {}
 
     # -- turns ------------------------------------------------------------------------------------------
-    def speak(self, case: Case, agent: int, round_: int, peers: Sequence[Message], ordering: str,
-              turns: list[dict] | None = None) -> Message:
+    def speak(self, case: Case, agent: int, round_: int, peers: Sequence[Opinion], ordering: str,
+              turns: list[dict] | None = None) -> Opinion:
         """Agent ``agent`` shares its assessment after seeing ``peers`` (with ``self.assess``)."""
         person = case.agents[agent]
         prediction = self.assess(agent=person.name, team=case.team, private_evidence=person.evidence,
                                  shared_context=case.context_for_agents(ordering), question=case.question,
                                  options=case.options, peer_messages=render_messages(peers))
-        message = Message.from_prediction(case, agent, round_, prediction)
+        message = Opinion.from_prediction(case, agent, round_, prediction)
         if turns is not None:
             turns.append(self.assess_turn(message, peers, ordering))
         return message
 
     @staticmethod
-    def assess_turn(message: Message, peers: Sequence[Message], ordering: str, step: str = "assess",
+    def assess_turn(message: Opinion, peers: Sequence[Opinion], ordering: str, step: str = "assess",
                     **extra: Any) -> dict[str, Any]:
         """The trace entry for an agent's message, given the peers' messages it saw."""
         return turn(step, message.agent, message.round, [p.agent for p in peers], message.output(),
                     saw_shared_context=ordering == "shared-first", **extra)
 
-    def opening_round(self, case: Case, ordering: str) -> list[Message]:
+    def opening_round(self, case: Case, ordering: str) -> list[Opinion]:
         """Round 0: every agent assesses alone, all at once."""
         return thread_map(lambda i: self.speak(case, i, 0, [], ordering), range(case.n))
 

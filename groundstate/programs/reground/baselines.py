@@ -49,7 +49,7 @@ from groundstate.programs.reground.turns import (
     NO_MESSAGES,
     ORDERINGS,
     Case,
-    Message,
+    Opinion,
     render_messages,
     speaking_order,
     turn,
@@ -202,8 +202,8 @@ class Robin(CollaborationBaseline):
                              opinions=render_messages([latest[i] for i in sorted(latest)]), speakers=order,
                              order=order)
 
-    def discuss(self, case: Case, order: list[int], turns: list[dict]) -> list[Message]:
-        transcript: list[Message] = []
+    def discuss(self, case: Case, order: list[int], turns: list[dict]) -> list[Opinion]:
+        transcript: list[Opinion] = []
         for r in range(self.rounds):
             for agent in order:
                 transcript.append(self.speak(case, agent, r, list(transcript), self.ordering, turns))
@@ -244,14 +244,14 @@ class Manager(CollaborationBaseline):
         state, reports = self.discuss(case, turns)
         return self.close(case, state, reports, turns)
 
-    def discuss(self, case: Case, turns: list[dict]) -> tuple[str, list[Message]]:
+    def discuss(self, case: Case, turns: list[dict]) -> tuple[str, list[Opinion]]:
         state = case.shared_context.strip() or "(nothing recorded yet)"
-        reports: list[Message] = []
+        reports: list[Opinion] = []
         for r in range(self.rounds):
             for i, person in enumerate(case.agents):
                 prediction = self.contribute(agent=person.name, team=case.team, private_evidence=person.evidence,
                                              team_state=state, question=case.question, options=case.options)
-                report = Message.from_prediction(case, i, r, prediction)
+                report = Opinion.from_prediction(case, i, r, prediction)
                 turns.append(self.assess_turn(report, [], "shared-first", step="report", saw_state=True))
                 state = as_data(str(self.compact(current_state=state, speaker=person.name,
                                                  message=report.render()).updated_state or "").strip()) or state
@@ -259,7 +259,7 @@ class Manager(CollaborationBaseline):
                 reports.append(report)
         return state, reports
 
-    def close(self, case: Case, state: str, reports: list[Message], turns: list[dict]) -> dspy.Prediction:
+    def close(self, case: Case, state: str, reports: list[Opinion], turns: list[dict]) -> dspy.Prediction:
         def name_agent() -> Any:
             return self.summarize(team=case.team, discussion=render_messages(reports))
 
@@ -392,8 +392,8 @@ class SelfReflect(CollaborationBaseline):
         return self.conclude(case, turns, discussion=render_messages([m for r in rounds for m in r]),
                              opinions=render_messages(rounds[-1]), speakers=range(case.n))
 
-    def next_turn(self, case: Case, round_: int, previous: list[Message], agent: int
-                  ) -> tuple[Message, list[dict]]:
+    def next_turn(self, case: Case, round_: int, previous: list[Opinion], agent: int
+                  ) -> tuple[Opinion, list[dict]]:
         """One agent's round: choose a mode, then reflect alone or debate with the peers' messages."""
         person, own = case.agents[agent], previous[agent]
         peers = [m for m in previous if m.agent != agent]
@@ -405,7 +405,7 @@ class SelfReflect(CollaborationBaseline):
             prediction = self.reflect(agent=person.name, team=case.team, private_evidence=person.evidence,
                                       shared_context=case.context_for_agents(self.ordering), question=case.question,
                                       options=case.options, previous_assessment=own.render())
-            message = Message.from_prediction(case, agent, round_, prediction)
+            message = Opinion.from_prediction(case, agent, round_, prediction)
             entries.append(self.assess_turn(message, [own], self.ordering, step="reflect", mode=mode))
         else:
             message = self.speak(case, agent, round_, peers, self.ordering)

@@ -20,7 +20,7 @@ from groundstate.programs.reground.turns import (
     ORDERINGS,
     TOPOLOGIES,
     Case,
-    Message,
+    Opinion,
     neighbours,
     render_messages,
 )
@@ -75,7 +75,7 @@ class StandardCollaboration(CollaborationBaseline):
         return self.conclude(case, turns, discussion=render_messages([m for r in rounds for m in r]),
                              opinions=render_messages(rounds[-1]), speakers=range(case.n))
 
-    def discuss(self, case: Case, turns: list[dict]) -> list[list[Message]]:
+    def discuss(self, case: Case, turns: list[dict]) -> list[list[Opinion]]:
         """All rounds of messages (round 0 first), appending one trace entry per turn."""
         rounds = [self.opening_round(case, self.ordering)]
         turns.extend(self.assess_turn(m, [], self.ordering) for m in rounds[0])
@@ -83,9 +83,9 @@ class StandardCollaboration(CollaborationBaseline):
             rounds.append(self.exchange_round(case, r, rounds[-1], turns))
         return rounds
 
-    def exchange_round(self, case: Case, round_: int, previous: list[Message], turns: list[dict]) -> list[Message]:
+    def exchange_round(self, case: Case, round_: int, previous: list[Opinion], turns: list[dict]) -> list[Opinion]:
         if self.topology == "chain":
-            current: list[Message] = []
+            current: list[Opinion] = []
             for i in range(case.n):
                 peers = [current[j] for j in neighbours("chain", i, case.n)]  # same-round predecessor
                 current.append(self.speak(case, i, round_, peers, self.ordering, turns))

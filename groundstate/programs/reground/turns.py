@@ -68,7 +68,7 @@ class Case:
 
 
 @dataclass
-class Message:
+class Opinion:
     """One agent's turn: what it told the others."""
 
     agent: int
@@ -82,7 +82,7 @@ class Message:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_prediction(cls, case: Case, agent: int, round_: int, prediction: Any) -> Message:
+    def from_prediction(cls, case: Case, agent: int, round_: int, prediction: Any) -> Opinion:
         """Read ``assessment``, ``answer``, ``suspected_misleading`` (and ``confidence``, if any) from a prediction.
 
         The assessment is model-produced text that later prompts quote, so it goes through
@@ -111,7 +111,7 @@ class Message:
         return out
 
 
-def render_messages(messages: Sequence[Message]) -> str:
+def render_messages(messages: Sequence[Opinion]) -> str:
     """Messages in order, separated by blank lines; ``(none)`` when there are none."""
     return "\n\n".join(m.render() for m in messages) if messages else NO_MESSAGES
 

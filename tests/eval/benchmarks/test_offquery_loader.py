@@ -1,6 +1,5 @@
 import json
 import shutil
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -16,8 +15,9 @@ from groundstate.eval.benchmarks.offquery.published import (
 )
 from groundstate.eval.benchmarks.offquery.stats import dataset_stats, format_stats
 from groundstate.records import OffQueryInstance
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "offquery"
+DATA = TEST_DATA / "offquery"
 HEALTH, HEALTH_T2 = DATA / "mediQ_easy.json", DATA / "mediQ_easy_t2.json"
 CRISIS, CRISIS_T2 = DATA / "CrisisFact.json", DATA / "CrisisFact_t2.json"
 

@@ -17,9 +17,11 @@ from groundstate.eval.benchmarks.problems import (
     save_problems,
 )
 from groundstate.programs.dhd.evaluator import parse_plain_number
+from tests.helpers import DATA as TEST_DATA
+from tests.helpers import ROOT
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "dhd"
-REAL_SCIBENCH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "scibench"
+DATA = TEST_DATA / "dhd"
+REAL_SCIBENCH = ROOT / ".." / "shared" / "data" / "scibench"
 
 
 def test_scibench_fixture():

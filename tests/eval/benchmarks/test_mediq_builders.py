@@ -7,7 +7,6 @@ import random
 import re
 import threading
 from collections import Counter
-from pathlib import Path
 
 import dspy
 import pytest
@@ -31,8 +30,8 @@ from groundstate.eval.benchmarks.offquery.mediq_lm import build_lm, tag_sufficie
 from groundstate.eval.benchmarks.offquery.mediq_rule import BuildReport, build_rule, split_sentences
 from groundstate.programs.reground.builder import OffQueryLMBuilder
 from groundstate.testing import scripted_lm
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "mediq"
 CASES = DATA / "cases.jsonl"
 REAL = ROOT.parent / "shared" / "data" / "mediq" / "all_craft_md.jsonl"

@@ -25,9 +25,10 @@ from groundstate.lm.config import LMConfig
 from groundstate.lm.specs import DEFAULT_TIMEOUT_S, get_lm
 from groundstate.testing import scripted_lm
 from tests.conftest import requires_embedded
+from tests.helpers import ROOT
 
 CANARY = "sk-canary-5b7e2d91c4a8f0"
-ROOT = Path(__file__).resolve().parents[1]
+
 
 
 # ---------------------------------------------------------------------------------------------------------

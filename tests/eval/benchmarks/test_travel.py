@@ -2,7 +2,6 @@ import json
 import math
 import time
 from collections import Counter
-from pathlib import Path
 
 import dspy
 import pytest
@@ -26,8 +25,9 @@ from groundstate.eval.benchmarks.travel.validator import audit, check_travel, fi
 from groundstate.programs.consilience.travel_builder import TravelTaskBuilder
 from groundstate.records import LETTERS, HiddenProfileTask
 from groundstate.testing import scripted_lm
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "hiddenbench"
+DATA = TEST_DATA / "hiddenbench"
 VALID = DATA / "travel_valid.json"
 
 

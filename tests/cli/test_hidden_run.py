@@ -13,7 +13,7 @@ from groundstate.eval.results import read_results
 from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
 from tests.conftest import requires_embedded
-from tests.test_simulate import make_task
+from tests.programs.consilience.test_simulated import make_task
 
 
 def parse(argv: list[str]):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import dspy
 import pytest
@@ -18,8 +17,9 @@ from groundstate.errors import GroundstateError
 from groundstate.eval.benchmarks.problems import load_problems
 from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).resolve().parent / "data" / "dhd"
+DATA = TEST_DATA / "dhd"
 SCIBENCH = DATA / "scibench_small.json"
 
 

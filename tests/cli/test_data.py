@@ -1,10 +1,10 @@
 import json
-from pathlib import Path
 
 from groundstate.cli import main
 from groundstate.eval.benchmarks.offquery.loader import load_instances
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = TEST_DATA
 
 
 def test_generate_validate_stats(tmp_path, capsys):

@@ -1,5 +1,4 @@
 import json
-from pathlib import Path
 
 import pytest
 
@@ -8,8 +7,9 @@ from groundstate.cli import hidden as cli_hidden
 from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
 from groundstate.eval.benchmarks.travel.records import TravelTask
 from groundstate.eval.benchmarks.travel.validator import validate_travel
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "hiddenbench"
+DATA = TEST_DATA / "hiddenbench"
 
 
 @pytest.fixture(autouse=True)

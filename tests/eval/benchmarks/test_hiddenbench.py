@@ -11,8 +11,9 @@ from groundstate.eval.benchmarks.hiddenbench import (
     load_hiddenbench,
     save_hidden_tasks,
 )
+from tests.helpers import DATA as TEST_DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "hiddenbench"
+DATA = TEST_DATA / "hiddenbench"
 SAMPLE = DATA / "sample.json"
 
 
