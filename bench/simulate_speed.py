@@ -1,14 +1,14 @@
 """Simulated hidden-profile discussions per second, on one core.
 
-A *discussion* is one full Hidden-Post run of :func:`groundstate.programs.consilience.agents.run_discussion` with
+A *discussion* is one full Hidden-Post run of :func:`groundstate.programs.consilience.protocols.run_discussion` with
 simulated agents: 4 agents x 2 round-robin rounds (8 messages), then 4 votes and the plurality decision. Also
 measured: Hidden-Pre and Full-Info, and an action-driven discussion (8 messages cycling Challenge, Clarify,
 SeekEvidence, Route: the group-leader computation every Challenge/Clarify needs) with a belief elicitation of
 every agent before each message, as a controller does. Target: at least 1,000 Hidden-Post discussions/s.
 
-Tasks come from the travel generator (``groundstate.eval.benchmarks.travel.travel``, 4 travelers) when it is available,
-otherwise from a small hand-annotated hidden-profile generator in this file. The process is pinned to one CPU when the
-platform allows it. Prints a table and writes ``bench/results/simulate_speed.json``.
+Tasks come from the travel generator (``groundstate.eval.benchmarks.travel.generator``, 4 travelers) when it is
+available, otherwise from a small hand-annotated hidden-profile generator in this file. The process is pinned to
+one CPU when the platform allows it. Prints a table and writes ``bench/results/simulate_speed.json``.
 """
 
 from __future__ import annotations

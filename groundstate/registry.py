@@ -37,8 +37,8 @@ BUILTIN: dict[str, str] = {
     "groundstate.programs.reground.reground:Reconstruct": "program",
     "groundstate.programs.reground.reground:Resolve": "program",
     "groundstate.programs.reground.baselines:Oracle": "program",
-    "groundstate.programs.reground.baselines:StandardCollaboration": "program",
-    "groundstate.programs.reground.baselines:Confidence": "program",
+    "groundstate.programs.reground.standard:StandardCollaboration": "program",
+    "groundstate.programs.reground.standard:Confidence": "program",
     "groundstate.programs.reground.baselines:Voting": "program",
     "groundstate.programs.reground.baselines:Robin": "program",
     "groundstate.programs.reground.baselines:Manager": "program",
@@ -57,7 +57,18 @@ BUILTIN: dict[str, str] = {
 }
 
 #: Paths written by earlier versions -> today's path (old saved artifacts keep loading).
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {
+    **{f"groundstate.programs.reground:{name}": f"groundstate.programs.reground.reground:{name}"
+       for name in ("ReGround", "Verify", "Reconstruct", "Resolve")},
+    **{f"groundstate.programs.collaboration:{name}": f"groundstate.programs.reground.baselines:{name}"
+       for name in ("Oracle", "Voting", "Robin", "Manager", "Instructor", "SelfReflect")},
+    **{f"groundstate.programs.collaboration:{name}": f"groundstate.programs.reground.standard:{name}"
+       for name in ("StandardCollaboration", "Confidence")},
+    **{f"groundstate.programs.deliberation:{name}": f"groundstate.programs.dhd.deliberation:{name}"
+       for name in ("Recruiter", "Hypothesizer", "Integrator", "IndependentSolver", "DiverseHypothesisDeliberation")},
+    "groundstate.programs.deliberation_evaluator:AnswerEvaluator": "groundstate.programs.dhd.evaluator:AnswerEvaluator",
+    "groundstate.programs.consilience_control:LLMController": "groundstate.programs.consilience.control:LLMController",
+}
 
 _USER: dict[str, tuple[type, str]] = {}
 _LOCK = threading.Lock()

@@ -1,9 +1,9 @@
 """Signatures that write group-travel hidden-profile tasks (Consilience appendix F): generate, repair, review.
 
-They serve :class:`~groundstate.programs.consilience.travel_builder.TravelTaskBuilder`. A task ("blueprint") is a JSON object
-with ``name``, ``description``, ``public_information``, ``options`` (plans ``A``-``D`` with ``attributes``),
-``agents`` (travelers with structured ``preferences``) and ``correct_answer``; the deterministic validator in
-:mod:`groundstate.eval.benchmarks.travel.travel` is the authority on whether one is valid.
+They serve :class:`~groundstate.programs.consilience.travel_builder.TravelTaskBuilder`. A task ("blueprint")
+is a JSON object with ``name``, ``description``, ``public_information``, ``options`` (plans ``A``-``D`` with
+``attributes``), ``agents`` (travelers with structured ``preferences``) and ``correct_answer``; the deterministic
+validator in :mod:`groundstate.eval.benchmarks.travel.validator` is the authority on whether one is valid.
 """
 
 from __future__ import annotations

@@ -143,3 +143,30 @@ def test_corrupt_program_directories_are_one_line_errors(saved, damage):
         load_program(saved)
     assert "\n" not in str(info.value)
     assert isinstance(info.value, InputError | ConfigError)
+
+
+def test_every_builtin_class_path_is_real_and_every_saveable_class_is_listed():
+    import importlib
+    import pkgutil
+
+    import groundstate
+    from groundstate.registry import ALIASES, BUILTIN
+
+    for path in [*BUILTIN, *ALIASES.values()]:
+        module, _, name = path.partition(":")
+        assert getattr(importlib.import_module(module), name).__qualname__ == name, path
+        assert path in BUILTIN, path
+    saveable = set()
+    for info in pkgutil.walk_packages(groundstate.__path__, "groundstate."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if isinstance(value, type) and value.__module__ == info.name and "init_kwargs" in vars(value):
+                saveable.add(f"{info.name}:{value.__qualname__}")
+    assert saveable and saveable <= set(BUILTIN), sorted(saveable - set(BUILTIN))
+
+
+def test_a_program_saved_under_an_earlier_module_path_still_loads(saved):
+    rewrite(saved, program={"class": "groundstate.programs.reground:ReGround", "kwargs": {"max_candidates": 2}})
+    assert isinstance(load_program(saved), ReGround)

@@ -1,7 +1,8 @@
 """DHD analysis outputs: the labels file, the report (Markdown + JSON + two charts) and the cross-fitted choice.
 
-:func:`analyze` reads a cache's finished replays (:func:`groundstate.eval.dhd.run.collect_pairs`) and, per replay mode,
-at the main pool size (the largest replayed ``K`` unless given), computes with the statistics modules of :mod:`groundstate.eval.dhd`:
+:func:`analyze` reads a cache's finished replays (:func:`groundstate.eval.dhd.run.collect_pairs`) and, per
+replay mode, at the main pool size (the largest replayed ``K`` unless given), computes with the statistics
+modules of :mod:`groundstate.eval.dhd`:
 the full-pool disagreement rate (LOO), per-message values and groups, the hierarchical bootstrap of wrong- vs
 correct-answer messages, the within-block permutation null of the separated counts, the BH/BY selections, the
 strict counts and the flip direction by proposal correctness; and, over all LOO pool sizes, the per-message LOO

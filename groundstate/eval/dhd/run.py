@@ -13,7 +13,8 @@ finished work item), stored under ``<cache>/runs/`` unless another ``out`` is gi
 
 :func:`load_blocks` gathers the finished replay blocks of a cache (all replay runs of the same configuration,
 shards and merged shards included, each block once) and :func:`collect_pairs` turns them into the pair rows of
-the statistics modules of :mod:`groundstate.eval.dhd`. Analysis and cross-fitting are in :mod:`groundstate.eval.dhd.analysis`.
+the statistics modules of :mod:`groundstate.eval.dhd`. Analysis and cross-fitting are in
+:mod:`groundstate.eval.dhd.analysis`.
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def offquery_metric(weights: str | Mapping[str, float] = "t1+t2+t3", judge: Judg
 
     Args:
         weights: a metric spec (``"t1+t2+t3"``) or a mapping of weights.
-        judge: the T2 judge (default :class:`~groundstate.eval.reground.scoring.LexicalJudge`).
+        judge: the T2 judge (default :class:`~groundstate.eval.reground.judges.LexicalJudge`).
     """
     weights = parse_metric(weights)
     total = sum(weights.values())

@@ -2,7 +2,8 @@
 
 Every OffQuery task shares the data options (a file, or ``synthetic`` with ``--domain/--variant/--n``), the
 ``--condition`` (which shared context the program sees) and the T2 judge (``--judge-lm``: ``lexical`` by
-default, or an LM spec). Scores per instance are T1, T2 and T3 (:func:`groundstate.eval.reground.agreement.offquery_scores`).
+default, or an LM spec). Scores per instance are T1, T2 and T3
+(:func:`groundstate.eval.reground.scores.offquery_scores`).
 """
 
 from __future__ import annotations

@@ -1,1 +1,7 @@
-"""TODO docstring."""
+"""Hidden-profile discussions and Consilience (Consilience paper §3-§4): LM agents (``agents``), seeded simulated
+agents (``simulated``, ``support``), the reference protocols (``protocols``), the collective state (``state``),
+controllers and routers (``control``), the controlled discussion itself (``consilience``) and the travel task
+builder LM (``travel_builder``).
+
+They import signatures, ``programs.common`` and records only; training and evaluation live on later floors.
+"""

@@ -9,7 +9,8 @@ Protocols (any agents implementing :class:`~groundstate.records.DiscussionAgent`
   rounds are numbered from 1 (round 0 is the state before discussion).
 - ``full-info``: every agent is given every fact (:func:`full_info_task`) and votes; no messages.
 
-The final answer is :func:`~groundstate.programs.common.plurality` over the votes. Votes are independent, so LM agents vote concurrently.
+The final answer is :func:`~groundstate.programs.common.plurality` over the votes. Votes are independent, so
+LM agents vote concurrently.
 """
 
 from __future__ import annotations
@@ -144,8 +145,9 @@ class HiddenProfileProtocol(dspy.Module):
         protocol: ``hidden-pre``, ``hidden-post`` or ``full-info``.
         rounds: round-robin rounds for ``hidden-post``.
         team: where agents come from when ``forward`` is given none: a callable ``task -> agents``, such as
-            :class:`~groundstate.programs.consilience.agents.LMTeam` or :class:`~groundstate.programs.consilience.simulated.SimTeam`. An
-            ``LMTeam`` is a submodule, so its predictors are this program's predictors.
+            :class:`~groundstate.programs.consilience.agents.LMTeam` or
+            :class:`~groundstate.programs.consilience.simulated.SimTeam`. An ``LMTeam`` is a submodule, so its
+            predictors are this program's predictors.
         threads: concurrent final votes (see :func:`run_discussion`).
 
     The prediction is :meth:`DiscussionResult.to_prediction`.

@@ -11,8 +11,10 @@
 
 The validator is injected: ``check(blueprint) -> (task | None, issues, audit)``, where ``issues`` is every
 violation (empty = valid) and ``audit`` the deterministic facts the reviewer is given. The data layer provides it
-(:func:`groundstate.eval.benchmarks.travel.travel.check_travel` plus :func:`~groundstate.eval.benchmarks.travel.travel.audit`,
-wired by :func:`~groundstate.eval.benchmarks.travel.travel.generate_travel_lm`), so programs never import evaluation code.
+(:func:`groundstate.eval.benchmarks.travel.validator.check_travel` plus
+:func:`~groundstate.eval.benchmarks.travel.validator.audit`, wired by
+:func:`~groundstate.eval.benchmarks.travel.lm_generator.generate_travel_lm`), so programs never import evaluation
+code.
 
 The loop: generate a candidate; while the validator finds issues and repairs remain, ask for a repair of the
 whole object; once valid, ask the reviewer (if ``review``); on a rejection or when repairs run out, start over

@@ -12,7 +12,7 @@ department_facts=..., shared_context=...)`` returns a ``dspy.Prediction`` with:
 
 When the fabricated decision is the correct answer the output is unusable, so the later stages are skipped
 (``corrupted_context=None``, ``conflicts=False``). The program validates nothing else: the caller
-(:func:`groundstate.eval.benchmarks.offquery.mediq.build_lm`) decides what to reject and retry.
+(:func:`groundstate.eval.benchmarks.offquery.mediq_lm.build_lm`) decides what to reject and retry.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 import json
 import math
-import time
 from collections import Counter
 
 import dspy
@@ -453,12 +452,6 @@ def test_generator_is_deterministic_and_indexable():
         generate_travel(3, travelers=5)
     with pytest.raises(ConfigError):
         generate_travel(-1)
-
-
-def test_generator_is_fast():
-    started = time.perf_counter()
-    generate_travel(1000, seed=11)
-    assert time.perf_counter() - started < 15  # about 2 s on one core; generous for slow CI machines
 
 
 def test_generated_records_carry_support_and_structure():

@@ -41,6 +41,9 @@ Assumptions (the published files do not state these; they are what a careful rea
 Every problem with the input is an :class:`~groundstate.errors.InputError` whose one line names the file, the
 record and the field. With ``skip_invalid=True`` a bad record is skipped instead and a one-line message is
 appended to ``problems``.
+
+This is one file because it is one concept, the published format: the field table above, the per-item
+conversion and its checks, the T2 truth alignment and the two read paths (plain JSON and ``datasets``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Pydantic validation errors of OffQuery records as one-line :class:`~groundstate.errors.InputError` s naming the field."""
+"""Pydantic validation errors of OffQuery records as one-line :class:`~groundstate.errors.InputError` s that name
+the field."""
 
 from __future__ import annotations
 

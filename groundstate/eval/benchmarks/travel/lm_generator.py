@@ -27,7 +27,8 @@ def variation_seed(seed: int, index: int) -> str:
 def generate_travel_lm(n: int, seed: int = 0, start: int = 0, travelers: int | None = None, *,
                        builder: Any = None, max_repairs: int = 2, max_restarts: int = 1, review: bool = True,
                        rewrite_statements: bool = False) -> tuple[dict[int, TravelTask], list[dict[str, Any]]]:
-    """Generate tasks with the configured DSPy LM (:class:`~groundstate.programs.consilience.travel_builder.TravelTaskBuilder`).
+    """Generate tasks with the configured DSPy LM
+    (:class:`~groundstate.programs.consilience.travel_builder.TravelTaskBuilder`).
 
     Every candidate goes through :func:`check_travel` (the same validator as the LM-free generator), with the
     requested answer (:func:`target_letter`) and traveler count, and must not repeat an accepted task.

@@ -1,6 +1,7 @@
 """Vocabularies of the travel task generator: places, groups, roles and plan attribute values.
 
-Everything here is plain data written for groundstate; :mod:`groundstate.eval.benchmarks.travel.travel` samples from it.
+Everything here is plain data written for groundstate; :mod:`groundstate.eval.benchmarks.travel.generator`
+samples from it.
 Activities and transport modes depend on the kind of destination so that every plan is an ordinary, feasible
 trip; prices are derived from the other attributes (see ``HOTEL_RATE_USD`` and ``TRANSPORT_COST_USD``).
 """
