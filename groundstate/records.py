@@ -34,7 +34,16 @@ class AgentEvidence(BaseModel):
 
     @property
     def name(self) -> str:
-        """``Agent 2 (laboratory)``: how programs refer to the agent in prompts."""
+        """``Agent 2``: how programs refer to the agent in prompts, a neutral id only.
+
+        The role never reaches a prompt: in the published OffQuery files the misleading agent is an extra agent
+        with no category, so a role in its name would single it out (the authors' prompts use bare ids too).
+        """
+        return f"Agent {self.agent}"
+
+    @property
+    def label(self) -> str:
+        """``Agent 2 (laboratory)``: the name with the role, for reports and traces people read."""
         return f"Agent {self.agent}" + (f" ({self.role})" if self.role else "")
 
 
@@ -177,6 +186,7 @@ class OffQueryInstance(BaseModel):
         return len(self.agents)
 
     def agent_label(self, index: int) -> str:
+        """The neutral name of agent ``index`` (``Agent 2``), as programs and feedback show it."""
         return self.agents[index].name
 
 

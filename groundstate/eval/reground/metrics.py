@@ -175,10 +175,8 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def _agent_label(index: int, agents: Any) -> str:
-    for agent in agents or []:
-        if _get(agent, "agent") == index:
-            role = _get(agent, "role")
-            return f"Agent {index}" + (f" ({role})" if role else "")
+    """``Agent 2``: a neutral id, never the role (the feedback reaches GEPA's reflection LM, which writes the
+    instructions; a role there could teach it to single out the agent without a category)."""
     return f"Agent {index}"
 
 
