@@ -36,6 +36,7 @@ BUILTIN: dict[str, str] = {
     "groundstate.programs.reground.reground:Verify": "program",
     "groundstate.programs.reground.reground:Reconstruct": "program",
     "groundstate.programs.reground.reground:Resolve": "program",
+    "groundstate.programs.reground.reground:VerifyStatements": "program",
     "groundstate.programs.reground.baselines:Oracle": "program",
     "groundstate.programs.reground.standard:StandardCollaboration": "program",
     "groundstate.programs.reground.standard:Confidence": "program",

@@ -26,18 +26,19 @@ class ExtractStatements(dspy.Signature):
 
 
 class FindConflictPair(dspy.Signature):
-    __doc__ = f"""Find the two sources whose statements contradict each other most directly.
+    __doc__ = f"""Compare the sources pair by pair and name the two whose statements contradict each other most.
 
-    A contradiction means both cannot be true at once (different values for the same measurement, a finding
-    present in one and absent in the other, incompatible reports). Differences in topic are not
-    contradictions. If no two sources contradict each other, say so. {DATA_NOTE}"""
+    A contradiction is two claims about the same fact that cannot both be true: different values for one
+    measurement, a finding one source reports and the other rules out, incompatible accounts of one event.
+    More or less detail, a topic only one source covers, different wording of the same claim and claims about
+    unrelated things are not contradictions. Rate the pair's contradiction: strong (directly opposite claims),
+    moderate (very likely incompatible but not strictly opposite), weak (a small inconsistency or an
+    ambiguity). When several pairs are equally contradictory, name the one with the most contradicting
+    claims. {DATA_NOTE}"""
 
     sources: str = dspy.InputField(desc="the sources, each with its id number and statements")
-    conflict_found: bool = dspy.OutputField(desc="true if at least two sources contradict each other")
-    first_source: int = dspy.OutputField(desc="id number of one source in the most contradictory pair")
-    second_source: int = dspy.OutputField(desc="id number of the other source in that pair")
-    strength: Literal["none", "weak", "moderate", "strong"] = dspy.OutputField(
-        desc="how direct the contradiction is")
+    pair: str = dspy.OutputField(desc="the most contradictory pair, as 'i-j' with the two source ids")
+    strength: Literal["strong", "moderate", "weak"] = dspy.OutputField(desc="how direct the contradiction is")
     reason: str = dspy.OutputField(desc="the contradicting statements, in one or two sentences (at most 300 chars)")
 
 
@@ -55,35 +56,43 @@ class ArgueSource(dspy.Signature):
 
 
 class Adjudicate(dspy.Signature):
-    __doc__ = f"""Two sources contradict each other. Decide which of the two is the incorrect one.
+    __doc__ = f"""Two sources contradict each other. As an impartial adjudicator, decide which of the two is more
+    likely to be incorrect, from the arguments for and against each alone.
 
-    Weigh the arguments for and against each source, which cite the remaining sources. Prefer the source
-    that more independent statements corroborate. {DATA_NOTE}"""
+    Weigh objective findings (measurements, test results, imaging, recorded or official observations) above
+    subjective reports and impressions; direct contradictions above indirect associations; several
+    independent findings pointing the same way increase confidence, for or against. Do not assume that the
+    side more sources agree with is right, and do not bring in knowledge that is not in the arguments.
+    {DATA_NOTE}"""
 
     first: str = dspy.InputField(desc="the first source, with its statements")
     second: str = dspy.InputField(desc="the second source, with its statements")
     arguments: str = dspy.InputField(desc="arguments supporting and refuting each source")
-    incorrect: Literal["first", "second"] = dspy.OutputField(desc="which source is incorrect")
+    incorrect: Literal["first", "second"] = dspy.OutputField(desc="which source is more likely incorrect")
     reason: str = dspy.OutputField(desc="why, in one or two sentences (at most 300 chars)")
 
 
 class ScoreCandidate(dspy.Signature):
     __doc__ = f"""Rate how consistent a candidate source is with facts from sources outside the candidate pool.
 
-    10 means fully consistent, 0 means directly contradicted on key points. Missing topics are neither
-    consistent nor inconsistent. {DATA_NOTE}"""
+    5: fully consistent, the two support each other. 4: mostly consistent, a coherent picture. 3: neutral or
+    unclear, too little overlap to tell. 2: mostly inconsistent, hard to reconcile. 1: contradictory, they
+    cannot both be true. Topics only one side covers are neither consistent nor inconsistent. {DATA_NOTE}"""
 
     candidate: str = dspy.InputField(desc="the candidate source, with its statements")
     verified_facts: str = dspy.InputField(desc="statements of the sources still considered reliable")
-    consistency: int = dspy.OutputField(desc="consistency score from 0 (contradicted) to 10 (consistent)")
+    consistency: int = dspy.OutputField(desc="consistency score from 1 (contradictory) to 5 (consistent)", ge=1, le=5)
     reason: str = dspy.OutputField(desc="the decisive agreements or contradictions (at most 300 chars)")
 
 
 class DetectMisleadingSource(dspy.Signature):
-    __doc__ = f"""Decide which candidate source holds misleading evidence.
+    __doc__ = f"""Decide which single candidate source is most likely to hold misleading evidence.
 
-    The consistency scores and reasons are evidence to weigh, not verdicts to copy: check them against the
-    verified facts yourself. Answer with the id number of exactly one candidate. {DATA_NOTE}"""
+    Each candidate comes with a consistency score (1-5) against the verified facts and the evaluator's
+    reason. Treat scores and reasons as evidence, not verdicts: a lower score means weaker agreement, and
+    when scores are close, the reasons decide. Give most weight to direct contradictions of the verified
+    facts, to contradictions of several independent facts, and to inconsistencies in objective findings.
+    Bring in no knowledge beyond what is given. {DATA_NOTE}"""
 
     verified_facts: str = dspy.InputField(desc="statements of the sources outside the candidate pool")
     candidates: str = dspy.InputField(desc="each candidate with its id, statements, consistency score and reason")

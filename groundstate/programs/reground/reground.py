@@ -1,37 +1,42 @@
 """ReGround: verify evidence, reconstruct a trusted shared state, resolve the task from that state.
 
-Three stages, each a ``dspy.Module`` usable on its own and composed by :class:`ReGround`:
+Three stages, each a ``dspy.Module`` usable on its own and composed by :class:`ReGround`, following the paper
+(§4, appendix C) and, where it is silent, the authors' public code (``whr000001/OffQuery``, ``ours/``):
 
-1. :class:`Verify` (never sees the shared context): extract statements per agent; for up to ``M`` rounds find
-   the most contradictory pair among the sources still standing, argue for and against each side using
-   only the *other* sources' statements, adjudicate, and drop the losing source into the candidate pool;
-   stop early when no conflict is found. Each candidate is then scored against the statements of the
-   sources still standing, and a detector picks the misleading agent among the candidates (the other
-   candidates return to the trusted evidence). In multi-misleading mode every flagged candidate is removed.
+1. :class:`Verify` (never sees the shared context): extract statements per agent; for ``M`` rounds name the
+   most contradictory pair among the sources still standing (always a pair: the answer is constrained to
+   the standing pairs; ``stop_early`` lets it say "none" instead), argue for and against each side using only
+   the *other* standing sources' statements, adjudicate (objective findings over subjective reports; never
+   "the majority is right"), and move the losing source into the candidate pool. Each candidate is scored
+   1-5 against the statements of the sources still standing, and the detector picks the misleading agent
+   among the candidates whenever there is one (the other candidates return to the trusted evidence). In
+   multi-misleading mode every candidate is removed. :class:`VerifyStatements` is the statement-level mode
+   of §E.4.
 2. :class:`Reconstruct`: decompose the shared context into atomic facts, verify each against the trusted
-   evidence, keep a fact if it is *supported*, or *unverifiable* but of *low* importance; drop refuted facts
-   and unverifiable high-importance ones. Regenerate the state from the kept facts plus the trusted
-   statements.
+   evidence with a three-level importance (high/medium/low), keep a fact if it is *supported* or of *low*
+   importance (the authors' rule; ``keep_rule="strict"`` keeps only supported or unverifiable-and-low facts),
+   and write the state as a narrative of the kept facts plus the trusted statements.
 3. :class:`Resolve`: choose the option from the reconstructed state only.
 
 Independent calls (per-agent extraction, the four arguments, candidate scoring, per-fact verification) run
 concurrently. Text a predictor produced (statements, arguments, scoring reasons, facts) is passed through
 :func:`~groundstate.programs.common.as_data` before any later predictor sees it, exactly like evidence, so a
-model that re-emits adapter markers cannot forge a field in a later prompt.
+model that re-emits adapter markers cannot forge a field in a later prompt. Agents appear in prompts under
+neutral ids only (``[3] Agent 3``), never their roles.
 
-Where the paper summary is silent we chose: source ids in prompts are the agents' 0-based indices; an
-invalid pair (an id that is not a standing source, or the same id twice) ends the search and
-is recorded in the trace; a detector answer outside the candidate pool falls back to the candidate with the
-lowest consistency score.
+Where both sources are silent we chose: an invalid pair from an unconstrained LM (an id that is not a standing
+source, or the same id twice) ends the search and is recorded in the trace; a detector answer outside the
+candidate pool falls back to the candidate with the lowest consistency score.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.common import (
@@ -82,24 +87,44 @@ def _sources_text(agents: Sequence[AgentEvidence], statements: dict[int, list[st
     return "\n\n".join(_source_block(a, statements.get(a.agent, [])) for a in agents) or "(no sources)"
 
 
+def conflict_pairs(ids: Sequence[int]) -> list[str]:
+    """Every unordered pair of distinct source ids, as ``'i-j'`` with ``i < j`` (the only answers the conflict
+    search may give)."""
+    ordered = sorted(ids)
+    return [f"{a}-{b}" for k, a in enumerate(ordered) for b in ordered[k + 1:]]
+
+
 @saveable
 class Verify(dspy.Module):
-    """Stage 1: conflict-guided evidence verification.
+    """Stage 1: conflict-guided evidence verification (paper §4.1, appendix C; the authors' procedure).
+
+    For ``M`` rounds: name the most contradictory pair among the sources still standing (the answer is
+    constrained to the pairs of distinct standing sources, so every round yields a candidate), argue for and
+    against each side using only the *other* standing sources' statements, adjudicate, and move the source
+    judged incorrect into the candidate pool. Then each candidate is scored (1-5) against the statements of the
+    sources still standing, and a detector names the misleading agent among the candidates; it runs whenever
+    there is at least one candidate, and its answer is used when it names a candidate (otherwise the lowest
+    score decides). The other candidates return to the trusted evidence.
 
     Args:
-        max_candidates: M, the number of conflict rounds (the paper uses 3; its ablation 1-5).
-        multi_misleading: remove every flagged candidate instead of picking one.
+        max_candidates: M, the number of conflict rounds (3 in the paper; its ablation 1-5).
+        multi_misleading: remove every candidate instead of picking one (the stress setting with several
+            misleading agents).
+        stop_early: let the conflict search answer "none" and stop when it does (the authors' code stops on
+            "No contradiction"; the paper's procedure and our default always run ``M`` rounds).
         max_workers: threads for concurrent calls.
 
     ``forward(agents)`` returns ``Prediction(misleading_agent, candidates, statements, trusted, trace)``.
     """
 
-    def __init__(self, max_candidates: int = 3, multi_misleading: bool = False, max_workers: int = 8):
+    def __init__(self, max_candidates: int = 3, multi_misleading: bool = False, stop_early: bool = False,
+                 max_workers: int = 8):
         super().__init__()
         if max_candidates < 1:
             raise ValueError("max_candidates must be at least 1")
         self.max_candidates = max_candidates
         self.multi_misleading = multi_misleading
+        self.stop_early = stop_early
         self.max_workers = max_workers
         self.extract = dspy.Predict(ExtractStatements)
         self.find_pair = dspy.Predict(FindConflictPair)
@@ -113,6 +138,20 @@ class Verify(dspy.Module):
         """Each agent's evidence as statements (one concurrent call per agent)."""
         outs = thread_map(lambda a: self.extract(source=a.name, evidence=a.evidence), agents, self.max_workers)
         return {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
+
+    def _pair_signature(self, remaining: Sequence[int]) -> type[dspy.Signature]:
+        """The conflict search's signature for this round: ``pair`` constrained to the standing pairs (and
+        ``strength`` allowed to be ``none`` under ``stop_early``), keeping any tuned instructions."""
+        pairs = tuple(conflict_pairs(remaining))
+        signature = self.find_pair.signature.with_updated_fields("pair", type_=Literal[pairs])
+        if self.stop_early:
+            signature = signature.with_updated_fields("strength", type_=Literal["strong", "moderate", "weak", "none"])
+        return signature
+
+    def find_conflict(self, standing: Sequence[AgentEvidence], statements: dict[int, list[str]]) -> dspy.Prediction:
+        """The most contradictory pair of standing sources (``pair`` as ``'i-j'``)."""
+        return self.find_pair(sources=_sources_text(standing, statements),
+                              signature=self._pair_signature([a.agent for a in standing]))
 
     def forward(self, agents, statements: dict[int, list[str]] | None = None) -> dspy.Prediction:
         agents = coerce_agents(agents)
@@ -129,16 +168,21 @@ class Verify(dspy.Module):
                 rounds.append({"round": number, "stop": "fewer than two sources left"})
                 break
             standing = [by_id[i] for i in remaining]
-            pair = self.find_pair(sources=_sources_text(standing, statements))
-            entry: dict[str, Any] = {"round": number, "remaining": list(remaining),
-                                     "pair": [pair.first_source, pair.second_source], "strength": pair.strength,
-                                     "conflict_reason": pair.reason}
-            if not pair.conflict_found or pair.strength == "none":
-                entry["stop"] = "no conflict found"
+            try:
+                found = self.find_conflict(standing, statements)
+            except AdapterParseError as exc:  # an unconstrained LM named something outside the standing pairs
+                rounds.append({"round": number, "remaining": list(remaining),
+                               "stop": f"invalid pair (not two distinct standing sources): {as_data(str(exc))[:200]}"})
+                break
+            entry: dict[str, Any] = {"round": number, "remaining": list(remaining), "pair": found.pair,
+                                     "strength": found.strength, "conflict_reason": as_data(found.reason)}
+            if found.strength == "none":
+                entry["stop"] = "no conflict found (stop_early)"
                 rounds.append(entry)
                 break
-            first, second = pair.first_source, pair.second_source
+            first, second = (int(part) for part in str(found.pair).split("-"))
             if first not in remaining or second not in remaining or first == second:
+                # only an unconstrained LM can get here: the signature admits standing pairs only
                 entry["stop"] = "invalid pair (not two distinct standing sources)"
                 rounds.append(entry)
                 break
@@ -146,6 +190,7 @@ class Verify(dspy.Module):
             others_text = _sources_text(others, statements) if others else "(no other sources)"
             targets = [(by_id[first], "support", self.argue_for), (by_id[first], "refute", self.argue_against),
                        (by_id[second], "support", self.argue_for), (by_id[second], "refute", self.argue_against)]
+
             def argue(t, others_text=others_text):
                 return as_data(t[2](target=_source_block(t[0], statements.get(t[0].agent, [])), others=others_text,
                                     stance=t[1]).argument)
@@ -160,8 +205,9 @@ class Verify(dspy.Module):
             loser = first if verdict.incorrect == "first" else second
             remaining.remove(loser)
             candidates.append(loser)
-            entry.update(arguments={f"{s}:{a.agent}": text for (a, s, _), text in zip(targets, arguments, strict=True)},
-                         incorrect=loser, verdict_reason=verdict.reason)
+            entry.update(pair=[first, second],
+                         arguments={f"{s}:{a.agent}": text for (a, s, _), text in zip(targets, arguments, strict=True)},
+                         incorrect=loser, verdict_reason=as_data(verdict.reason))
             rounds.append(entry)
 
         scores = self._score(candidates, remaining, by_id, statements)
@@ -181,7 +227,7 @@ class Verify(dspy.Module):
         def score(candidate: int) -> dict[str, Any]:
             out = self.score(candidate=_source_block(by_id[candidate], statements.get(candidate, [])),
                              verified_facts=verified)
-            return {"candidate": candidate, "consistency": max(0, min(10, int(out.consistency))),
+            return {"candidate": candidate, "consistency": max(1, min(5, int(out.consistency))),
                     "reason": as_data(out.reason)}
 
         return thread_map(score, candidates, self.max_workers)
@@ -190,40 +236,54 @@ class Verify(dspy.Module):
         if self.multi_misleading:
             return list(candidates), {"rule": "multi-misleading: every flagged candidate"}
         if not candidates:
-            return None, {"rule": "no conflict: no misleading agent"}
-        if len(candidates) == 1:
-            return candidates[0], {"rule": "single candidate"}
+            return None, {"rule": "no candidate (the search stopped before the first round)"}
         verified = "\n".join(f"- {s}" for i in remaining for s in statements.get(i, [])) or "(none)"
         listing = "\n\n".join(
             f"{_source_block(by_id[s['candidate']], statements.get(s['candidate'], []))}\n"
-            f"consistency: {s['consistency']}/10 ({s['reason']})" for s in scores)
+            f"consistency: {s['consistency']}/5 ({s['reason']})" for s in scores)
         out = self.detect(verified_facts=verified, candidates=listing)
         if out.misleading_source in candidates:
-            return out.misleading_source, {"rule": "detector", "reason": out.reason}
+            return out.misleading_source, {"rule": "detector", "reason": as_data(out.reason)}
         fallback = min(scores, key=lambda s: (s["consistency"], candidates.index(s["candidate"])))["candidate"]
         return fallback, {"rule": "detector answered outside the pool; lowest consistency",
-                          "detector_answer": out.misleading_source, "reason": out.reason}
+                          "detector_answer": out.misleading_source, "reason": as_data(out.reason)}
+
+
+KEEP_RULES = ("authors", "strict")
 
 
 @saveable
 class Reconstruct(dspy.Module):
-    """Stage 2: rebuild the shared state from atomic facts checked against the trusted evidence.
+    """Stage 2: rebuild the shared state from atomic facts checked against the trusted evidence (paper §4.2).
+
+    Decompose the shared context into atomic facts, verify each against the trusted statements (verdict and a
+    three-level importance), keep the facts the keep rule admits, and write the state as a narrative of the
+    kept facts and the trusted statements.
+
+    Args:
+        keep_rule: ``authors`` (default; the authors' code): keep a fact if it is *supported* or its
+            importance is *low*, whatever the verdict. ``strict`` (earlier groundstate): keep *supported*
+            facts and *unverifiable* facts of *low* importance only, so a refuted fact never survives.
+        max_workers: threads for the concurrent per-fact checks.
 
     ``forward(shared_context, trusted_statements)`` returns ``Prediction(state, kept_facts, removed_facts,
-    trace)``. The filtering rule: keep *supported* facts and *unverifiable* facts of *low* importance; drop
-    *refuted* facts and *unverifiable* facts of *high* importance.
+    trace)``.
     """
 
-    def __init__(self, max_workers: int = 8):
+    def __init__(self, keep_rule: str = "authors", max_workers: int = 8):
         super().__init__()
+        if keep_rule not in KEEP_RULES:
+            raise ValueError(f"keep_rule must be one of {KEEP_RULES}, got '{keep_rule}'")
+        self.keep_rule = keep_rule
         self.max_workers = max_workers
         self.decompose = dspy.Predict(DecomposeContext)
         self.verify_fact = dspy.Predict(VerifyFact)
         self.regenerate = dspy.Predict(RegenerateState)
 
-    @staticmethod
-    def keep(verdict: str, importance: str) -> bool:
-        """The fact filtering rule."""
+    def keep(self, verdict: str, importance: str) -> bool:
+        """The fact filtering rule (see ``keep_rule``)."""
+        if self.keep_rule == "authors":
+            return verdict == "supported" or importance == "low"
         return verdict == "supported" or (verdict == "unverifiable" and importance == "low")
 
     def forward(self, shared_context: str, trusted_statements: Sequence[str]) -> dspy.Prediction:
@@ -235,7 +295,8 @@ class Reconstruct(dspy.Module):
         kept = [c["fact"] for c in checked if c["kept"]]
         removed = [c["fact"] for c in checked if not c["kept"]]
         state = self.regenerate(verified_facts=bullet_list(kept), trusted_statements=evidence).state
-        return dspy.Prediction(state=state, kept_facts=kept, removed_facts=removed, trace={"facts": checked})
+        return dspy.Prediction(state=state, kept_facts=kept, removed_facts=removed,
+                               trace={"facts": checked, "keep_rule": self.keep_rule})
 
 
 @saveable
@@ -255,6 +316,56 @@ class Resolve(dspy.Module):
 
 
 @saveable
+class VerifyStatements(dspy.Module):
+    """Stage 1 at the statement level (paper §E.4): when misinformation is spread over several agents, find the
+    misleading *statements* instead of one misleading source.
+
+    Every agent's statements are extracted as in :class:`Verify`; each statement is then checked against the
+    statements of all *other* agents (:class:`~groundstate.signatures.state.VerifyFact`), and a statement the
+    others refute is flagged as misleading. The trusted evidence is every statement not flagged. The agents
+    holding a flagged statement are reported as the misleading agents (a list, so T1 is an exact set match).
+
+    Where the paper summary is silent we chose: "refuted by the other agents' statements" is the flagging rule
+    (an unverifiable statement stays trusted, as in the agent-level mode where only the adjudicated source
+    leaves); statements are checked concurrently.
+
+    ``forward(agents)`` returns ``Prediction(misleading_agent, misleading_statements, statements, trusted, trace)``
+    where ``trusted`` is the list of trusted statements.
+    """
+
+    def __init__(self, max_workers: int = 8):
+        super().__init__()
+        self.max_workers = max_workers
+        self.extract = dspy.Predict(ExtractStatements)
+        self.check = dspy.Predict(VerifyFact)
+
+    def forward(self, agents, statements: dict[int, list[str]] | None = None) -> dspy.Prediction:
+        agents = coerce_agents(agents)
+        if statements is None:
+            outs = thread_map(lambda a: self.extract(source=a.name, evidence=a.evidence), agents, self.max_workers)
+            statements = {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
+        items = [(a.agent, text) for a in agents for text in statements.get(a.agent, [])]
+
+        def check(item: tuple[int, str]) -> Any:
+            owner, text = item
+            others = [s for a in agents if a.agent != owner for s in statements.get(a.agent, [])]
+            return self.check(fact=text, evidence=bullet_list(others))
+
+        verdicts = thread_map(check, items, self.max_workers)
+        checked = [{"agent": owner, "statement": text, "verdict": v.verdict, "flagged": v.verdict == "refuted"}
+                   for (owner, text), v in zip(items, verdicts, strict=True)]
+        flagged = [c["statement"] for c in checked if c["flagged"]]
+        owners = sorted({c["agent"] for c in checked if c["flagged"]})
+        trusted = [c["statement"] for c in checked if not c["flagged"]]
+        trace = {"statements": {str(k): v for k, v in statements.items()}, "checks": checked}
+        return dspy.Prediction(misleading_agent=owners, misleading_statements=flagged, statements=statements,
+                               trusted=trusted, trace=trace)
+
+
+MODES = ("agent", "statement")
+
+
+@saveable
 class ReGround(dspy.Module):
     """Verify -> reconstruct -> resolve.
 
@@ -263,41 +374,58 @@ class ReGround(dspy.Module):
         multi_misleading: remove every agent verification flags (the stress variants with several liars).
         oracle_t1: skip attribution and trust the gold misleading agents passed as ``misleading=`` (the
             paper's oracle condition of the candidate-pool ablation).
+        stop_early: let the conflict search stop when it finds no contradiction (see :class:`Verify`).
+        keep_rule: the reconstruction's keep rule, ``authors`` (default) or ``strict`` (see :class:`Reconstruct`).
+        mode: ``agent`` (find the misleading source, the main setting) or ``statement`` (find misleading
+            statements spread over agents, §E.4; :class:`VerifyStatements`).
         max_workers: threads for the concurrent calls of each stage.
 
     ``forward(agents, shared_context, question, options, misleading=None)`` returns
-    ``Prediction(misleading_agent, state, kept_facts, removed_facts, answer, trace)``.
+    ``Prediction(misleading_agent, state, kept_facts, removed_facts, answer, trace)`` (plus
+    ``misleading_statements`` in statement mode).
     """
 
     def __init__(self, max_candidates: int = 3, multi_misleading: bool = False, oracle_t1: bool = False,
-                 max_workers: int = 8):
+                 stop_early: bool = False, keep_rule: str = "authors", mode: str = "agent", max_workers: int = 8):
         super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got '{mode}'")
         self.oracle_t1 = oracle_t1
-        self.verify = Verify(max_candidates=max_candidates, multi_misleading=multi_misleading,
-                             max_workers=max_workers)
-        self.reconstruct = Reconstruct(max_workers=max_workers)
+        self.mode = mode
+        if mode == "statement":
+            self.verify = VerifyStatements(max_workers=max_workers)
+        else:
+            self.verify = Verify(max_candidates=max_candidates, multi_misleading=multi_misleading,
+                                 stop_early=stop_early, max_workers=max_workers)
+        self.reconstruct = Reconstruct(keep_rule=keep_rule, max_workers=max_workers)
         self.resolve = Resolve()
 
     def forward(self, agents, shared_context: str, question: str, options, misleading: Sequence[int] | None = None):
         agents = coerce_agents(agents)
         shared_context, question = as_data(shared_context), as_data(question)
+        extra: dict[str, Any] = {}
         if self.oracle_t1:
             if misleading is None:
                 raise ValueError("oracle_t1 needs the gold misleading agents: pass misleading=[...]")
-            statements = self.verify.extract_statements(agents)
+            statements = self.verify.extract_statements(agents) if self.mode == "agent" else \
+                self.verify(agents).statements
             gold = [int(i) for i in misleading]
             flagged = gold if len(gold) != 1 else gold[0]
             flagged = flagged if gold else None
-            trusted = [a.agent for a in agents if a.agent not in set(gold)]
+            trusted_statements = [s for a in agents if a.agent not in set(gold) for s in statements.get(a.agent, [])]
             verify_trace = {"statements": {str(k): v for k, v in statements.items()}, "oracle_t1": gold}
+        elif self.mode == "statement":
+            verified = self.verify(agents)
+            flagged, trusted_statements, verify_trace = verified.misleading_agent, verified.trusted, verified.trace
+            extra["misleading_statements"] = verified.misleading_statements
         else:
             verified = self.verify(agents)
-            statements, flagged, trusted, verify_trace = (verified.statements, verified.misleading_agent,
-                                                          verified.trusted, verified.trace)
-        trusted_statements = [s for i in trusted for s in statements.get(i, [])]
+            statements, flagged, verify_trace = verified.statements, verified.misleading_agent, verified.trace
+            trusted_statements = [s for i in verified.trusted for s in statements.get(i, [])]
         rebuilt = self.reconstruct(shared_context=shared_context, trusted_statements=trusted_statements)
         resolved = self.resolve(state=rebuilt.state, question=question, options=options)
         trace = {"verify": verify_trace, "reconstruct": rebuilt.trace,
                  "resolve": {"answer": resolved.answer, "reason": resolved.reason}}
         return offquery_prediction(misleading_agent=flagged, state=rebuilt.state, answer=resolved.answer,
-                                   kept_facts=rebuilt.kept_facts, removed_facts=rebuilt.removed_facts, trace=trace)
+                                   kept_facts=rebuilt.kept_facts, removed_facts=rebuilt.removed_facts, trace=trace,
+                                   **extra)

@@ -27,8 +27,9 @@ def sentences(text):
 class Script:
     """A responder for ReGround's signatures, driven by a few knobs; it records what each call saw."""
 
-    def __init__(self, pairs=((0, 2),), incorrect="second", scores=None, detect=None, verdicts=None):
+    def __init__(self, pairs=((0, 2),), incorrect="second", scores=None, detect=None, verdicts=None, none=False):
         self.pairs = list(pairs)
+        self.none = none  # answer "no conflict" once the listed pairs are used up (stop_early)
         self.incorrect = incorrect
         self.scores = scores or {}
         self.detect = detect
@@ -39,13 +40,14 @@ class Script:
         fields = req.output_fields
         if "statements" in fields:
             return {"statements": sentences(req.field("evidence"))}
-        if "conflict_found" in fields:
+        if "pair" in fields:
             with self.lock:
                 pair = self.pairs.pop(0) if self.pairs else None
             if pair is None:
-                return {"conflict_found": False, "first_source": 0, "second_source": 0, "strength": "none",
-                        "reason": "none"}
-            return {"conflict_found": True, "first_source": pair[0], "second_source": pair[1],
+                if self.none:
+                    return {"pair": "0-1", "strength": "none", "reason": "none"}
+                return None  # a placeholder: the first pair the constrained schema allows
+            return {"pair": f"{min(pair)}-{max(pair)}" if pair[0] != pair[1] else f"{pair[0]}-{pair[1]}",
                     "strength": "strong", "reason": "temperatures differ"}
         if "argument" in fields:
             return {"argument": f"ARG-{req.field('stance')}"}
@@ -55,7 +57,8 @@ class Script:
             agent = int(re.search(r"\[(\d+)\]", req.field("candidate")).group(1))
             return {"consistency": self.scores.get(agent, 5), "reason": f"score for {agent}"}
         if "misleading_source" in fields:
-            return {"misleading_source": self.detect, "reason": "detector"}
+            first = int(re.search(r"\[(\d+)\]", req.field("candidates")).group(1))
+            return {"misleading_source": first if self.detect is None else self.detect, "reason": "detector"}
         if "facts" in fields:
             return {"facts": sentences(req.field("context"))}
         if "verdict" in fields:
@@ -81,12 +84,33 @@ def calls(requests, field):
 
 
 def test_verify_early_stop_when_no_conflict():
-    out, reqs = run(Verify(max_candidates=3), Script(pairs=()), agents=AGENTS)
+    out, reqs = run(Verify(max_candidates=3, stop_early=True), Script(pairs=(), none=True), agents=AGENTS)
     assert out.misleading_agent is None and out.candidates == []
-    assert len(calls(reqs, "conflict_found")) == 1
+    assert len(calls(reqs, "pair")) == 1
     assert not calls(reqs, "argument") and not calls(reqs, "incorrect") and not calls(reqs, "consistency")
-    assert out.trace["rounds"][0]["stop"] == "no conflict found"
+    assert out.trace["rounds"][0]["stop"] == "no conflict found (stop_early)"
     assert out.trusted == [0, 1, 2, 3]
+
+
+def test_verification_yields_a_candidate_in_every_one_of_m_rounds_by_default():
+    """The conflict search cannot answer "no conflict": its answer is constrained to pairs of distinct standing
+    sources, so M rounds give M candidates even when the model has nothing to say (placeholder answers)."""
+    out, reqs = run(Verify(max_candidates=3), Script(pairs=()), agents=AGENTS)
+    assert len(calls(reqs, "pair")) == 3 and len(out.candidates) == 3 and len(set(out.candidates)) == 3
+    for request, entry in zip(calls(reqs, "pair"), out.trace["rounds"], strict=True):
+        field = request.schema["properties"]["pair"]
+        allowed = field.get("enum") or [field["const"]]  # a single standing pair is a const
+        standing = entry["remaining"]
+        assert sorted(allowed) == sorted(f"{a}-{b}" for a in standing for b in standing if a < b)
+        assert "none" not in request.schema["properties"]["strength"]["enum"]
+    assert out.misleading_agent in out.candidates
+    assert len(calls(reqs, "misleading_source")) == 1
+
+
+def test_the_detector_runs_with_a_single_candidate():
+    out, reqs = run(Verify(max_candidates=1), Script(pairs=[(0, 2)], incorrect="second", detect=2), agents=AGENTS)
+    assert out.candidates == [2] and len(calls(reqs, "misleading_source")) == 1
+    assert out.misleading_agent == 2 and out.trace["decision"]["rule"] == "detector"
 
 
 def test_verify_arguments_use_only_other_sources_and_loser_is_dropped():
@@ -106,8 +130,8 @@ def test_verify_arguments_use_only_other_sources_and_loser_is_dropped():
 
 def test_verify_rounds_capped_at_m_and_pairs_among_remaining_sources():
     out, reqs = run(Verify(max_candidates=2), Script(pairs=[(0, 2), (0, 1), (1, 3)], incorrect="second",
-                                                     scores={2: 1, 1: 8}, detect=2), agents=AGENTS)
-    finds = calls(reqs, "conflict_found")
+                                                     scores={2: 1, 1: 4}, detect=2), agents=AGENTS)
+    finds = calls(reqs, "pair")
     assert len(finds) == 2
     assert "[2]" in finds[0].field("sources") and "[2]" not in finds[1].field("sources")
     assert out.candidates == [2, 1]
@@ -117,13 +141,13 @@ def test_verify_rounds_capped_at_m_and_pairs_among_remaining_sources():
         verified = r.field("verified_facts")
         assert "No recent travel" in verified and "WBC is 4.0" not in verified and "X-ray" not in verified
     detector = calls(reqs, "misleading_source")[0]
-    assert "consistency: 1/10" in detector.field("candidates")
+    assert "consistency: 1/5" in detector.field("candidates")
     assert out.misleading_agent == 2
     assert out.trusted == [0, 1, 3]  # the other candidate returns to the trusted evidence
 
 
 def test_detector_outside_pool_falls_back_to_lowest_consistency():
-    out, _ = run(Verify(max_candidates=2), Script(pairs=[(0, 2), (0, 1)], scores={2: 7, 1: 2}, detect=3),
+    out, _ = run(Verify(max_candidates=2), Script(pairs=[(0, 2), (0, 1)], scores={2: 4, 1: 2}, detect=3),
                  agents=AGENTS)
     assert out.misleading_agent == 1
     assert "lowest consistency" in out.trace["decision"]["rule"]
@@ -136,7 +160,7 @@ def test_invalid_pair_stops_search():
 
 
 def test_multi_misleading_flags_every_candidate():
-    out, _ = run(Verify(max_candidates=3, multi_misleading=True), Script(pairs=[(0, 2), (0, 1)]), agents=AGENTS)
+    out, _ = run(Verify(max_candidates=2, multi_misleading=True), Script(pairs=[(0, 2), (0, 1)]), agents=AGENTS)
     assert out.misleading_agent == [2, 1] and out.trusted == [0, 3]
 
 
@@ -156,9 +180,24 @@ def test_reconstruct_filtering_rule_and_trusted_evidence():
 
 
 def test_keep_rule_table():
-    keep = Reconstruct.keep
-    assert keep("supported", "high") and keep("supported", "low") and keep("unverifiable", "low")
-    assert not keep("unverifiable", "high") and not keep("refuted", "low") and not keep("refuted", "high")
+    strict = Reconstruct(keep_rule="strict").keep
+    assert strict("supported", "high") and strict("supported", "low") and strict("unverifiable", "low")
+    assert not strict("unverifiable", "high") and not strict("refuted", "low") and not strict("refuted", "high")
+    authors = Reconstruct().keep  # the default: supported, or low importance whatever the verdict
+    assert authors("supported", "high") and authors("supported", "medium") and authors("unverifiable", "low")
+    assert authors("refuted", "low")
+    assert not authors("refuted", "high") and not authors("refuted", "medium") and not authors("unverifiable", "medium")
+
+
+def test_the_authors_keep_rule_keeps_a_contradicted_low_importance_fact():
+    verdicts = {"60-year-old": ("refuted", "low"), "36.5": ("refuted", "high"), "cough": ("supported", "medium")}
+    out, reqs = run(Reconstruct(), Script(verdicts=verdicts), shared_context="A 60-year-old man. Has cough. "
+                    "Temperature is 36.5 C.", trusted_statements=["Temperature is 39.2 C. Age 62."])
+    assert out.kept_facts == ["A 60-year-old man.", "Has cough."] and out.removed_facts == ["Temperature is 36.5 C."]
+    assert calls(reqs, "verdict")[0].schema["properties"]["importance"]["enum"] == ["high", "medium", "low"]
+    strict, _ = run(Reconstruct(keep_rule="strict"), Script(verdicts=verdicts), shared_context="A 60-year-old man. "
+                    "Has cough. Temperature is 36.5 C.", trusted_statements=["Temperature is 39.2 C. Age 62."])
+    assert strict.kept_facts == ["Has cough."]
 
 
 def test_resolve_sees_only_the_state():
@@ -174,7 +213,7 @@ def test_reground_end_to_end_contract_and_information_flow():
         assert key in out
     assert out.misleading_agent == 2 and out.answer == "A"
     # verification never sees the shared context
-    verify_fields = ("statements", "conflict_found", "argument", "incorrect", "consistency", "misleading_source")
+    verify_fields = ("statements", "pair", "argument", "incorrect", "consistency", "misleading_source")
     for r in reqs:
         if any(f in r.output_fields for f in verify_fields):
             assert "He smokes" not in r.user
@@ -190,7 +229,7 @@ def test_oracle_t1_skips_attribution():
     out, reqs = run(ReGround(oracle_t1=True), Script(), agents=AGENTS, shared_context=SHARED, question="Q?",
                     options=OPTIONS, misleading=[1])
     assert out.misleading_agent == 1
-    assert not calls(reqs, "conflict_found")
+    assert not calls(reqs, "pair")
     for r in calls(reqs, "verdict"):
         assert "X-ray" not in r.field("evidence")
     with pytest.raises(ValueError, match="oracle_t1"):
