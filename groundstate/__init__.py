@@ -93,7 +93,7 @@ _EXPORTS: dict[str, str] = {
     "Verify": "groundstate.programs.reground.reground",
     "Reconstruct": "groundstate.programs.reground.reground",
     "Resolve": "groundstate.programs.reground.reground",
-    "Oracle": "groundstate.programs.reground.baselines",
+    "Oracle": "groundstate.programs.reground.oracle",
     "StandardCollaboration": "groundstate.programs.reground.standard",
     "Voting": "groundstate.programs.reground.baselines",
     "Robin": "groundstate.programs.reground.baselines",

@@ -37,7 +37,7 @@ BUILTIN: dict[str, str] = {
     "groundstate.programs.reground.reground:Reconstruct": "program",
     "groundstate.programs.reground.reground:Resolve": "program",
     "groundstate.programs.reground.reground:VerifyStatements": "program",
-    "groundstate.programs.reground.baselines:Oracle": "program",
+    "groundstate.programs.reground.oracle:Oracle": "program",
     "groundstate.programs.reground.standard:StandardCollaboration": "program",
     "groundstate.programs.reground.standard:Confidence": "program",
     "groundstate.programs.reground.baselines:Voting": "program",
@@ -62,7 +62,9 @@ ALIASES: dict[str, str] = {
     **{f"groundstate.programs.reground:{name}": f"groundstate.programs.reground.reground:{name}"
        for name in ("ReGround", "Verify", "Reconstruct", "Resolve")},
     **{f"groundstate.programs.collaboration:{name}": f"groundstate.programs.reground.baselines:{name}"
-       for name in ("Oracle", "Voting", "Robin", "Manager", "Instructor", "SelfReflect")},
+       for name in ("Voting", "Robin", "Manager", "Instructor", "SelfReflect")},
+    "groundstate.programs.collaboration:Oracle": "groundstate.programs.reground.oracle:Oracle",
+    "groundstate.programs.reground.baselines:Oracle": "groundstate.programs.reground.oracle:Oracle",
     **{f"groundstate.programs.collaboration:{name}": f"groundstate.programs.reground.standard:{name}"
        for name in ("StandardCollaboration", "Confidence")},
     **{f"groundstate.programs.deliberation:{name}": f"groundstate.programs.dhd.deliberation:{name}"

@@ -43,7 +43,8 @@ def test_condition_and_knobs_change_the_run_id(tmp_path, placeholder_lm):
 def test_compare_writes_table_json_chart_and_reuses_runs(tmp_path, capsys, placeholder_lm):
     out = tmp_path / "runs"
     report = tmp_path / "report"
-    args = ["compare", "reground", "oracle", "--n", "2", "--out", str(out), "--report-dir", str(report)]
+    args = ["compare", "reground", "oracle", "--n", "2", "--out", str(out), "--report-dir", str(report),
+            "--oracle-attribution", "gold"]
     assert main(args) == 0
     table = (report / "compare.md").read_text()
     assert "| reground |" in table and "| oracle (upper bound; T1/T2 from ground truth) |" in table

@@ -6,7 +6,7 @@ from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.eval.reground.metrics import offquery_metric
 from groundstate.eval.reground.optimize import examples_for
 from groundstate.optimizers.tune import Budget, tune
-from groundstate.programs.reground.baselines import Oracle
+from groundstate.programs.reground.oracle import Oracle
 from groundstate.programs.reground.reground import ReGround
 from groundstate.testing import scripted_lm
 

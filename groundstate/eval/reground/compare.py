@@ -54,5 +54,6 @@ def compare_programs(names: Sequence[str], args: argparse.Namespace, *, lm: Any,
         summaries[name] = result.summary
         run_ids[name] = result.run_id
         if name == "oracle":
-            notes[name] = "upper bound; T1/T2 from ground truth"
+            notes[name] = ("upper bound; T1/T2 from ground truth" if getattr(args, "oracle_attribution", None) == "gold"
+                           else "upper bound; T2 from ground truth, T1 from a model")
     return summaries, notes, run_ids

@@ -140,35 +140,44 @@ _register("reground", "ReGround: verify evidence, reconstruct the shared state, 
 
 
 def add_baseline_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rounds", type=int, default=2, help="discussion rounds (where the baseline has rounds)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="discussion rounds, where the baseline has rounds (default: the program's own; "
+                             "standard and confidence: 3, as the authors run them)")
     parser.add_argument("--topology", choices=("all-to-all", "chain", "tree"), default="all-to-all",
-                        help="standard collaboration: who hears whom")
-    parser.add_argument("--ordering", choices=("shared-first", "private-first"), default="shared-first",
-                        help="standard collaboration: shared context before discussion, or private evidence first")
+                        help="standard collaboration: who hears whom (default all-to-all)")
+    parser.add_argument("--ordering", choices=("shared-first", "private-first"), default=None,
+                        help="shared context before discussion, or private evidence first (default: the program's "
+                             "own; standard and confidence: private-first, as the authors run them)")
+    parser.add_argument("--oracle-attribution", choices=("model", "gold"), default="model",
+                        help="oracle: T1 from a model reading all private evidence (the authors' oracle, default) "
+                             "or from ground truth (the upper bound)")
+
+
+def _baseline_settings(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The options the baseline ``name`` takes, with each unset option at the program's own default."""
+    import inspect
+
+    from groundstate.programs.reground.baselines import BASELINES
+
+    parameters = inspect.signature(BASELINES[name].__init__).parameters
+    given = {"rounds": args.rounds, "topology": args.topology, "ordering": args.ordering, "seed": args.seed,
+             "oracle_t1": getattr(args, "oracle_attribution", None)}
+    return {k: (v if v is not None else parameters[k].default) for k, v in given.items() if k in parameters}
 
 
 def _baseline_builder(name: str):
     def build(args: argparse.Namespace):
-        import inspect
-
         from groundstate.programs.reground.baselines import BASELINES
 
-        cls = BASELINES[name]
-        accepted = inspect.signature(cls.__init__).parameters
-        options = {"rounds": args.rounds, "topology": args.topology, "ordering": args.ordering, "seed": args.seed}
-        return cls(**{k: v for k, v in options.items() if k in accepted})
+        return BASELINES[name](**_baseline_settings(name, args))
 
     return build
 
 
 def _baseline_options(name: str):
     def options(args: argparse.Namespace) -> dict[str, Any]:
-        import inspect
-
-        from groundstate.programs.reground.baselines import BASELINES
-
-        accepted = inspect.signature(BASELINES[name].__init__).parameters
-        return {k: getattr(args, k) for k in ("rounds", "topology", "ordering") if k in accepted}
+        return {k: v for k, v in _baseline_settings(name, args).items() if k in ("rounds", "topology", "ordering",
+                                                                                "oracle_t1")}
 
     return options
 
@@ -179,8 +188,9 @@ def _oracle_inputs(args: argparse.Namespace):
 
 
 BASELINE_HELP = {
-    "oracle": "Oracle: decides from complete reliable information (upper bound; T1/T2 from ground truth)",
-    "standard": "standard collaboration: assessments, rounds over a topology, summarizer, updater, decision",
+    "oracle": "Oracle: decides from complete reliable information (upper bound; T2 from ground truth, T1 from a "
+              "model reading all private evidence or, with --oracle-attribution gold, from ground truth)",
+    "standard": "standard collaboration as the authors run it: opinions, 3 rounds, summarizer, updater, decision",
     "voting": "voting: independent states and decisions, majority",
     "robin": "robin: random sequential speaking order, each turn sees the earlier ones",
     "manager": "manager: a compact state carried forward and updated turn by turn",

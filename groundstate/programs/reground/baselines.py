@@ -42,8 +42,9 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.files import jsonable
-from groundstate.programs.common import as_data, offquery_prediction, plurality, saveable
+from groundstate.programs.common import as_data, plurality, saveable
 from groundstate.programs.reground.baseline import Agents, CollaborationBaseline, call, check_choice, check_count
+from groundstate.programs.reground.oracle import Oracle
 from groundstate.programs.reground.standard import Confidence, StandardCollaboration
 from groundstate.programs.reground.turns import (
     NO_MESSAGES,
@@ -54,7 +55,6 @@ from groundstate.programs.reground.turns import (
     speaking_order,
     turn,
 )
-from groundstate.records import OffQueryInstance
 from groundstate.signatures.collaboration import (
     AnswerInstructor,
     AskAgent,
@@ -69,41 +69,6 @@ from groundstate.signatures.collaboration import (
 from groundstate.signatures.resolution import ChooseOption
 
 DEFAULT_INSTRUCTOR_QUESTION = "What does your evidence report that bears on the task?"
-
-
-@saveable
-class Oracle(dspy.Module):
-    """The empirical upper bound (appendix D.3): decide from the complete reliable information.
-
-    T1 and T2 come from ground truth, not from the model: ``misleading_agent`` is the gold misleading agent
-    (its index if exactly one, the list if several, ``None`` if none) and ``state`` is ``reliable_information``
-    itself. Only T3 is predicted, with ``ChooseOption`` over ``reliable_information``; the agents and shared
-    context are accepted for a uniform call but never shown to the LM.
-    """
-
-    program_name = "oracle"
-
-    def __init__(self):
-        super().__init__()
-        self.decide = dspy.Predict(ChooseOption)
-
-    def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str,
-                reliable_information: str, misleading: Sequence[int] | None = None) -> dspy.Prediction:
-        case = Case.build(agents, shared_context, question, options)
-        decision = self.decide(information=as_data(reliable_information), question=case.question,
-                               options=case.options)
-        gold = [int(i) for i in (misleading or [])]
-        trace = {"program": self.program_name, "upper_bound": True, "t1_t2_from_ground_truth": True,
-                 "turns": [turn("decide", "decider", None, [], {"answer": decision.answer, "reason": decision.reason},
-                                input="reliable_information")]}
-        return offquery_prediction(misleading_agent=gold[0] if len(gold) == 1 else (gold or None),
-                                   state=reliable_information, answer=decision.answer, trace=trace)
-
-    @staticmethod
-    def inputs_for(instance: OffQueryInstance, condition: str = "unreliable") -> dict[str, Any]:
-        """``instance.inputs(condition)`` plus the ground truth the Oracle takes."""
-        return {**instance.inputs(condition), "reliable_information": instance.reliable_information(),
-                "misleading": list(instance.misleading)}
 
 
 @saveable

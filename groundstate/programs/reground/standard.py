@@ -1,67 +1,71 @@
 """Standard collaboration (paper §5.1, appendix D.3), the baseline every relative gain is measured against, and its
-confidence-weighted variant.
+confidence-weighted variant (appendix D.4), as the authors run them (``whr000001/OffQuery``, ``standard/``).
 
-Agents exchange assessments for a number of rounds over a topology (all-to-all, chain or tree); a summarizer
-names the misleading agent (T1), an updater rebuilds the shared state (T2), and the decision comes from that
-state (T3). The choices made where the paper is silent are listed in :mod:`~groundstate.programs.reground.baselines`.
+1. Opening: every agent shares what matters in its *private* information, alone and all at once (under the
+   default ``private-first`` ordering it never sees the shared context, §6).
+2. ``rounds`` discussion rounds (3 by default): every agent revises its own previous opinion after reading the
+   other agents' opinions from the previous round (all at once), warned that information may be misleading
+   and that the majority is not necessarily right.
+3. A summarizer reads the final-round opinions, is told that one agent holds misleading information, and names
+   it (T1); the answer can only be an agent of the team.
+4. An updater rebuilds the shared context from the *initial* shared information (the corrupted one under the
+   unreliable condition) and the final opinions of every agent except the one named (T2). It never sees the
+   named agent's opinion or any raw private evidence.
+5. The decision is made from that state only (T3), with the same decision prompt as ReGround and every other
+   baseline (:class:`~groundstate.signatures.resolution.ChooseOption`).
+
+Variants kept as options: ``topology`` ``chain`` (agents speak in index order within a round and agent ``i`` sees
+agent ``i - 1``'s opinion from the same round) or ``tree`` (a binary tree in index order: an agent sees its parent
+and children from the previous round), and ``ordering="shared-first"`` (every opinion turn also sees the shared
+context).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.common import saveable
 from groundstate.programs.reground.baseline import Agents, CollaborationBaseline, check_choice, check_count
-from groundstate.programs.reground.turns import (
-    ORDERINGS,
-    TOPOLOGIES,
-    Case,
-    Opinion,
-    neighbours,
-    render_messages,
-)
+from groundstate.programs.reground.turns import ORDERINGS, TOPOLOGIES, Case, Opinion, neighbours, render_messages, turn
 from groundstate.signatures.collaboration import (
-    NameMisleadingAgent,
-    ShareAssessment,
-    ShareAssessmentWithConfidence,
-    UpdateSharedState,
+    FindMisleadingAgent,
+    ReviseOpinion,
+    ReviseOpinionWithConfidence,
+    ShareOpinion,
+    ShareOpinionWithConfidence,
+    UpdateContext,
 )
 from groundstate.signatures.resolution import ChooseOption
 
 
 @saveable
 class StandardCollaboration(CollaborationBaseline):
-    """Standard collaboration (appendix D.3): agents share assessments over a topology, then a summarizer
-    names the misleading agent, an updater writes the shared state, and the decision is made from the state.
-
-    Round 0: every agent assesses from its own evidence (plus the shared context under ``shared-first``), all
-    at once. Rounds 1..``rounds``: ``all-to-all`` agents see every other agent's previous-round message;
-    ``tree`` agents see their parent and children's previous-round messages (agents form a binary tree in index
-    order); ``chain`` agents speak in index order and agent ``i`` sees agent ``i - 1``'s message from the same
-    round (agent 0, the head, sees none). Every agent is warned that information may be misleading.
+    """Standard collaboration as the authors run it (see the module docstring).
 
     Args:
-        rounds: exchange rounds after the opening round (0 = opening round only).
-        topology: ``all-to-all``, ``chain`` or ``tree``.
-        ordering: ``shared-first`` (agents see the shared context from round 0) or ``private-first`` (the
-            discussion uses private evidence only; the shared context first reaches the updater), as in §6.
+        rounds: discussion rounds after the opening turn (3, the authors' setting; 0 = opening turn only).
+        topology: ``all-to-all`` (default), ``chain`` or ``tree``.
+        ordering: ``private-first`` (default: the discussion uses private information only; the shared
+            context first reaches the updater) or ``shared-first`` (every turn sees the shared context).
     """
 
     program_name = "standard"
-    signature: type[dspy.Signature] = ShareAssessment
+    opening_signature: type[dspy.Signature] = ShareOpinion
+    revise_signature: type[dspy.Signature] = ReviseOpinion
 
-    def __init__(self, rounds: int = 2, topology: str = "all-to-all", ordering: str = "shared-first"):
+    def __init__(self, rounds: int = 3, topology: str = "all-to-all", ordering: str = "private-first"):
         super().__init__()
         self.rounds = check_count("rounds", rounds, 0)
         self.topology = check_choice("topology", topology, TOPOLOGIES)
         self.ordering = check_choice("ordering", ordering, ORDERINGS)
-        self.assess = dspy.Predict(self.signature)
-        self.summarize = dspy.Predict(NameMisleadingAgent)
-        self.update = dspy.Predict(UpdateSharedState)
+        self.open = dspy.Predict(self.opening_signature)
+        self.revise = dspy.Predict(self.revise_signature)
+        self.summarize = dspy.Predict(FindMisleadingAgent)
+        self.update = dspy.Predict(UpdateContext)
         self.decide = dspy.Predict(ChooseOption)
 
     def config(self) -> dict[str, Any]:
@@ -71,42 +75,83 @@ class StandardCollaboration(CollaborationBaseline):
                 ) -> dspy.Prediction:
         case = Case.build(agents, shared_context, question, options)
         turns: list[dict] = []
-        rounds = self.discuss(case, turns)
-        return self.conclude(case, turns, discussion=render_messages([m for r in rounds for m in r]),
-                             opinions=render_messages(rounds[-1]), speakers=range(case.n))
+        final = self.discuss(case, turns)[-1]
+        misleading = self.name_misleading(case, final, turns)
+        trusted = [m for m in final if m.agent != misleading]
+        written = self.update(shared_context=case.shared_context or "(no shared context)",
+                              opinions=render_messages(trusted))
+        state = str(written.state or "").strip()
+        turns.append(turn("update_state", "updater", None, [m.agent for m in trusted], {"state": state},
+                          saw_shared_context=True, saw_private_evidence=False))
+        return self.finish(case, misleading, state, turns)
 
+    # -- the discussion ------------------------------------------------------------------------------------
     def discuss(self, case: Case, turns: list[dict]) -> list[list[Opinion]]:
-        """All rounds of messages (round 0 first), appending one trace entry per turn."""
-        rounds = [self.opening_round(case, self.ordering)]
-        turns.extend(self.assess_turn(m, [], self.ordering) for m in rounds[0])
+        """Every round's opinions, the opening turn first, appending one trace entry per turn."""
+        context = case.context_for_agents(self.ordering)
+
+        def opening(i: int) -> Opinion:
+            person = case.agents[i]
+            return Opinion.from_opinion(case, i, 0, self.open(agent=person.name, private_evidence=person.evidence,
+                                                              shared_context=context))
+
+        rounds = [thread_map(opening, range(case.n))]
+        turns.extend(self.opinion_turn(m, [], saw_private=True) for m in rounds[0])
         for r in range(1, self.rounds + 1):
             rounds.append(self.exchange_round(case, r, rounds[-1], turns))
         return rounds
 
     def exchange_round(self, case: Case, round_: int, previous: list[Opinion], turns: list[dict]) -> list[Opinion]:
+        context = case.context_for_agents(self.ordering)
+
+        def revise(i: int, own: Opinion, peers: list[Opinion]) -> Opinion:
+            out = self.revise(agent=case.agents[i].name, previous_opinion=own.text, shared_context=context,
+                              other_opinions=render_messages(peers))
+            return Opinion.from_opinion(case, i, round_, out)
+
         if self.topology == "chain":
             current: list[Opinion] = []
             for i in range(case.n):
                 peers = [current[j] for j in neighbours("chain", i, case.n)]  # same-round predecessor
-                current.append(self.speak(case, i, round_, peers, self.ordering, turns))
+                current.append(revise(i, previous[i], peers))
+                turns.append(self.opinion_turn(current[-1], peers))
             return current
         peers = [[previous[j] for j in neighbours(self.topology, i, case.n)] for i in range(case.n)]
-        current = thread_map(lambda i: self.speak(case, i, round_, peers[i], self.ordering), range(case.n))
-        turns.extend(self.assess_turn(m, peers[m.agent], self.ordering) for m in current)
+        current = thread_map(lambda i: revise(i, previous[i], peers[i]), range(case.n))
+        turns.extend(self.opinion_turn(m, peers[m.agent]) for m in current)
         return current
+
+    def opinion_turn(self, message: Opinion, peers: list[Opinion], saw_private: bool = False) -> dict[str, Any]:
+        return turn("opinion", message.agent, message.round, [p.agent for p in peers], message.output(),
+                    saw_shared_context=self.ordering == "shared-first", saw_private_evidence=saw_private)
+
+    # -- closing ------------------------------------------------------------------------------------------
+    def name_misleading(self, case: Case, final: list[Opinion], turns: list[dict]) -> int:
+        """The summarizer names the misleading agent from the final opinions; the answer is constrained to
+        the team's agents (the authors' code falls back to agent 0 for an unusable answer; so do we)."""
+        ids = tuple(a.agent for a in case.agents)
+        signature = self.summarize.signature.with_updated_fields("misleading_agent", type_=Literal[ids])
+        verdict = self.summarize(opinions=render_messages(final), signature=signature)
+        named = case.index(verdict.misleading_agent)
+        misleading = named if named is not None else case.agents[0].agent
+        turns.append(turn("name_misleading", "summarizer", None, [m.agent for m in final],
+                          {"misleading_agent": misleading, "raw": verdict.misleading_agent,
+                           "reason": verdict.reason}))
+        return misleading
 
 
 @saveable
 class Confidence(StandardCollaboration):
-    """Confidence-aware collaboration (appendix D.4): all-to-all discussion where every message carries its
-    author's confidence (1-100), shown to peers, the summarizer and the updater as an input signal.
+    """Confidence-aware collaboration (appendix D.4): standard collaboration in which every opinion carries its
+    author's confidence (1-100), shown to the other agents as an input signal.
 
     Confidences outside 1-100 are clamped into range. Otherwise identical to
     ``StandardCollaboration(rounds, "all-to-all", ordering)``.
     """
 
     program_name = "confidence"
-    signature = ShareAssessmentWithConfidence
+    opening_signature = ShareOpinionWithConfidence
+    revise_signature = ReviseOpinionWithConfidence
 
-    def __init__(self, rounds: int = 2, ordering: str = "shared-first"):
+    def __init__(self, rounds: int = 3, ordering: str = "private-first"):
         super().__init__(rounds=rounds, topology="all-to-all", ordering=ordering)

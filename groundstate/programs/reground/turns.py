@@ -80,6 +80,7 @@ class Opinion:
     suspect_name: str | None = None
     confidence: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    kind: str = "assessment"  # or "opinion": free text only (standard collaboration as the authors run it)
 
     @classmethod
     def from_prediction(cls, case: Case, agent: int, round_: int, prediction: Any) -> Opinion:
@@ -96,8 +97,21 @@ class Opinion:
                    suspect_name=case.agents[suspect].name if suspect is not None else None,
                    confidence=clamp_confidence(raw_confidence) if raw_confidence is not None else None)
 
+    @classmethod
+    def from_opinion(cls, case: Case, agent: int, round_: int, prediction: Any) -> Opinion:
+        """Read ``opinion`` (and ``confidence``, if any) from a prediction; model text goes through ``as_data``."""
+        raw_confidence = getattr(prediction, "confidence", None)
+        return cls(agent=agent, name=case.agents[agent].name, round=round_,
+                   text=as_data(str(getattr(prediction, "opinion", "") or "").strip()), answer=None, suspect=None,
+                   confidence=clamp_confidence(raw_confidence) if raw_confidence is not None else None,
+                   kind="opinion")
+
     def render(self) -> str:
-        """How the message appears to whoever sees it: author, round, text, and its stance."""
+        """How the message appears to whoever sees it: author, round, text, and its stance (opinions: author and
+        text, with the confidence when there is one)."""
+        if self.kind == "opinion":
+            suffix = f" (confidence {self.confidence}/100)" if self.confidence is not None else ""
+            return f"{self.name}: {self.text}{suffix}"
         stance = [f"favours {self.answer or 'no option'}", f"suspects {self.suspect_name or 'no one'}"]
         if self.confidence is not None:
             stance.append(f"confidence {self.confidence}/100")
@@ -105,6 +119,8 @@ class Opinion:
 
     def output(self) -> dict[str, Any]:
         """The JSON-able record of the message for traces."""
+        if self.kind == "opinion":
+            return {"opinion": self.text, **({"confidence": self.confidence} if self.confidence is not None else {})}
         out = {"assessment": self.text, "answer": self.answer, "suspected_misleading": self.suspect}
         if self.confidence is not None:
             out["confidence"] = self.confidence

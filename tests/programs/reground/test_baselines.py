@@ -13,7 +13,8 @@ import pytest
 
 from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.programs.common import plurality
-from groundstate.programs.reground.baselines import BASELINES, Instructor, Manager, Oracle, Robin, SelfReflect, Voting
+from groundstate.programs.reground.baselines import BASELINES, Instructor, Manager, Robin, SelfReflect, Voting
+from groundstate.programs.reground.oracle import Oracle
 from groundstate.programs.reground.standard import Confidence, StandardCollaboration
 from groundstate.programs.reground.turns import Case, clamp_confidence, neighbours, speaking_order
 from groundstate.testing import scripted_lm
@@ -43,6 +44,8 @@ def fields(req) -> dict[str, str]:
 
 def kind(req) -> str:
     out, given = set(req.output_fields), fields(req)
+    if "opinion" in out:
+        return "revise" if "previous_opinion" in given else "open"
     if "assessment" in out:
         return "reflect" if "previous_assessment" in given else "report" if "team_state" in given else "assess"
     for name, outputs in {"mode": {"mode"}, "name": {"misleading_agent", "reason"}, "update": {"state"},
@@ -83,6 +86,13 @@ class Team:
             self.threads[req.index] = threading.current_thread().name
         override = self.handlers.get(k)
         result = override(req, given) if override else None
+        if k in ("open", "revise"):
+            i = speaker(req)
+            with self.lock:
+                r = self.turn_count[i]
+                self.turn_count[i] += 1
+                self.turn_of[req.index] = (i, r)
+            return {"opinion": f"<MSG-agent-{i}-round-{r}> my view", "confidence": 70, **(result or {})}
         if k in ("assess", "reflect", "report"):
             i = speaker(req)
             with self.lock:
@@ -121,64 +131,75 @@ def seen(req, field: str = "peer_messages") -> set[tuple[int, int]]:
 # -- Standard collaboration -------------------------------------------------------------------------------
 
 
-def test_standard_all_to_all_rounds_see_all_other_agents_previous_messages():
-    prediction, lm, team = run(StandardCollaboration(rounds=2))
-    n = 6
-    assess = team.of(lm, "assess")
-    assert len(assess) == 3 * n
-    for req in assess:
+def test_standard_runs_as_the_authors_do():
+    """Opening turn from private evidence only; 3 rounds, each seeing the agent's own previous opinion and the
+    others' previous-round opinions; the summarizer reads the final opinions; the updater gets the initial shared
+    context and the final opinions of everyone but the named agent, never raw evidence; decision from the state."""
+    program = StandardCollaboration()
+    assert (program.rounds, program.topology, program.ordering) == (3, "all-to-all", "private-first")
+    prediction, lm, team = run(program)
+    n, last = 6, 3
+    opens, revises = team.of(lm, "open"), team.of(lm, "revise")
+    assert len(opens) == n and len(revises) == last * n
+    shared = inputs()["shared_context"]
+    for req in opens:
         i, r = team.turn_of[req.index]
-        expected = set() if r == 0 else {(j, r - 1) for j in range(n) if j != i}
-        assert seen(req) == expected, (i, r)
-        assert evidence_in(req.user) == {i}  # its own evidence, nobody else's
-    # rounds happen in order: every round-r turn precedes every round-(r+1) turn
+        assert r == 0 and evidence_in(req.user) == {i} and markers(req.user) == set()
+        assert shared not in req.user
+    for req in revises:
+        i, r = team.turn_of[req.index]
+        assert markers(fields(req)["previous_opinion"]) == {(i, r - 1)}
+        assert seen(req, "other_opinions") == {(j, r - 1) for j in range(n) if j != i}, (i, r)
+        assert evidence_in(req.user) == set() and shared not in req.user
     by_round = defaultdict(list)
-    for req in assess:
+    for req in opens + revises:
         by_round[team.turn_of[req.index][1]].append(req.index)
-    assert max(by_round[0]) < min(by_round[1]) and max(by_round[1]) < min(by_round[2])
-    # the summarizer reads the whole transcript; the updater reads the final round, the context and all evidence
+    assert all(max(by_round[r]) < min(by_round[r + 1]) for r in range(last))
     (name,) = team.of(lm, "name")
     (update,) = team.of(lm, "update")
-    assert seen(name, "discussion") == {(j, r) for j in range(n) for r in range(3)}
-    assert seen(update, "discussion") == {(j, 2) for j in range(n)}
-    assert evidence_in(fields(update)["agent_information"]) == set(range(n))
-    assert inputs()["shared_context"] in fields(update)["shared_context"]
-    assert min(name.index, update.index) > max(r.index for r in assess)
-    # the decision is last and made from the state alone
+    assert seen(name, "opinions") == {(j, last) for j in range(n)}
+    named = prediction.misleading_agent
+    assert named == 5 and name.index < update.index  # the updater comes after, and depends on, the summarizer
+    assert seen(update, "opinions") == {(j, last) for j in range(n) if j != named}
+    assert evidence_in(update.user) == set() and shared in fields(update)["shared_context"]
     decide = lm.engine.requests[-1]
     assert kind(decide) == "decide"
     assert fields(decide)["information"] == prediction.state == team.states[update.index]
     assert markers(decide.user) == set() and evidence_in(decide.user) == set()
-    assert prediction.answer == "C" and prediction.misleading_agent == 5
-    # the trace mirrors the requests
-    turns = [t for t in prediction.trace["turns"] if t["step"] == "assess"]
-    assert [(t["speaker"], t["round"]) for t in turns] == [(i, r) for r in range(3) for i in range(n)]
-    assert all(t["saw"] == ([] if t["round"] == 0 else [j for j in range(n) if j != t["speaker"]]) for t in turns)
+    turns = [t for t in prediction.trace["turns"] if t["step"] == "opinion"]
+    assert [(t["speaker"], t["round"]) for t in turns] == [(i, r) for r in range(last + 1) for i in range(n)]
+    (updated,) = [t for t in prediction.trace["turns"] if t["step"] == "update_state"]
+    assert updated["saw"] == [j for j in range(n) if j != named] and updated["saw_private_evidence"] is False
+
+
+def test_standard_summarizer_answer_is_constrained_to_the_team():
+    _, lm, _ = run(StandardCollaboration(rounds=0))
+    (name,) = [r for r in lm.engine.requests if kind(r) == "name"]
+    assert name.schema["properties"]["misleading_agent"]["enum"] == list(range(6))
 
 
 def test_standard_rounds_run_concurrently_within_a_round():
     barrier = threading.Barrier(6, timeout=10)  # only passes if all six opening turns are in flight at once
 
     def opening(req, given):
-        if fields(req)["peer_messages"] == "(none)":
-            barrier.wait()
+        barrier.wait()
 
-    _, lm, team = run(StandardCollaboration(rounds=1), Team(assess=opening))
-    names = {team.threads[r.index] for r in team.of(lm, "assess")}
+    _, lm, team = run(StandardCollaboration(rounds=1), Team(open=opening))
+    names = {team.threads[r.index] for r in team.of(lm, "open")}
     assert all(name.startswith("groundstate") for name in names) and len(names) >= 6
 
 
 def test_chain_agent_sees_only_its_predecessor_in_the_same_round():
     prediction, lm, team = run(StandardCollaboration(rounds=2, topology="chain"))
-    assess = team.of(lm, "assess")
-    for req in assess:
+    revises = team.of(lm, "revise")
+    for req in revises:
         i, r = team.turn_of[req.index]
-        expected = set() if r == 0 or i == 0 else {(i - 1, r)}
-        assert seen(req) == expected, (i, r)
+        expected = set() if i == 0 else {(i - 1, r)}
+        assert seen(req, "other_opinions") == expected, (i, r)
     for r in (1, 2):  # exchange rounds are sequential in index order
-        order = [team.turn_of[q.index][0] for q in assess if team.turn_of[q.index][1] == r]
+        order = [team.turn_of[q.index][0] for q in revises if team.turn_of[q.index][1] == r]
         assert order == list(range(6))
-    turns = [t for t in prediction.trace["turns"] if t["step"] == "assess" and t["round"] == 1]
+    turns = [t for t in prediction.trace["turns"] if t["step"] == "opinion" and t["round"] == 1]
     assert [t["saw"] for t in turns] == [[]] + [[i - 1] for i in range(1, 6)]
 
 
@@ -186,11 +207,10 @@ def test_tree_agent_sees_parent_and_children_from_the_previous_round():
     _, lm, team = run(StandardCollaboration(rounds=1, topology="tree"))
     links = {0: {1, 2}, 1: {0, 3, 4}, 2: {0, 5}, 3: {1}, 4: {1}, 5: {2}}
     checked = 0
-    for req in team.of(lm, "assess"):
+    for req in team.of(lm, "revise"):
         i, r = team.turn_of[req.index]
-        if r == 1:
-            assert seen(req) == {(j, 0) for j in links[i]}, i
-            checked += 1
+        assert seen(req, "other_opinions") == {(j, 0) for j in links[i]}, i
+        checked += 1
     assert checked == 6
     assert {i: set(neighbours("tree", i, 6)) for i in range(6)} == links
 
@@ -199,12 +219,12 @@ def test_tree_agent_sees_parent_and_children_from_the_previous_round():
 def test_ordering_controls_when_the_shared_context_is_introduced(ordering):
     shared = inputs()["shared_context"]
     prediction, lm, team = run(StandardCollaboration(rounds=1, ordering=ordering))
-    assess = team.of(lm, "assess")
-    shown = [shared in r.user for r in assess]
+    turns_seen = team.of(lm, "open", "revise")
+    shown = [shared in r.user for r in turns_seen]
     assert all(shown) if ordering == "shared-first" else not any(shown)
     (update,) = team.of(lm, "update")
     assert shared in fields(update)["shared_context"]  # the updater always gets it
-    assert {t["saw_shared_context"] for t in prediction.trace["turns"] if t["step"] == "assess"} == {
+    assert {t["saw_shared_context"] for t in prediction.trace["turns"] if t["step"] == "opinion"} == {
         ordering == "shared-first"}
 
 
@@ -387,21 +407,21 @@ def test_self_reflect_reflect_turns_see_only_themselves_and_debate_turns_see_pee
 def test_confidence_is_shown_to_peers_and_clamped():
     raw = [150, 0, 50, 100, 1, -7]
     clamped = [100, 1, 50, 100, 1, 1]
-    team = Team(assess=lambda req, given: {"confidence": raw[speaker(req)]})
+    team = Team(open=lambda req, given: {"confidence": raw[speaker(req)]},
+                revise=lambda req, given: {"confidence": raw[speaker(req)]})
     prediction, lm, team = run(Confidence(rounds=1), team)
-    for req in team.of(lm, "assess"):
-        i, r = team.turn_of[req.index]
-        if r == 1:
-            blocks = fields(req)["peer_messages"].split("\n\n")
-            assert len(blocks) == 5
-            for block in blocks:
-                (agent, _), = markers(block)
-                assert f"confidence {clamped[agent]}/100" in block
+    for req in team.of(lm, "revise"):
+        blocks = fields(req)["other_opinions"].split("\n\n")
+        assert len(blocks) == 5
+        for block in blocks:
+            (agent, _), = markers(block)
+            assert f"confidence {clamped[agent]}/100" in block
+    for req in team.of(lm, "open", "revise"):
         assert "confidence" in req.output_fields
-    turns = [t for t in prediction.trace["turns"] if t["step"] == "assess" and t["round"] == 0]
+    turns = [t for t in prediction.trace["turns"] if t["step"] == "opinion" and t["round"] == 0]
     assert [t["output"]["confidence"] for t in turns] == clamped
     (name,) = team.of(lm, "name")
-    assert "confidence 100/100" in fields(name)["discussion"]
+    assert "confidence 100/100" in fields(name)["opinions"]
     assert fields(team.of(lm, "decide")[0])["information"] == prediction.state
     assert clamp_confidence("n/a") == 50 and clamp_confidence(73.6) == 74
 
@@ -412,7 +432,7 @@ def test_confidence_is_shown_to_peers_and_clamped():
 def test_oracle_decides_from_reliable_information_and_returns_gold_t1_t2():
     item = instance()
     kwargs = Oracle.inputs_for(item, "unreliable")
-    prediction, lm, _ = run(Oracle(), **kwargs)
+    prediction, lm, _ = run(Oracle(oracle_t1="gold"), **kwargs)
     (req,) = lm.engine.requests
     assert kind(req) == "decide"
     assert fields(req)["information"] == item.reliable_information()
@@ -420,10 +440,24 @@ def test_oracle_decides_from_reliable_information_and_returns_gold_t1_t2():
     assert prediction.misleading_agent == item.misleading[0] == 5
     assert prediction.state == item.reliable_information()
     assert prediction.answer == "C"
-    assert prediction.trace["upper_bound"] is True and prediction.trace["t1_t2_from_ground_truth"] is True
-    several, *_ = run(Oracle(), **{**kwargs, "misleading": [1, 4]})
-    none, *_ = run(Oracle(), **{**kwargs, "misleading": []})
+    assert prediction.trace["upper_bound"] is True and prediction.trace["t1"] == "gold"
+    several, *_ = run(Oracle(oracle_t1="gold"), **{**kwargs, "misleading": [1, 4]})
+    none, *_ = run(Oracle(oracle_t1="gold"), **{**kwargs, "misleading": []})
     assert several.misleading_agent == [1, 4] and none.misleading_agent is None
+
+
+def test_oracle_t1_by_default_comes_from_a_model_reading_all_private_evidence():
+    item = instance()
+    team = Team(name=lambda req, given: {"misleading_agent": 2})
+    prediction, lm, _ = run(Oracle(), team, **Oracle.inputs_for(item, "unreliable"))
+    (name,) = [r for r in lm.engine.requests if kind(r) == "name"]
+    assert evidence_in(name.user) == set()  # the untagged inputs: check the texts themselves
+    assert all(a.evidence in name.user for a in item.agents)
+    assert name.schema["properties"]["misleading_agent"]["enum"] == list(range(item.n_agents))
+    assert item.corrupted_context not in name.user and item.shared_context not in name.user
+    assert prediction.misleading_agent == 2 and prediction.trace["t1"] == "model"
+    with pytest.raises(ValueError, match="oracle_t1"):
+        Oracle(oracle_t1="always")
 
 
 # -- robustness and contract ------------------------------------------------------------------------------
@@ -433,7 +467,7 @@ def test_oracle_decides_from_reliable_information_and_returns_gold_t1_t2():
 def test_out_of_range_agent_ids_become_none(verdict):
     team = Team(name=lambda req, given: {"misleading_agent": verdict},
                 assess=lambda req, given: {"suspected_misleading": 42})
-    prediction, lm, team = run(StandardCollaboration(rounds=1), team)
+    prediction, lm, team = run(SelfReflect(rounds=1), team)
     assert prediction.misleading_agent is None
     assert all(t["output"]["suspected_misleading"] is None for t in prediction.trace["turns"] if t["step"] == "assess")
     assert all("suspects no one" in fields(r)["peer_messages"] for r in team.of(lm, "assess")
@@ -453,7 +487,7 @@ def test_agents_may_be_plain_dicts():
     data = inputs()
     data["agents"] = [{"role": a.role, "evidence": a.evidence} for a in data["agents"]]
     prediction, lm, team = run(StandardCollaboration(rounds=0), **data)
-    assert sorted(speaker(r) for r in team.of(lm, "assess")) == list(range(6))
+    assert sorted(speaker(r) for r in team.of(lm, "open")) == list(range(6))
     assert prediction.answer == "C"
 
 
