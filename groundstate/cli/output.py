@@ -28,6 +28,9 @@ def print_summary(result: Any, console: Any = None) -> None:
                   + (f" ({'; '.join(notes)})" if notes else ""))
     table.add_row("tokens / record", f"{summary['tokens']['per_record']:.0f}")
     table.add_row("tokens total (in/out)", f"{summary['tokens']['input']}/{summary['tokens']['output']}")
+    judge = ((getattr(result, "config", None) or {}).get("options") or {}).get("judge")
+    if judge:
+        table.add_row("T2 judge", str(judge))
     console.print(table)
     if hasattr(result, "run_dir"):
         console.print(f"stored in {result.run_dir}")

@@ -35,6 +35,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from groundstate.cli.options import configure_lms, run_settings
     from groundstate.eval.reground.compare import compare_programs
+    from groundstate.eval.reground.tasks import t2_judge
     from groundstate.eval.report import comparison_rows, markdown_table, write_report
     from groundstate.eval.runner import fingerprint
 
@@ -43,10 +44,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     lm, lm_config = configure_lms(args)
     summaries, notes, run_ids = compare_programs(args.programs, args, lm=lm, lm_config=lm_config, settings=settings,
                                                  on_start=lambda name: console.print(f"[bold]{name}[/bold]"))
-    rows = comparison_rows(summaries, notes=notes)
+    metrics = ("t1", "t2", "t2_retention", "t2_exclusion", "t3")
+    rows = comparison_rows(summaries, metrics=metrics, notes=notes)
     report_dir = Path(args.report_dir or Path(args.out) / f"compare-{fingerprint(run_ids, 10)}")
-    title = f"OffQuery ({args.condition} shared context)"
-    paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": args.condition}, title=title)
-    print(markdown_table(rows, title=title))
+    judge = getattr(t2_judge(args), "name", str(args.judge_lm))
+    title = f"OffQuery ({args.condition} shared context; T2 judge: {judge})"
+    paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": args.condition, "t2_judge": judge},
+                         title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"))
+    print(markdown_table(rows, metrics=metrics, title=title))
     console.print("wrote " + ", ".join(paths.values()))
     return 0

@@ -18,6 +18,12 @@ from groundstate.eval.stats import format_ci
 logger = logging.getLogger(__name__)
 
 METRICS = ("t1", "t2", "t3")
+LABELS = {"t1": "T1", "t2": "T2", "t3": "T3", "t2_retention": "T2 retention", "t2_exclusion": "T2 exclusion"}
+
+
+def label(metric: str) -> str:
+    """How a metric is headed in tables and charts (``t2_retention`` -> ``T2 retention``)."""
+    return LABELS.get(metric, metric.replace("_", " "))
 
 
 def comparison_rows(summaries: Mapping[str, Mapping[str, Any]], metrics: Sequence[str] = METRICS,
@@ -42,7 +48,7 @@ def comparison_rows(summaries: Mapping[str, Mapping[str, Any]], metrics: Sequenc
 def markdown_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
                    title: str | None = None) -> str:
     """A Markdown table: program, each metric as ``mean [low, high]``, tokens/calls per instance, errors."""
-    header = ["program", *(m.upper() for m in metrics), "tokens/inst.", "calls/inst.", "n", "errors"]
+    header = ["program", *(label(m) for m in metrics), "tokens/inst.", "calls/inst.", "n", "errors"]
     lines = [f"### {title}", ""] if title else []
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
@@ -81,7 +87,7 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
             low_err.append(max(0.0, (mean or 0) - low) if low is not None else 0.0)
             high_err.append(max(0.0, high - (mean or 0)) if high is not None else 0.0)
         ax.bar(x + (k - (len(metrics) - 1) / 2) * width, means, width, yerr=[low_err, high_err], capsize=3,
-               label=metric.upper())
+               label=label(metric))
     ax.set_xticks(x, names, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("score (95% CI)")

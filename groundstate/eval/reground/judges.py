@@ -298,3 +298,15 @@ def make_judge(spec: str | None = "lexical", **lm_options: Any) -> Judge:
     from groundstate.lm.specs import get_lm
 
     return LMJudge(get_lm(spec, **lm_options))
+
+
+def judge_for(judge_lm: str | None, lm: str | None = None, **lm_options: Any) -> Judge:
+    """The T2 judge a command uses: ``judge_lm`` when it names one (``lexical`` or an LM spec); with ``auto``
+    (or ``None``), the paper's LM judge on ``lm`` when ``lm`` names a real model, and the deterministic lexical
+    judge otherwise (offline runs, the embedded plumbing LM). ``lm_options`` (``api_base``, ``timeout``) go to
+    the judge's LM when it is ``lm`` itself."""
+    if judge_lm not in (None, "auto"):
+        return make_judge(judge_lm)
+    if lm and lm != "embedded":
+        return make_judge(lm, **{k: v for k, v in lm_options.items() if v is not None})
+    return LexicalJudge()

@@ -8,7 +8,7 @@ from typing import Any
 from groundstate.eval.reground.contract import MISSING, field_of
 from groundstate.eval.reground.judges import Judge, LexicalJudge
 from groundstate.eval.reground.t1 import t1_score
-from groundstate.eval.reground.t2 import T2_MAX_FACTS, t2_score
+from groundstate.eval.reground.t2 import T2_MAX_FACTS, t2_parts
 from groundstate.eval.reground.t3 import t3_score
 from groundstate.records import OffQueryInstance
 
@@ -18,13 +18,16 @@ def _roles(instance: OffQueryInstance) -> list[str | None]:
 
 
 def offquery_scores(instance: OffQueryInstance | Mapping[str, Any], prediction: Any,
-                    judge: Judge | None = None) -> dict[str, float]:
+                    judge: Judge | None = None, halves: bool = False) -> dict[str, float]:
     """T1, T2 and T3 for one instance.
 
     Args:
         instance: the instance (or its dict form).
         prediction: the program's prediction (see the module docstring), or ``None`` for a failed record.
         judge: the T2 judge (default :class:`LexicalJudge`).
+        halves: also report T2's halves, ``t2_retention`` and ``t2_exclusion``
+            (:func:`~groundstate.eval.reground.t2.t2_parts`; a half is left out when the instance has no fact of
+            its label).
 
     Returns:
         ``{"t1", "t2", "t3"}``; ``t2`` is left out when the instance has no T2 facts. A failed record scores 0.0
@@ -37,28 +40,36 @@ def offquery_scores(instance: OffQueryInstance | Mapping[str, Any], prediction: 
     if not isinstance(instance, OffQueryInstance):
         instance = OffQueryInstance.model_validate(dict(instance))
     has_t2 = bool(instance.t2_facts)
+    labels = {f.label for f in instance.t2_facts[:T2_MAX_FACTS.get(instance.domain)]}
     if prediction is None:
-        return {"t1": 0.0, "t2": 0.0, "t3": 0.0} if has_t2 else {"t1": 0.0, "t3": 0.0}
+        scores = {"t1": 0.0, "t2": 0.0, "t3": 0.0} if has_t2 else {"t1": 0.0, "t3": 0.0}
+        if halves and has_t2:
+            scores.update({k: 0.0 for k, label in (("t2_retention", 1), ("t2_exclusion", 0)) if label in labels})
+        return scores
     agent = field_of(prediction, "misleading_agent", MISSING)
     scores = {"t1": 0.0 if agent is MISSING else t1_score(agent, instance.misleading, _roles(instance))}
     if has_t2:
-        t2 = t2_score(field_of(prediction, "state"), instance.t2_facts, judge or LexicalJudge(),
-                      max_facts=T2_MAX_FACTS.get(instance.domain))
-        scores["t2"] = 0.0 if t2 is None else t2
+        parts = t2_parts(field_of(prediction, "state"), instance.t2_facts, judge or LexicalJudge(),
+                         max_facts=T2_MAX_FACTS.get(instance.domain))
+        scores["t2"] = 0.0 if parts is None else parts["t2"]
+        if halves and parts is not None:
+            scores.update({k: parts[k] for k in ("t2_retention", "t2_exclusion") if parts[k] is not None})
     scores["t3"] = t3_score(field_of(prediction, "answer"), instance.answer)
     return scores
 
 
-def make_scorer(judge: Judge | None = None) -> Callable[[Any, Any], dict[str, float]]:
-    """The runner's ``scorer`` hook: ``(instance, prediction_or_None) -> {"t1", "t2", "t3"}``.
+def make_scorer(judge: Judge | None = None, halves: bool = False) -> Callable[[Any, Any], dict[str, float]]:
+    """The runner's ``scorer`` hook: ``(instance, prediction_or_None) -> {"t1", "t2", "t3"}``, plus T2's halves
+    (``t2_retention``, ``t2_exclusion``) with ``halves=True`` (what ``groundstate run`` and ``compare`` report).
 
     Args:
         judge: the T2 judge shared by every call (default :class:`LexicalJudge`).
+        halves: report T2's two halves beside it.
     """
     judge = judge or LexicalJudge()
 
     def scorer(instance: Any, prediction: Any) -> dict[str, float]:
-        return offquery_scores(instance, prediction, judge)
+        return offquery_scores(instance, prediction, judge, halves=halves)
 
     scorer.judge = judge  # type: ignore[attr-defined]
     return scorer

@@ -44,6 +44,33 @@ def t2_from_support(support: Sequence[bool], labels: Sequence[int]) -> float:
     return sum(bool(s) == (int(y) == 1) for s, y in zip(support, labels, strict=True)) / len(labels)
 
 
+def t2_parts(state: str | None, facts: Sequence[T2Fact | Mapping[str, Any]], judge: Judge,
+             max_facts: int | None = None) -> dict[str, float | None] | None:
+    """T2 and its halves for one instance, from one judgment: ``{"t2", "t2_retention", "t2_exclusion"}``.
+
+    A half is ``None`` when the instance has no fact of its label; a missing or empty state scores 0 on T2 and
+    on both halves. Returns ``None`` when there are no facts (T2 does not apply).
+
+    Raises:
+        Exception: whatever the judge raised.
+    """
+    gold = as_facts(facts)
+    if max_facts is not None:
+        gold = gold[:max_facts]
+    if not gold:
+        return None
+    labels = [f.label for f in gold]
+    text = state_text(state)
+    if text is None:
+        return {"t2": 0.0, "t2_retention": 0.0 if 1 in labels else None, "t2_exclusion": 0.0 if 0 in labels else None}
+    support = judge.supported(text, [f.text for f in gold])
+    score = t2_from_support(support, labels)
+    keep = [bool(s) for s, y in zip(support, labels, strict=True) if y == 1]
+    drop = [not bool(s) for s, y in zip(support, labels, strict=True) if y == 0]
+    return {"t2": score, "t2_retention": sum(keep) / len(keep) if keep else None,
+            "t2_exclusion": sum(drop) / len(drop) if drop else None}
+
+
 def t2_score(state: str | None, facts: Sequence[T2Fact | Mapping[str, Any]], judge: Judge,
              max_facts: int | None = None) -> float | None:
     """T2 state reconstruction for one instance: accuracy of the judged "fact is supported" labels.

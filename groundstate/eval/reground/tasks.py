@@ -1,8 +1,9 @@
 """OffQuery programs as runnable tasks: ``groundstate run reground|standard|oracle|... --data FILE|synthetic``.
 
 Every OffQuery task shares the data options (a file, or ``synthetic`` with ``--domain/--variant/--n``), the
-``--condition`` (which shared context the program sees) and the T2 judge (``--judge-lm``: ``lexical`` by
-default, or an LM spec). Scores per instance are T1, T2 and T3
+``--condition`` (which shared context the program sees) and the T2 judge (``--judge-lm``: ``auto`` by default,
+the paper's LM judge on ``--lm`` when that is a real model and the lexical judge otherwise; or ``lexical``, or an
+LM spec). Scores per instance are T1, T2 (with its halves, retention and exclusion) and T3
 (:func:`groundstate.eval.reground.scores.offquery_scores`).
 """
 
@@ -27,8 +28,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --data synthetic: main, misleading-shared, multi-misleading, distributed or all")
     parser.add_argument("--n", type=int, default=20, help="with --data synthetic: instances per domain and variant")
     parser.add_argument("--data-seed", type=int, default=0, help="with --data synthetic: generator seed")
-    parser.add_argument("--judge-lm", default="lexical",
-                        help="T2 judge: 'lexical' (deterministic, approximate) or an LM spec for the LM judge")
+    parser.add_argument("--judge-lm", default="auto",
+                        help="T2 judge: 'auto' (default: the LM judge on --lm when --lm names a real model, as in "
+                             "the paper; else the lexical judge), 'lexical' (deterministic, approximate) or an LM spec")
 
 
 def load_offquery_data(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
@@ -66,11 +68,12 @@ def offquery_outputs(prediction: Any) -> dict[str, Any]:
             for key in OFFQUERY_OUTPUTS}
 
 
-def _judge(args: argparse.Namespace):
-    from groundstate.eval.reground.judges import make_judge
+def t2_judge(args: argparse.Namespace):
+    from groundstate.eval.reground.judges import judge_for
 
     if not hasattr(args, "_judge"):
-        args._judge = make_judge(args.judge_lm)
+        args._judge = judge_for(args.judge_lm, getattr(args, "lm", None), api_base=getattr(args, "api_base", None),
+                                timeout=getattr(args, "lm_timeout", None))
     return args._judge
 
 
@@ -83,10 +86,10 @@ def _register(name: str, help_text: str, build, add_arguments=None, options=None
     def scorer_factory(args):
         from groundstate.eval.reground.scores import make_scorer
 
-        return make_scorer(_judge(args))
+        return make_scorer(t2_judge(args), halves=True)
 
     def task_options(args):
-        return {"condition": args.condition, "judge": getattr(_judge(args), "name", args.judge_lm),
+        return {"condition": args.condition, "judge": getattr(t2_judge(args), "name", args.judge_lm),
                 **(options(args) if options else {})}
 
     register(Task(
