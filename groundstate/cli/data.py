@@ -47,7 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = data_sub.add_parser("validate", help="check a data file; one line per problem")
     p.add_argument("file")
-    p.add_argument("--t2-truth", default=None, help="aligned T2 truth file (official format only)")
+    p.add_argument("--t2-truth", default=None,
+                   help="the published T2 truth file of FILE (task2_evaluation/truth/<name>.json)")
+    p.add_argument("--t2-facts", default=None,
+                   help="the published T2 facts file (task2_evaluation/facts/<name>.json; found beside the truth "
+                        "file when not given): checks exactly that the truth file belongs to FILE")
     p.add_argument("--condition", choices=("reliable", "unreliable"), default=None,
                    help="also require what this condition needs (a corrupted context for 'unreliable')")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
@@ -56,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = data_sub.add_parser("stats", help="counts per domain, split, agents, facts, label balance")
     p.add_argument("file")
-    p.add_argument("--t2-truth", default=None)
+    p.add_argument("--t2-truth", default=None, help="the published T2 truth file of FILE")
+    p.add_argument("--t2-facts", default=None, help="the published T2 facts file beside the truth file")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
     add_allow_empty(p)
     p.set_defaults(func=cmd_stats)
@@ -125,7 +130,7 @@ def _load(args: argparse.Namespace, skip_invalid: bool, problems: list[str], con
     from groundstate.eval.benchmarks.offquery.loader import load_any
 
     return load_any(args.file, t2_truth=args.t2_truth, condition=condition, skip_invalid=skip_invalid,
-                    problems=problems, allow_empty=args.allow_empty)
+                    problems=problems, allow_empty=args.allow_empty, t2_facts=getattr(args, "t2_facts", None))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -80,8 +80,9 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
         "scores": result.scores,
         "cost": {"lm_calls": result.lm_calls, "input_tokens": result.input_tokens,
                  "output_tokens": result.output_tokens, "seconds": round(result.seconds, 2)},
-        "build_args": {k: getattr(args, k) for k in ("max_candidates", "multi_misleading", "oracle_t1", "rounds",
-                                                     "topology", "ordering", "seed") if hasattr(args, k)},
+        "build_args": {k: getattr(args, k) for k in ("max_candidates", "multi_misleading", "oracle_t1", "stop_early",
+                                                     "keep_rule", "mode", "rounds", "topology", "ordering",
+                                                     "oracle_attribution", "seed") if hasattr(args, k)},
     }
     return result, manifest, metric
 

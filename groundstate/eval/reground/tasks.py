@@ -21,7 +21,11 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """Options every OffQuery task takes (``--data`` itself is added by the CLI)."""
     parser.add_argument("--condition", choices=("reliable", "unreliable"), default="unreliable",
                         help="which shared context programs see (default unreliable)")
-    parser.add_argument("--t2-truth", default=None, help="aligned T2 truth file for a published OffQuery file")
+    parser.add_argument("--t2-truth", default=None,
+                        help="the published T2 truth file of --data (task2_evaluation/truth/<name>.json)")
+    parser.add_argument("--t2-facts", default=None,
+                        help="the published T2 facts file (task2_evaluation/facts/<name>.json; found beside the "
+                             "truth file when not given)")
     parser.add_argument("--domain", choices=("healthcare", "disaster", "both"), default="healthcare",
                         help="with --data synthetic: which domain(s)")
     parser.add_argument("--variant", default="main",
@@ -56,7 +60,7 @@ def load_offquery_data(args: argparse.Namespace) -> tuple[list[Any], dict[str, A
         return instances, {"synthetic": {"domains": list(domains), "variants": list(variants), "n": args.n,
                                          "seed": args.data_seed}}
     instances = load_any(data, t2_truth=args.t2_truth, condition=condition,
-                         allow_empty=getattr(args, "allow_empty", False))
+                         allow_empty=getattr(args, "allow_empty", False), t2_facts=getattr(args, "t2_facts", None))
     description = {"file": Path(data).name, "sha256": file_hash(data)}
     if args.t2_truth:
         description["t2_truth_sha256"] = file_hash(args.t2_truth)
@@ -64,8 +68,12 @@ def load_offquery_data(args: argparse.Namespace) -> tuple[list[Any], dict[str, A
 
 
 def offquery_outputs(prediction: Any) -> dict[str, Any]:
-    return {key: prediction.get(key) if hasattr(prediction, "get") else getattr(prediction, key, None)
-            for key in OFFQUERY_OUTPUTS}
+    out = {key: prediction.get(key) if hasattr(prediction, "get") else getattr(prediction, key, None)
+           for key in OFFQUERY_OUTPUTS}
+    flagged = prediction.get("misleading_statements") if hasattr(prediction, "get") else None
+    if flagged is not None:
+        out["misleading_statements"] = flagged
+    return out
 
 
 def t2_judge(args: argparse.Namespace):
@@ -85,8 +93,10 @@ def _register(name: str, help_text: str, build, add_arguments=None, options=None
 
     def scorer_factory(args):
         from groundstate.eval.reground.scores import make_scorer
+        from groundstate.eval.reground.statements import statement_scorer
 
-        return make_scorer(t2_judge(args), halves=True)
+        scorer = make_scorer(t2_judge(args), halves=True)
+        return statement_scorer(scorer, t2_judge(args)) if getattr(args, "mode", "agent") == "statement" else scorer
 
     def task_options(args):
         return {"condition": args.condition, "judge": getattr(t2_judge(args), "name", args.judge_lm),
@@ -114,6 +124,14 @@ def add_reground_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-candidates", type=int, default=3, help="M, the conflict rounds (default 3)")
     parser.add_argument("--multi-misleading", action="store_true", help="remove every flagged agent")
     parser.add_argument("--oracle-t1", action="store_true", help="skip attribution: trust the gold misleading agent")
+    parser.add_argument("--stop-early", action="store_true",
+                        help="let the conflict search stop when it finds no contradiction (default: always M rounds)")
+    parser.add_argument("--keep-rule", choices=("authors", "strict"), default="authors",
+                        help="reconstruction: keep facts that are supported or of low importance (authors, default) "
+                             "or only supported / unverifiable-and-low ones (strict)")
+    parser.add_argument("--mode", choices=("agent", "statement"), default="agent",
+                        help="find the misleading agent (default) or misleading statements spread over agents "
+                             "(§E.4; scores statement precision/recall on instances that plant them)")
 
 
 def _reground_build(args: argparse.Namespace):
@@ -123,7 +141,7 @@ def _reground_build(args: argparse.Namespace):
     if args.max_candidates < 1:
         raise ConfigError("--max-candidates must be at least 1")
     return ReGround(max_candidates=args.max_candidates, multi_misleading=args.multi_misleading,
-                    oracle_t1=args.oracle_t1)
+                    oracle_t1=args.oracle_t1, stop_early=args.stop_early, keep_rule=args.keep_rule, mode=args.mode)
 
 
 def _reground_inputs(args: argparse.Namespace):
@@ -135,7 +153,10 @@ def _reground_inputs(args: argparse.Namespace):
 _register("reground", "ReGround: verify evidence, reconstruct the shared state, resolve (OffQuery T1/T2/T3)",
           _reground_build, add_reground_arguments,
           options=lambda a: {"max_candidates": a.max_candidates, "multi_misleading": a.multi_misleading,
-                             "oracle_t1": a.oracle_t1},
+                             "oracle_t1": a.oracle_t1,
+                             **({"stop_early": True} if a.stop_early else {}),
+                             **({"keep_rule": a.keep_rule} if a.keep_rule != "authors" else {}),
+                             **({"mode": a.mode} if a.mode != "agent" else {})},
           inputs=_reground_inputs)
 
 

@@ -260,3 +260,36 @@ def test_runs_on_synthetic_instances_with_placeholder_lm():
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         out = ReGround()(**instance.inputs("unreliable"))
     assert out.answer in "ABCD" and isinstance(out.state, str)
+
+
+def test_statement_mode_flags_the_statements_other_agents_refute_and_scores_them():
+    from groundstate.eval.reground.statements import statement_scores
+
+    instance = generate("healthcare", "distributed", 1, seed=0)[0]
+    planted = instance.misleading_statements
+
+    def respond(req):
+        fields = req.output_fields
+        if "statements" in fields:
+            return {"statements": sentences(req.field("evidence"))}
+        if "verdict" in fields and "fact" in req.user:
+            fact = req.field("fact")
+            refuted = any(p.split(": ", 1)[-1].rstrip(".") in fact for p in planted)
+            return {"verdict": "refuted" if refuted else "supported", "importance": "high"}
+        return None
+
+    lm = scripted_lm(respond)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        out = ReGround(mode="statement")(**instance.inputs("unreliable"))
+    checks = [r for r in lm.engine.requests if "verdict" in r.output_fields and "evidence" in r.user]
+    statement_checks = checks[: sum(len(sentences(a.evidence)) for a in instance.agents)]
+    for r in statement_checks:  # each statement is checked against the *other* agents' statements only
+        assert r.field("fact") not in r.field("evidence")
+    assert sorted(out.misleading_agent) == sorted(instance.misleading)
+    assert len(out.misleading_statements) == len(planted)
+    scores = statement_scores(out.misleading_statements, planted)
+    assert scores == {"statement_precision": 1.0, "statement_recall": 1.0}
+    assert statement_scores([], planted) == {"statement_precision": None, "statement_recall": 0.0}
+    assert statement_scores(None, planted)["statement_recall"] == 0.0
+    for statement in out.misleading_statements:
+        assert all(statement not in r.field("trusted_statements") for r in calls(lm.engine.requests, "state"))

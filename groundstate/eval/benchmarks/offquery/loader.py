@@ -56,7 +56,7 @@ def save_instances(path: str | Path, instances: Iterable[OffQueryInstance]) -> N
 
 def load_any(path: str | Path, t2_truth: str | Path | None = None, condition: str | None = None,
              skip_invalid: bool = False, problems: list[str] | None = None, *,
-             allow_empty: bool = False) -> list[OffQueryInstance]:
+             allow_empty: bool = False, t2_facts: str | Path | None = None) -> list[OffQueryInstance]:
     """Load a published OffQuery file or a groundstate instance file, whichever ``path`` is.
 
     A ``.json`` file holding a list whose first item has ``shuffled_private_information`` is a published file
@@ -69,6 +69,7 @@ def load_any(path: str | Path, t2_truth: str | Path | None = None, condition: st
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
         allow_empty: accept a file with no (valid) records; otherwise that is an error.
+        t2_facts: the published facts file beside ``t2_truth`` (see :func:`load_offquery`).
 
     Raises:
         InputError: bad input (see the two loaders).
@@ -77,8 +78,8 @@ def load_any(path: str | Path, t2_truth: str | Path | None = None, condition: st
     path = Path(path)
     if is_official_file(path):
         return load_offquery(path, t2_truth, condition, skip_invalid=skip_invalid, problems=problems,
-                             allow_empty=allow_empty)
-    if t2_truth is not None:
+                             allow_empty=allow_empty, t2_facts=t2_facts)
+    if t2_truth is not None or t2_facts is not None:
         raise ConfigError(f"{path} is not a published OffQuery file; a T2 truth file only goes with one "
                           "(groundstate instance files carry their T2 facts)")
     return load_instances(path, skip_invalid=skip_invalid, problems=problems, condition=condition,

@@ -57,6 +57,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
+from groundstate.eval.benchmarks.offquery.t2_files import check_alignment, default_facts_path, read_facts, read_truth
 from groundstate.eval.benchmarks.offquery.validation import from_validation
 from groundstate.eval.io import first_char, first_list_item, read_json, require_records
 from groundstate.records import CONDITIONS, LETTERS, AgentEvidence, OffQueryInstance, T2Fact
@@ -94,7 +95,7 @@ _DICT_FIELDS = ("private_information", "options", "original_ditributed_informati
 def load_offquery(path: str | Path, t2_truth: str | Path | None = None, condition: str | None = "unreliable", *,
                   domain: str | None = None, split: str | None = None, skip_invalid: bool = False,
                   problems: list[str] | None = None, use_datasets: bool | None = None,
-                  allow_empty: bool = False) -> list[OffQueryInstance]:
+                  allow_empty: bool = False, t2_facts: str | Path | None = None) -> list[OffQueryInstance]:
     """Load a published OffQuery file (a JSON list) into instances.
 
     Args:
@@ -111,6 +112,8 @@ def load_offquery(path: str | Path, t2_truth: str | Path | None = None, conditio
             50 MB, ``True`` = always, ``False`` = never. Both paths give identical instances; if ``datasets``
             cannot read the file, the plain JSON reader is used (and reports the exact problem).
         allow_empty: accept a file with no (valid) records; otherwise that is an error.
+        t2_facts: the published facts file of ``t2_truth`` (``facts/<name>.json``; found beside
+            ``truth/<name>.json`` when not given), used to check exactly that the truth file belongs to ``path``.
 
     Returns:
         The instances, in file order (bad records left out when ``skip_invalid``).
@@ -126,8 +129,12 @@ def load_offquery(path: str | Path, t2_truth: str | Path | None = None, conditio
         raise ConfigError(f"domain must be one of {', '.join(DOMAINS)} (got '{domain}')")
     items = _read_official(path, use_datasets)
     t2_path = Path(t2_truth) if t2_truth is not None else None
-    t2 = _read_t2(t2_path) if t2_path is not None else None
+    t2 = read_truth(t2_path) if t2_path is not None else None
     reported = problems if problems is not None else []
+    if t2 is not None:
+        facts_path = Path(t2_facts) if t2_facts is not None else default_facts_path(t2_path)
+        facts = read_facts(facts_path) if facts_path is not None else None
+        check_alignment(items, t2, path, t2_path, facts, facts_path)
 
     if t2 is not None and len(t2) != len(items):
         message = (f"the T2 truth file {t2_path} has {len(t2)} entries but {path} has {len(items)} records; "
@@ -428,14 +435,6 @@ def _read_with_datasets(path: Path) -> list[dict]:
     finally:
         if bars:
             datasets.enable_progress_bars()
-
-
-def _read_t2(path: Path) -> list[Any]:
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise InputError("expected a JSON list of {sampled_facts, golden_truth} entries aligned with the data",
-                         file=str(path))
-    return data
 
 
 def is_official_file(path: str | Path) -> bool:
