@@ -92,6 +92,10 @@ def fill_schema(schema: dict, root: dict | None = None) -> Any:
     return None
 
 
+CHARS_PER_TOKEN = 4
+"""Characters per token when a :class:`ScriptedEngine` estimates usage from the text."""
+
+
 class ScriptedEngine:
     """A DSPy engine that answers from a Python function.
 
@@ -99,7 +103,9 @@ class ScriptedEngine:
         responder: ``ScriptedRequest -> dict | str | Exception | None``. A dict is the output fields; a str is
             the raw completion; an exception instance is raised (a failing LM); ``None`` fills the schema.
         sleep: seconds to wait per call (imitates latency; calls do not hold a lock, so they overlap).
-        input_tokens, output_tokens: usage reported per call.
+        input_tokens, output_tokens: usage reported per call; ``None`` estimates it from the text instead
+            (:data:`CHARS_PER_TOKEN` characters per token, the usual rule of thumb for English with GPT-style
+            tokenizers), which is what token-budget benchmarks with a scripted LM need.
     """
 
     supports_response_schema = True
@@ -107,8 +113,8 @@ class ScriptedEngine:
     supports_reasoning = False
     supported_params = frozenset({"response_format", "temperature", "max_tokens", "seed"})
 
-    def __init__(self, responder: Responder | None = None, sleep: float = 0.0, input_tokens: int = 10,
-                 output_tokens: int = 5):
+    def __init__(self, responder: Responder | None = None, sleep: float = 0.0, input_tokens: int | None = 10,
+                 output_tokens: int | None = 5):
         self.responder = responder or (lambda request: None)
         self.sleep = sleep
         self.input_tokens, self.output_tokens = input_tokens, output_tokens
@@ -146,8 +152,11 @@ class ScriptedEngine:
                 text += "\n\n[[ ## completed ## ]]"
         else:
             text = str(answer)
+        prompt_chars = sum(len(m.get("content") or "") for m in messages)
+        inp = self.input_tokens if self.input_tokens is not None else -(-prompt_chars // CHARS_PER_TOKEN)
+        out = self.output_tokens if self.output_tokens is not None else -(-len(text) // CHARS_PER_TOKEN)
         return Response(id=None, model=SCRIPTED_MODEL_NAME, message=Message.assistant(text), finish_reason="stop",
-                        usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens))
+                        usage=Usage(input_tokens=inp, output_tokens=out))
 
     def stream(self, request):
         from dspy.lm15 import response_to_events

@@ -18,9 +18,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="run several OffQuery programs on the same data and LM; table + chart",
                        description="Runs each program (or reuses its stored run) and writes compare.md, "
                                    "compare.json and compare.png. Programs: " + ", ".join(names))
-    p.add_argument("programs", nargs="+", metavar="PROGRAM", help="programs to compare: " + ", ".join(names))
+    p.add_argument("programs", nargs="*", metavar="PROGRAM", help="programs to compare: " + ", ".join(names))
     p.add_argument("--data", default=None, help="an OffQuery data file, or 'synthetic' (default)")
     p.add_argument("--report-dir", default=None, help="where to write the report (default <out>/compare-<id>)")
+    p.add_argument("--paper-tables", action="store_true",
+                   help="also write the paper's Table 1 (T1/T2/T3 and gains over standard), Table 10 (M = 1..5 and "
+                        "oracle) and Table 11 (tokens) layouts from every stored OffQuery run under --out "
+                        "(run the programs first, or name them here)")
     add_data_arguments(p)
     add_reground_arguments(p)
     add_baseline_arguments(p)
@@ -34,23 +38,43 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from groundstate.cli.options import configure_lms, run_settings
+    from groundstate.errors import ConfigError
     from groundstate.eval.reground.compare import compare_programs
     from groundstate.eval.reground.tasks import t2_judge
     from groundstate.eval.report import comparison_rows, markdown_table, write_report
     from groundstate.eval.runner import fingerprint
 
     console = Console()
-    settings = run_settings(args)
-    lm, lm_config = configure_lms(args)
-    summaries, notes, run_ids = compare_programs(args.programs, args, lm=lm, lm_config=lm_config, settings=settings,
-                                                 on_start=lambda name: console.print(f"[bold]{name}[/bold]"))
-    metrics = ("t1", "t2", "t2_retention", "t2_exclusion", "t3")
-    rows = comparison_rows(summaries, metrics=metrics, notes=notes)
-    report_dir = Path(args.report_dir or Path(args.out) / f"compare-{fingerprint(run_ids, 10)}")
-    judge = getattr(t2_judge(args), "name", str(args.judge_lm))
-    title = f"OffQuery ({args.condition} shared context; T2 judge: {judge})"
-    paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": args.condition, "t2_judge": judge},
-                         title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"))
-    print(markdown_table(rows, metrics=metrics, title=title))
+    if not args.programs and not args.paper_tables:
+        raise ConfigError("compare needs PROGRAM names (or --paper-tables to tabulate the stored runs)")
+    paths: dict[str, str] = {}
+    if args.programs:
+        settings = run_settings(args)
+        lm, lm_config = configure_lms(args)
+        summaries, notes, run_ids = compare_programs(args.programs, args, lm=lm, lm_config=lm_config,
+                                                     settings=settings,
+                                                     on_start=lambda name: console.print(f"[bold]{name}[/bold]"))
+        metrics = ("t1", "t2", "t2_retention", "t2_exclusion", "t3")
+        rows = comparison_rows(summaries, metrics=metrics, notes=notes)
+        report_dir = Path(args.report_dir or Path(args.out) / f"compare-{fingerprint(run_ids, 10)}")
+        judge = getattr(t2_judge(args), "name", str(args.judge_lm))
+        title = f"OffQuery ({args.condition} shared context; T2 judge: {judge})"
+        paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": args.condition,
+                                                       "t2_judge": judge},
+                             title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"))
+        print(markdown_table(rows, metrics=metrics, title=title))
+    if args.paper_tables:
+        from groundstate.eval.reground.tables import offquery_runs, write_tables
+        from groundstate.eval.tasks import load_builtin_tasks
+
+        names = [n for n in load_builtin_tasks() if n != "qa"]
+        runs = offquery_runs(args.out, names)
+        tables_dir = Path(args.report_dir or Path(args.out) / "paper-tables")
+        if args.programs and args.report_dir:
+            tables_dir = tables_dir / "paper-tables"
+        written = write_tables(runs, tables_dir)
+        for name in ("1", "10", "11"):
+            print(Path(written[f"table{name}"]).read_text(encoding="utf-8"))
+        paths.update(written)
     console.print("wrote " + ", ".join(paths.values()))
     return 0
