@@ -135,3 +135,34 @@ def build_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str) -> t
         return make_team("sim", tasks, tasks_file, sim_params=sim_params(args), seed=args.seed)
     lm, lm_config = configure_lms(args)
     return make_team("lm", tasks, tasks_file, lm=lm, lm_config=lm_config)
+
+
+def add_support_options(p: argparse.ArgumentParser) -> None:
+    """``--support`` and ``--support-file``: where simulated agents get per-fact support for tasks without it."""
+    from groundstate.eval.consilience.support import SUPPORT_MODES
+
+    p.add_argument("--support", choices=SUPPORT_MODES, default="auto",
+                   help="per-fact support for simulated agents on tasks that carry none (HiddenBench): auto (the "
+                        "support file beside the task file if there is one, else the hidden-profile design default), "
+                        "file, design, or task (only the tasks' own)")
+    p.add_argument("--support-file", default=None, metavar="FILE",
+                   help="the support file (default: FILE.support.json beside the task file)")
+
+
+def prepare_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str
+                 ) -> tuple[list[Any], Any, dict[str, Any], Any]:
+    """``(tasks, team, agents description, LM description)``: :func:`build_team`, with simulated agents' tasks
+    given per-fact support first (:func:`groundstate.eval.consilience.support.apply_support`; where it came
+    from is part of the agents description, so of the run's fingerprint)."""
+    if getattr(args, "agents", "lm") == "sim":
+        from groundstate.eval.consilience.support import apply_support
+
+        tasks, support = apply_support(tasks, tasks_file, getattr(args, "support", "auto"),
+                                       getattr(args, "support_file", None))
+        if support.get("source"):
+            where = "the hidden-profile design default" if support["source"] == "design" else support["file"]
+            print(f"simulated agents: per-fact support of {support['tasks']} task(s) from {where}", file=sys.stderr)
+        team, agents, lm = build_team(args, tasks, tasks_file)
+        return tasks, team, {**agents, "support": support}, lm
+    team, agents, lm = build_team(args, tasks, tasks_file)
+    return tasks, team, agents, lm

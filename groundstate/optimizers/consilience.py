@@ -2,12 +2,14 @@
 
 - :func:`explore_tasks`: exhaustive action outcomes on training tasks (rows of state features and the
   reward of every action), the MLP controller's training data.
-- :func:`train_controller`: fit :class:`~groundstate.optimizers.controller.MLPActionValue` (optionally
-  without some feature groups, for the feature ablation).
+- :func:`train_controller`: fit :class:`~groundstate.optimizers.controller.MLPActionValue` on the paper's
+  six features by default (:func:`feature_set` names the paper's Table 6 subsets, :func:`features_without`
+  drops groups; the extras ``p_star`` and ``round_frac`` are used only when asked for).
 - :func:`calibrate`: run a fixed configuration (controller, router, agents, loss weights, round limit) on
   calibration tasks with every proposal executed, collect the proposals' regrets per round, and fit
   :class:`~groundstate.optimizers.conformal.RoundwiseConformal`. The calibrator records that configuration
-  (:class:`Configuration`); :func:`check_config` refuses to use it with another one.
+  (:class:`Configuration`, including the controller's termination rule, which decides where Vote is
+  admissible); :func:`check_config` refuses to use it with another one.
 
 Evaluation (held-out tasks, coverage) is in :mod:`groundstate.eval.consilience`.
 """
@@ -24,12 +26,20 @@ from groundstate.errors import ConfigError
 from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.optimizers.controller import MLPActionValue
 from groundstate.programs.consilience.consilience import Consilience, explore, proposal_scores
-from groundstate.programs.consilience.state import FEATURE_GROUPS, FEATURES, LossWeights
-from groundstate.records import HiddenProfileTask
+from groundstate.programs.consilience.state import (
+    EXTRA_FEATURES,
+    FEATURE_GROUPS,
+    FEATURE_SETS,
+    FEATURES,
+    STORED_FEATURES,
+    LossWeights,
+)
+from groundstate.records import COMM_ACTIONS, HiddenProfileTask
 
 
 def features_without(groups: Sequence[str]) -> list[str]:
-    """The state features left after dropping the named groups (belief, information, cost, time)."""
+    """The paper's six state features left after dropping the named groups (belief, information, cost); the
+    ``extra`` group is never in the default set, so dropping it changes nothing."""
     unknown = [g for g in groups if g not in FEATURE_GROUPS]
     if unknown:
         raise ConfigError(f"unknown feature group '{unknown[0]}'; choose from {', '.join(FEATURE_GROUPS)}")
@@ -38,6 +48,13 @@ def features_without(groups: Sequence[str]) -> list[str]:
     if not kept:
         raise ConfigError("dropping those groups leaves no feature")
     return kept
+
+
+def feature_set(name: str, extras: bool = False) -> list[str]:
+    """The features of a named set of the paper's Table 6 (:data:`FEATURE_SETS`), plus the extras when asked."""
+    if name not in FEATURE_SETS:
+        raise ConfigError(f"unknown feature set '{name}'; choose from {', '.join(FEATURE_SETS)}")
+    return list(FEATURE_SETS[name]) + (list(EXTRA_FEATURES) if extras else [])
 
 
 def explore_tasks(tasks: Sequence[HiddenProfileTask], team: Callable, max_rounds: int = 10,
@@ -53,20 +70,28 @@ def explore_tasks(tasks: Sequence[HiddenProfileTask], team: Callable, max_rounds
 
 def train_controller(rows: Sequence[dict[str, Any]], features: Sequence[str] = FEATURES,
                      **params: Any) -> MLPActionValue:
-    """Fit the MLP controller on exploration rows, using only ``features`` (a subset of the stored vector)."""
+    """Fit the MLP controller on exploration rows, using only ``features`` (names from the stored vector,
+    :data:`STORED_FEATURES`); the reward columns are the rows' actions (the four communication actions)."""
     if not rows:
         raise ConfigError("no exploration rows to train on")
-    index = [FEATURES.index(f) for f in features]
+    unknown = [f for f in features if f not in STORED_FEATURES]
+    if unknown:
+        raise ConfigError(f"unknown feature '{unknown[0]}'; choose from {', '.join(STORED_FEATURES)}")
+    index = [STORED_FEATURES.index(f) for f in features]
     X = np.array([[row["features"][i] for i in index] for row in rows], dtype=float)
     Y = np.array([row["rewards"] for row in rows], dtype=float)
-    model = MLPActionValue(**params).fit(X, Y)
+    model = MLPActionValue(actions=list(rows[0].get("actions", COMM_ACTIONS)), **params).fit(X, Y)
     model.features_ = list(features)
     return model
 
 
 @dataclass
 class Configuration:
-    """What a calibration is valid for: change any of it and the thresholds no longer apply."""
+    """What a calibration is valid for: change any of it and the thresholds no longer apply.
+
+    ``vote_rule`` is the controller's termination rule (``controller.vote_rule()``: where Vote is admissible),
+    ``min_vote_round`` an extra lower bound on it (``None``: none), ``features`` the MLP's inputs.
+    """
 
     controller: str
     router: str = "action-conditional"
@@ -74,30 +99,53 @@ class Configuration:
     weights: dict[str, float] | None = None
     agents: str = "sim"
     removed_actions: tuple[str, ...] = ()
-    min_vote_round: int = 1
+    min_vote_round: int | None = None
+    vote_rule: dict[str, Any] | None = None
+    features: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"controller": self.controller, "router": self.router, "max_rounds": self.max_rounds,
                 "weights": self.weights or LossWeights().to_dict(), "agents": self.agents,
-                "removed_actions": sorted(self.removed_actions), "min_vote_round": self.min_vote_round}
+                "removed_actions": sorted(self.removed_actions), "min_vote_round": self.min_vote_round,
+                "vote_rule": self.vote_rule or {"kind": "never"},
+                "features": list(self.features) if self.features is not None else None}
+
+    @classmethod
+    def of(cls, name: str, controller: Any, **kwargs: Any) -> Configuration:
+        """The configuration of ``controller`` (its termination rule and, for the MLP, its features)."""
+        rule = controller.vote_rule() if hasattr(controller, "vote_rule") else None
+        features = getattr(controller, "features", None)
+        return cls(controller=name, vote_rule=rule, features=tuple(features) if features is not None else None,
+                   **kwargs)
+
+    def program(self, team: Callable, controller: Any, calibrator: Any = None, seed: int = 0,
+                **kwargs: Any) -> Consilience:
+        """A :class:`Consilience` program running this configuration."""
+        return Consilience(team, controller, calibrator=calibrator, router=self.router, max_rounds=self.max_rounds,
+                           weights=LossWeights(**self.weights) if self.weights else None,
+                           removed_actions=self.removed_actions, min_vote_round=self.min_vote_round, seed=seed,
+                           **kwargs)
 
 
 def check_config(calibrator: RoundwiseConformal, config: Configuration) -> None:
-    """Refuse a calibrator fitted for another configuration (one line naming what differs)."""
+    """Refuse a calibrator fitted for another configuration (one line naming what differs). A setting the
+    calibrator does not record (it was fitted by an earlier version, before the setting was part of the
+    configuration) counts as different."""
     saved = dict(calibrator.config or {})
     wanted = config.to_dict()
-    diff = sorted(k for k in wanted if k in saved and saved[k] != wanted[k])
+    diff = sorted(k for k in wanted if saved.get(k, _MISSING) != wanted[k])
     if diff:
-        details = ", ".join(f"{k}: calibrated {saved[k]!r}, now {wanted[k]!r}" for k in diff)
+        details = ", ".join(f"{k}: calibrated {saved.get(k, 'not recorded')!r}, now {wanted[k]!r}" for k in diff)
         raise ConfigError(f"the calibrator was fitted for another configuration ({details}); calibrate again")
+
+
+_MISSING = object()
 
 
 def calibrate(tasks: Sequence[HiddenProfileTask], team: Callable, controller: Any, config: Configuration,
               alpha: float = 0.1, seed: int = 0) -> RoundwiseConformal:
     """Fit round-wise thresholds from calibration trajectories of ``config`` (every proposal executed)."""
-    program = Consilience(team, controller, calibrator=None, router=config.router, max_rounds=config.max_rounds,
-                          weights=LossWeights(**config.weights) if config.weights else None,
-                          removed_actions=config.removed_actions, min_vote_round=config.min_vote_round, seed=seed)
+    program = config.program(team, controller, calibrator=None, seed=seed)
     rounds, scores = proposal_scores([program(task=task).trace for task in tasks])
     if not scores:
         raise ConfigError("the calibration tasks produced no rounds")

@@ -142,7 +142,10 @@ CONFIDENCE_TIE_TOLERANCE = 1e-9
 """Summed confidences closer than this count as tied (:func:`plurality`)."""
 
 
-def plurality(votes: Sequence[Any], options: Sequence[str] | None = None) -> Any:
+TIE_RULES: tuple[str, ...] = ("confidence", "first-vote")
+
+
+def plurality(votes: Sequence[Any], options: Sequence[str] | None = None, tie: str = "confidence") -> Any:
     """The most frequent vote, the one group decision rule of every program.
 
     ``votes`` are plain values (an option letter, an agent index, ``None`` for "nothing") or beliefs with a
@@ -151,15 +154,22 @@ def plurality(votes: Sequence[Any], options: Sequence[str] | None = None) -> Any
     is still tied (within :data:`CONFIDENCE_TIE_TOLERANCE`) goes to the first tied value in ``options`` order
     when ``options`` is given, else to the tied value whose first vote came earliest.
 
+    ``tie="first-vote"`` is HiddenBench's rule instead (its simulation takes the first most-counted value of a
+    tally kept in voting order): a tie goes to the tied value whose first vote came earliest, confidence
+    ignored.
+
     Args:
         votes: the ballots.
         options: the closed answer set, when there is one: every vote must be in it and an empty ballot is an
             error. Without it any hashable value can be voted (``None`` included) and an empty ballot has no
             winner (``None``).
+        tie: ``confidence`` (the default, above) or ``first-vote``.
 
     Raises:
         ValueError: with ``options``, no votes or a vote that is not one of them.
     """
+    if tie not in TIE_RULES:
+        raise ValueError(f"unknown tie rule '{tie}'; choose from {', '.join(TIE_RULES)}")
     values = [getattr(v, "vote", v) for v in votes]
     weights = [float(getattr(v, "confidence", 0.0) or 0.0) for v in votes]
     if not values:
@@ -176,6 +186,8 @@ def plurality(votes: Sequence[Any], options: Sequence[str] | None = None) -> Any
         counts[value] = counts.get(value, 0) + 1
         confidence[value] = confidence.get(value, 0.0) + weight
     most = max(counts.values())
+    if tie == "first-vote":
+        return next(v for v in dict.fromkeys(values) if counts[v] == most)
     order = list(options) if options is not None else list(dict.fromkeys(values))
     tied = [v for v in order if counts.get(v) == most]
     best = max(confidence[v] for v in tied)

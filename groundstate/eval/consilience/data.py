@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundstate.errors import InputError
-from groundstate.programs.consilience.state import FEATURES
-from groundstate.records import ACTIONS, HiddenProfileTask
+from groundstate.programs.consilience.state import STORED_FEATURES
+from groundstate.records import COMM_ACTIONS, HiddenProfileTask
 
 
 def load_exploration(path: str, allow_empty: bool = False) -> list[dict[str, Any]]:
     """Exploration rows written by ``consilience explore``, each checked: ``features`` a list of
-    ``len(FEATURES)`` finite numbers and ``rewards`` a list of one finite number per action.
+    ``len(STORED_FEATURES)`` finite numbers and ``rewards`` a list of one finite number per communication
+    action (rows of earlier versions, with a Vote column or fewer features, are refused with that reason).
 
     Raises:
         InputError: an unreadable file or a row with a missing, ragged or non-numeric field (one line naming
@@ -22,7 +23,7 @@ def load_exploration(path: str, allow_empty: bool = False) -> list[dict[str, Any
     from groundstate.eval.io import read_jsonl, require_records
 
     rows = read_jsonl(path)
-    sizes = {"features": len(FEATURES), "rewards": len(ACTIONS)}
+    sizes = {"features": len(STORED_FEATURES), "rewards": len(COMM_ACTIONS)}
     for number, row in enumerate(rows, start=1):
         for key, size in sizes.items():
             value = row.get(key)
@@ -30,8 +31,11 @@ def load_exploration(path: str, allow_empty: bool = False) -> list[dict[str, Any
             if not isinstance(value, list):
                 raise InputError(f"must be a list of {size} numbers (got {_kind(value)})", **where)
             if len(value) != size:
+                old = (" (a Vote column: written by an earlier version; explore again)"
+                       if key == "rewards" and len(value) == len(COMM_ACTIONS) + 1 else "")
                 raise InputError(f"has {len(value)} values, expected {size} (one per "
-                                 f"{'state feature' if key == 'features' else 'action'})", **where)
+                                 f"{'stored state feature' if key == 'features' else 'communication action'})"
+                                 f"{old}", **where)
             bad = next((i for i, v in enumerate(value)
                         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)), None)
             if bad is not None:

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.consilience.metrics import discussion_scores, pooled_vote_accuracy
+from groundstate.eval.consilience.metrics import discussion_scorer, pooled_vote_accuracy
 from groundstate.eval.runner import RunAborted, RunResult, RunSettings, durable_run, run_config
 from groundstate.records import HiddenProfileTask
 
@@ -48,7 +48,7 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
         params = sim_params or SimParams()
         unannotated = next((t for t in tasks if not t.support), None)
         if unannotated is not None:
-            raise InputError("simulated agents need per-fact support; annotate the task or use --agents lm",
+            raise InputError("simulated agents need per-fact support; give the tasks support (--support) or use --agents lm",
                              file=tasks_file, record=unannotated.id, field="support")
         return SimTeam(params, seed), {"kind": "sim", "params": asdict(params), "seed": seed}, {"model": None}
     if kind != "lm":
@@ -57,40 +57,45 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
     return team, {"kind": "lm", "lm_config": lm_config.describe() if lm_config.roles else None}, describe_lm(lm)
 
 
-def run_protocol(protocol: str, rounds: int, tasks: Sequence[HiddenProfileTask], data: dict[str, Any], team: Any,
-                 agents: dict[str, Any], lm: dict[str, Any], seed: int, settings: RunSettings) -> RunResult:
-    """One reference protocol over the tasks, durably (``groundstate hidden run``)."""
+def run_protocol(protocol: str, rounds: int | None, tasks: Sequence[HiddenProfileTask], data: dict[str, Any],
+                 team: Any, agents: dict[str, Any], lm: dict[str, Any], seed: int, settings: RunSettings) -> RunResult:
+    """One reference protocol over the tasks, durably (``groundstate hidden run``); ``rounds=None`` plays the
+    protocol's default (:func:`~groundstate.programs.consilience.protocols.default_rounds`)."""
     from groundstate.programs.consilience.protocols import HiddenProfileProtocol
 
-    if rounds < 0:
+    if rounds is not None and rounds < 0:
         raise ConfigError("--rounds must be >= 0")
-    program = HiddenProfileProtocol(protocol, rounds, team=team)
-    played = rounds if protocol == "hidden-post" else 0
+    try:
+        program = HiddenProfileProtocol(protocol, rounds, team=team, seed=seed)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     name = f"{protocol}-{agents['kind']}"
     config = run_config(name, state=program, lm=lm, data=data, seed=seed,
-                        options={"protocol": protocol, "rounds": played, "agents": agents})
+                        options={"protocol": protocol, "rounds": program.rounds, "agents": agents})
     return durable_run(program, config, tasks, settings, inputs=lambda task: {"task": task},
-                       scorer=discussion_scores, description=name)
+                       scorer=discussion_scorer(initial=protocol == "hiddenbench"), description=name)
 
 
 def evaluate_programs(programs: Mapping[str, tuple[Any, dict[str, Any]]], tasks: Sequence[HiddenProfileTask],
                       data: dict[str, Any], agents: dict[str, Any], lm: dict[str, Any], seed: int,
-                      settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+                      settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """Run every ``label -> (program, options)`` over the tasks (one durable run each).
 
     Returns:
-        ``(summaries, pooled)``: each label's run summary and its §4.2 vote accuracy pooled over all votes. A
-        run stopped by ``max_error_rate`` contributes what it finished.
+        ``(summaries, pooled, rows)``: each label's run summary, its §4.2 vote accuracy pooled over all votes,
+        and its per-task rows. A run stopped by ``max_error_rate`` contributes what it finished.
     """
-    summaries, pooled = {}, {}
+    summaries, pooled, rows = {}, {}, {}
     for label, (program, options) in programs.items():
         config = run_config("consilience-" + label.split()[0].replace("+", "-"), state=program, lm=lm, data=data,
                             seed=seed, options={**options, "agents": agents, "label": label})
+        initial = getattr(program, "protocol", None) == "hiddenbench"
         try:
             result = durable_run(program, config, tasks, settings, inputs=lambda task: {"task": task},
-                                 scorer=discussion_scores, description=label)
+                                 scorer=discussion_scorer(initial=initial), description=label)
         except RunAborted as exc:
             result = exc.result
         summaries[label] = result.summary
         pooled[label] = pooled_vote_accuracy(result.rows)
-    return summaries, pooled
+        rows[label] = result.rows
+    return summaries, pooled, rows

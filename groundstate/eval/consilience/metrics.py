@@ -15,31 +15,65 @@ def _vote_of(vote: Any) -> str | None:
     return vote.get("vote") if isinstance(vote, dict) else getattr(vote, "vote", None)
 
 
+def _messages(prediction: Any) -> int:
+    """Messages on the prediction's public transcript."""
+    transcript = getattr(prediction, "transcript", None)
+    if isinstance(transcript, dict):
+        return len(transcript.get("messages") or [])
+    return len(getattr(transcript, "messages", None) or [])
+
+
+def discussion_scorer(initial: bool = False):
+    """The runner's scorer: :func:`discussion_scores`; with ``initial`` (HiddenBench's discussion) a failed
+    discussion also scores 0 on the initial votes, so they are never dropped from the pooled figures."""
+
+    def scorer(task: HiddenProfileTask, prediction: Any) -> dict[str, float]:
+        scores = discussion_scores(task, prediction)
+        if initial and prediction is None:
+            scores.update(initial_task_accuracy=0.0, initial_vote_accuracy=0.0, initial_votes_correct=0.0,
+                          initial_votes=float(task.n_agents))
+        return scores
+
+    return scorer
+
+
 def discussion_scores(task: HiddenProfileTask, prediction: Any) -> dict[str, float]:
     """Per-task scores (§4.2) for the runner: ``task_accuracy`` (the group's answer is correct), ``vote_accuracy``
     (the share of correct final votes), ``rounds`` and ``words``, plus ``votes_correct`` and ``votes`` so vote
     accuracy can be pooled over all votes as §4.2 defines it (:func:`pooled_vote_accuracy`). A failed
-    discussion (``prediction=None``) scores 0 on both accuracies and has no rounds or words."""
+    discussion (``prediction=None``) scores 0 on both accuracies and has no rounds or words.
+
+    A HiddenBench discussion also carries its initial votes (Hidden-Pre of the same run): they are scored as
+    ``initial_task_accuracy``, ``initial_vote_accuracy``, ``initial_votes_correct`` and ``initial_votes``."""
     if prediction is None:
         return {"task_accuracy": 0.0, "vote_accuracy": 0.0, "votes_correct": 0.0, "votes": float(task.n_agents)}
     votes = list(prediction.votes)
     correct = sum(_vote_of(v) == task.correct for v in votes)
-    return {
+    scores = {
         "task_accuracy": float(prediction.answer == task.correct),
         "vote_accuracy": correct / len(votes) if votes else 0.0,
         "rounds": float(prediction.rounds),
         "words": float(prediction.words),
+        "messages": float(_messages(prediction)),
         "votes_correct": float(correct),
         "votes": float(len(votes)),
     }
+    initial = getattr(prediction, "initial_votes", None)
+    if initial:
+        hits = sum(_vote_of(v) == task.correct for v in initial)
+        scores.update(initial_task_accuracy=float(prediction.initial_answer == task.correct),
+                      initial_vote_accuracy=hits / len(initial), initial_votes_correct=float(hits),
+                      initial_votes=float(len(initial)))
+    return scores
 
 
-def pooled_vote_accuracy(rows: Sequence[dict[str, Any]]) -> dict[str, float | int | None]:
-    """§4.2 vote accuracy from runner rows: correct votes / all votes, with a Wilson 95% interval."""
+def pooled_vote_accuracy(rows: Sequence[dict[str, Any]], prefix: str = "") -> dict[str, float | int | None]:
+    """§4.2 vote accuracy from runner rows: correct votes / all votes, with a Wilson 95% interval
+    (``prefix="initial_"``: of a HiddenBench run's initial votes)."""
     from scipy.stats import binomtest
 
-    correct = int(sum((r.get("scores") or {}).get("votes_correct", 0) for r in rows))
-    total = int(sum((r.get("scores") or {}).get("votes", 0) for r in rows))
+    correct = int(sum((r.get("scores") or {}).get(f"{prefix}votes_correct", 0) for r in rows))
+    total = int(sum((r.get("scores") or {}).get(f"{prefix}votes", 0) for r in rows))
     if total == 0:
         return {"mean": None, "low": None, "high": None, "n": 0}
     ci = binomtest(correct, total).proportion_ci(method="wilson")

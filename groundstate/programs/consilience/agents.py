@@ -15,6 +15,12 @@ agent, with an LM per index.
 
 Options are shown to agents with letter labels (``A: ...``; an option that already is its letter is shown
 as the letter alone), and votes are read back as labels.
+
+Facts are presented in one of two ways (:data:`PRESENTATIONS`): ``labelled`` (the default: the shared facts and
+the agent's own facts in two fields saying which is which) or ``shuffled`` (HiddenBench's way: all of them in
+one numbered list, shuffled per agent with a seed, with a note that the order means nothing and without saying
+which facts the others hold; :meth:`LMAgent.with_presentation`). A presented agent can also carry a note, shown
+above the discussion (HiddenBench reminds each agent of its vote before the discussion).
 """
 
 from __future__ import annotations
@@ -49,6 +55,9 @@ __all__ = ["ACTION_MEANINGS", "FREE_TURN_MEANING", "LMAgent", "LMTeam", "option_
 logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 300
+PRESENTATIONS: tuple[str, ...] = ("labelled", "shuffled")
+_FACTS_DESC = ("every fact you were given, numbered; the order is random and says nothing about how important "
+               "the facts are or how they relate; the others may or may not hold any of them")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LABEL = re.compile(r"^\W*(?:(?i:option|plan|choice|answer)\s+)?([A-Z])(?:\W|$)")
 _TEAM_LOCK = threading.Lock()
@@ -194,6 +203,17 @@ def specialize(signature: type[dspy.Signature], labels: tuple[str, ...]) -> type
     return signature
 
 
+@functools.lru_cache(maxsize=64)
+def shuffled_signature(signature: type[dspy.Signature]) -> type[dspy.Signature]:
+    """``signature`` with its ``shared_facts`` and ``own_facts`` inputs replaced by one ``facts`` input (the
+    ``shuffled`` presentation); instructions are kept."""
+    if "shared_facts" not in signature.input_fields:
+        return signature
+    position = list(signature.input_fields).index("shared_facts")
+    return signature.delete("shared_facts").delete("own_facts").insert(position, "facts",
+                                                                        dspy.InputField(desc=_FACTS_DESC), str)
+
+
 def _copy_sharing(module: Any, shared: tuple[str, ...], memo: dict) -> Any:
     """A deep copy of ``module`` in which the attributes ``shared`` (LMs) are the same objects: copying a program
     (as DSPy optimizers do) copies its prompts, never its LM clients."""
@@ -218,12 +238,24 @@ class LMAgent(dspy.Module):
             raise ValueError(f"agent index must be an integer >= 0, got {index!r}")
         self.index = index
         self.agent_lm = lm
+        self.presentation = "labelled"
+        self.presentation_seed = 0
+        self.note: str | None = None
         self.elicit = dspy.Predict(ElicitBelief)
         self.say = dspy.Predict(SpeakUnderAction)
         self.decide = dspy.Predict(FinalVote)
 
     def __deepcopy__(self, memo: dict) -> LMAgent:
         return _copy_sharing(self, ("agent_lm",), memo)
+
+    def with_presentation(self, style: str = "shuffled", seed: int = 0, note: str | None = None) -> LMAgent:
+        """This agent (sharing its predictors and LM) presenting its facts as ``style`` (see the module
+        docstring), with the shuffle seeded by ``seed``, and ``note`` shown above the discussion."""
+        if style not in PRESENTATIONS:
+            raise ValueError(f"unknown presentation '{style}'; choose from {', '.join(PRESENTATIONS)}")
+        agent = copy.copy(self)
+        agent.presentation, agent.presentation_seed, agent.note = style, int(seed), note
+        return agent
 
     def forward(self, task: HiddenProfileTask, transcript: Transcript | None = None) -> dspy.Prediction:
         """The final vote as a prediction (``vote``, ``confidence``, ``belief``)."""
@@ -258,7 +290,8 @@ class LMAgent(dspy.Module):
         from dspy.utils.exceptions import AdapterParseError
 
         inputs = {**self._inputs(task, transcript), **extra}
-        bound = specialize(predictor.signature, tuple(option_labels(task.options)))
+        base = shuffled_signature(predictor.signature) if self.presentation == "shuffled" else predictor.signature
+        bound = specialize(base, tuple(option_labels(task.options)))
         with self._context():
             if bound is predictor.signature:
                 return predictor(**inputs)
@@ -267,7 +300,7 @@ class LMAgent(dspy.Module):
             except AdapterParseError as exc:
                 logger.debug("agent %d: output did not parse under the task's options (%s); asking again",
                              self.index, exc)
-                return predictor(**inputs)
+                return predictor(**inputs) if base is predictor.signature else predictor(**inputs, signature=base)
 
     def _context(self):
         if self.agent_lm is None:
@@ -283,14 +316,21 @@ class LMAgent(dspy.Module):
         if self.index >= task.n_agents:
             raise ValueError(f"agent index {self.index} is out of range for task '{task.id}' with "
                              f"{task.n_agents} agents")
-        return {
-            "agent": f"Agent {self.index}",
-            "task": as_data(task.description),
-            "options": options_block(task.options),
-            "shared_facts": _lines(task.shared),
-            "own_facts": _lines(task.private[self.index]),
-            "discussion": as_data(transcript.text()),
-        }
+        discussion = as_data(transcript.text())
+        if self.note:
+            discussion = f"{as_data(self.note)}\n{discussion}"
+        inputs = {"agent": f"Agent {self.index}", "task": as_data(task.description),
+                  "options": options_block(task.options), "discussion": discussion}
+        if self.presentation == "shuffled":
+            import random
+
+            facts = task.facts_of(self.index)
+            random.Random(f"facts:{self.presentation_seed}:{task.id}:{self.index}").shuffle(facts)
+            inputs["facts"] = "\n".join(f"Fact {k}: {as_data(f)}" for k, f in enumerate(facts, start=1)) or "(none)"
+        else:
+            inputs["shared_facts"] = _lines(task.shared)
+            inputs["own_facts"] = _lines(task.private[self.index])
+        return inputs
 
 
 class LMTeam(dspy.Module):

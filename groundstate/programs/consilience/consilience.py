@@ -3,11 +3,19 @@
 Each round: elicit beliefs -> collective state -> the controller proposes an action -> every admissible
 action is evaluated as a counterfactual branch (route a speaker, let them speak, update every belief,
 compute J of the next state) -> regret ``R(s, a) = J(s^a) - min_a' J(s^a')`` -> conformal acceptance: the
-proposal is executed if its regret is within the round's threshold, otherwise an action from the admissible
-set ``{a : R(s, a) <= threshold}`` (lowest regret by default, uniform sampling for the §5.5.1 ablation) ->
-the executed branch *is* the evaluated one (its message and beliefs join the real transcript; nothing is
-resampled) -> repeat until Vote or the round limit -> every agent votes -> plurality with a confidence
-tie-break.
+proposal is executed if its regret is within the round's threshold, otherwise an action from the conformal
+set ``{a : R(s, a) <= threshold}`` (its lowest-regret action) -> the executed branch *is* the evaluated one
+(its message and beliefs join the real transcript; nothing is resampled) -> repeat until Vote or the round
+limit -> every agent votes -> plurality with a confidence tie-break.
+
+The admissible actions are the configuration's (:func:`~groundstate.programs.consilience.control.admissible_actions`):
+Vote only where the controller's termination rule permits it, so neither a proposal nor a replacement can end
+the discussion earlier than the configuration allows.
+
+Set sampling (the paper's conformal-sampling ablation, §5.5 (1), ``set_sampling="every-round"``): every
+round the executed action is drawn uniformly from the conformal set, whatever the proposal (the proposal is
+still recorded and scored). ``set_sampling="on-reject"`` draws from the set only to replace a rejected
+proposal (groundstate's earlier ablation).
 
 The Vote branch leaves the discussion as it is: its outcome is the current state, so its regret is
 ``J(s) - min_a' J(s^a')``. Without a calibrator (or at a round the calibration never reached) the
@@ -29,9 +37,9 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.programs.consilience.control import ControlContext, admissible_actions, route
-from groundstate.programs.consilience.state import FEATURES, CollectiveState, LossWeights, collective_state
-from groundstate.records import ACTIONS, Belief, DiscussionAgent, HiddenProfileTask, Transcript
+from groundstate.programs.consilience.control import ControlContext, admissible_actions, route, vote_permitted
+from groundstate.programs.consilience.state import STORED_FEATURES, CollectiveState, LossWeights, collective_state
+from groundstate.records import COMM_ACTIONS, Belief, DiscussionAgent, HiddenProfileTask, Transcript
 
 
 @dataclass
@@ -45,6 +53,24 @@ class Branch:
     state: CollectiveState
 
 
+@dataclass
+class RoundView:
+    """One round of a Consilience discussion as ``on_round`` sees it: the state the decision was made in and
+    what was executed (``speaker`` is ``None`` for Vote)."""
+
+    task: HiddenProfileTask
+    agents: list[Any]
+    transcript: Transcript
+    beliefs: list[Belief]
+    state: CollectiveState
+    round: int
+    executed: str
+    speaker: int | None
+    max_rounds: int
+    weights: LossWeights
+    seed: int
+
+
 def worker_count(agents: Sequence[Any], threads: int) -> int:
     """Threads worth using: simulated agents are pure CPU, so they run inline (1); LM agents use ``threads``."""
     return 1 if all(getattr(a, "is_simulated", False) for a in agents) else threads
@@ -54,6 +80,18 @@ def elicit(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcrip
            threads: int = 8) -> list[Belief]:
     """Every agent's belief at ``transcript`` (concurrently)."""
     return thread_map(lambda agent: agent.belief(task, transcript, round), list(agents), threads)
+
+
+def speaker_branch(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcript: Transcript,
+                   action: str, speaker: int, round: int, max_rounds: int, weights: LossWeights | None = None
+                   ) -> Branch:
+    """``speaker`` carries out ``action`` from ``transcript``: the message, every agent's new belief, the new
+    state (one counterfactual branch)."""
+    message = agents[speaker].speak(task, transcript, action, round)
+    after = transcript.with_message(message)
+    new_beliefs = [agent.belief(task, after, round + 1) for agent in agents]
+    new_state = collective_state(task, new_beliefs, after, round + 1, max_rounds, weights)
+    return Branch(action, speaker, after, new_beliefs, new_state)
 
 
 def evaluate_branches(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcript: Transcript,
@@ -67,12 +105,8 @@ def evaluate_branches(task: HiddenProfileTask, agents: Sequence[DiscussionAgent]
     def branch(action: str) -> Branch:
         if action == "Vote":
             return Branch(action, None, transcript, beliefs, state)
-        speaker = route(action, ctx, router)
-        message = agents[speaker].speak(task, transcript, action, round)
-        after = transcript.with_message(message)
-        new_beliefs = [agent.belief(task, after, round + 1) for agent in agents]
-        new_state = collective_state(task, new_beliefs, after, round + 1, max_rounds, weights)
-        return Branch(action, speaker, after, new_beliefs, new_state)
+        return speaker_branch(task, agents, transcript, action, route(action, ctx, router), round, max_rounds,
+                              weights)
 
     return dict(zip(actions, thread_map(branch, list(actions), threads), strict=True))
 
@@ -80,6 +114,9 @@ def evaluate_branches(task: HiddenProfileTask, agents: Sequence[DiscussionAgent]
 def regrets_of(branches: dict[str, Branch]) -> dict[str, float]:
     best = min(b.state.J for b in branches.values())
     return {a: b.state.J - best for a, b in branches.items()}
+
+
+SET_SAMPLING: tuple[str, ...] = ("off", "every-round", "on-reject")
 
 
 class Consilience(dspy.Module):
@@ -94,20 +131,34 @@ class Consilience(dspy.Module):
         max_rounds: the round limit (K).
         weights: the weights of J.
         removed_actions: actions taken out for the whole discussion (leave-one-out ablation).
-        sample_from_set: when the proposal is rejected, sample uniformly from the admissible set instead of
-            taking its lowest-regret action (§5.5.1).
-        min_vote_round: the first round at which Vote is admissible (for controllers that allow it).
+        set_sampling: ``off`` (default), ``every-round`` (the paper's ablation: execute a uniform draw from the
+            conformal set every round) or ``on-reject`` (draw only to replace a rejected proposal).
+        sample_from_set: ``True`` is ``set_sampling="every-round"`` (kept for callers of earlier versions).
+        min_vote_round: an extra lower bound on the round at which Vote is admissible (``None``: only the
+            controller's own termination rule; see
+            :func:`~groundstate.programs.consilience.control.vote_permitted`).
         seed: seeds routing and sampling.
         threads: concurrency for belief elicitation and branches.
+        on_round: called after each round's decision with a :class:`RoundView` (for analyses that need the
+            round's transcript and beliefs, such as the speaker-routing counterfactuals); not part of the
+            program's saved state.
 
-    ``forward(task)`` returns ``Prediction(answer, votes, transcript, rounds, words, trace, correct)``.
+    ``forward(task)`` returns ``Prediction(answer, votes, transcript, rounds, words, messages, trace, correct,
+    final_state)``; ``rounds`` counts controlled rounds that produced a message (a round ending in Vote adds
+    none) and ``final_state`` is the collective state the discussion ended in (its ``J`` is the "final
+    objective" of the paper's Table 6).
     """
 
     def __init__(self, agents: Callable[[HiddenProfileTask], Sequence[DiscussionAgent]], controller: Any,
                  calibrator: Any = None, router: str = "action-conditional", max_rounds: int = 10,
                  weights: LossWeights | None = None, removed_actions: Sequence[str] = (),
-                 sample_from_set: bool = False, min_vote_round: int = 1, seed: int = 0, threads: int = 8):
+                 set_sampling: str = "off", sample_from_set: bool = False, min_vote_round: int | None = None,
+                 seed: int = 0, threads: int = 8, on_round: Callable[[RoundView], None] | None = None):
         super().__init__()
+        if sample_from_set:
+            set_sampling = "every-round"
+        if set_sampling not in SET_SAMPLING:
+            raise ValueError(f"unknown set_sampling '{set_sampling}'; choose from {', '.join(SET_SAMPLING)}")
         self.agents = agents
         self.controller = controller
         self.calibrator = calibrator
@@ -115,13 +166,18 @@ class Consilience(dspy.Module):
         self.max_rounds = max_rounds
         self.weights = weights or LossWeights()
         self.removed_actions = tuple(removed_actions)
-        self.sample_from_set = sample_from_set
+        self.set_sampling = set_sampling
         self.min_vote_round = min_vote_round
         self.seed = seed
         self.threads = threads
+        self.on_round = on_round
 
     def threshold(self, round: int) -> float:
         return math.inf if self.calibrator is None else float(self.calibrator.threshold(round))
+
+    def admissible(self, state: CollectiveState) -> list[str]:
+        """The configuration's admissible actions at ``state``."""
+        return admissible_actions(vote_permitted(self.controller, state, self.min_vote_round), self.removed_actions)
 
     def forward(self, task: HiddenProfileTask) -> dspy.Prediction:
         from groundstate.programs.common import plurality
@@ -136,8 +192,7 @@ class Consilience(dspy.Module):
         trace: list[dict[str, Any]] = []
         rng = random.Random(f"consilience:{self.seed}:{task.id}")
         for t in range(self.max_rounds):
-            allow_vote = bool(getattr(self.controller, "allow_vote", False))
-            actions = admissible_actions(allow_vote, t, self.min_vote_round, self.removed_actions)
+            actions = self.admissible(state)
             ctx = ControlContext(task, transcript, beliefs, transcript.spoken(len(agents)), actions, self.seed)
             proposal = self.controller.propose(state, ctx)
             if proposal not in actions:
@@ -146,21 +201,27 @@ class Consilience(dspy.Module):
                                          self.router, self.weights, self.seed, threads)
             regrets = regrets_of(branches)
             epsilon = self.threshold(t)
-            admissible = [a for a in actions if regrets[a] <= epsilon]
-            if regrets[proposal] <= epsilon:
+            conformal_set = [a for a in actions if regrets[a] <= epsilon]
+            accepted = regrets[proposal] <= epsilon
+            if self.set_sampling == "every-round":
+                executed = rng.choice(conformal_set)
+            elif accepted:
                 executed = proposal
-            elif self.sample_from_set:
-                executed = rng.choice(admissible)
+            elif self.set_sampling == "on-reject":
+                executed = rng.choice(conformal_set)
             else:
-                executed = min(admissible, key=lambda a: (regrets[a], actions.index(a)))
+                executed = min(conformal_set, key=lambda a: (regrets[a], actions.index(a)))
             chosen = branches[executed]
             trace.append({
                 "round": t, "state": state.to_dict(), "proposal": proposal, "admissible": actions,
                 "regrets": regrets, "threshold": None if math.isinf(epsilon) else epsilon,
-                "certified": math.isfinite(epsilon), "conformal_set": admissible, "executed": executed,
-                "speaker": chosen.speaker, "proposal_accepted": executed == proposal,
+                "certified": math.isfinite(epsilon), "conformal_set": conformal_set, "executed": executed,
+                "speaker": chosen.speaker, "proposal_accepted": accepted, "set_sampling": self.set_sampling,
                 "message": chosen.transcript.messages[-1].text if chosen.speaker is not None else None,
             })
+            if self.on_round is not None:
+                self.on_round(RoundView(task, agents, transcript, beliefs, state, t, executed, chosen.speaker,
+                                        self.max_rounds, self.weights, self.seed))
             if executed == "Vote":
                 break
             transcript, beliefs, state = chosen.transcript, chosen.beliefs, chosen.state
@@ -168,7 +229,8 @@ class Consilience(dspy.Module):
         answer = plurality(votes, task.options)
         return dspy.Prediction(answer=answer, correct=answer == task.correct,
                                votes=[v.model_dump() for v in votes], transcript=transcript.model_dump(),
-                               rounds=len(transcript.messages), words=transcript.words, trace=trace)
+                               rounds=len(transcript.messages), messages=len(transcript.messages),
+                               words=transcript.words, trace=trace, final_state=state.to_dict())
 
 
 def proposal_scores(traces: Sequence[Sequence[dict[str, Any]]]) -> tuple[list[int], list[float]]:
@@ -183,13 +245,18 @@ def proposal_scores(traces: Sequence[Sequence[dict[str, Any]]]) -> tuple[list[in
 
 def explore(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], max_rounds: int = 10,
             weights: LossWeights | None = None, router: str = "action-conditional", policy: str = "random",
-            seed: int = 0, threads: int = 8, features: Sequence[str] = FEATURES) -> list[dict[str, Any]]:
-    """Exhaustive action outcomes along one trajectory (training data for the MLP controller).
+            seed: int = 0, threads: int = 8) -> list[dict[str, Any]]:
+    """Exhaustive action outcomes along one trajectory (training data for the MLP controller, appendix C.1).
 
-    At every visited state all five actions are evaluated; the row holds the state vector and each action's
-    reward ``J(s) - J(s^a)``. The trajectory then follows ``policy`` (``random``: a uniformly random
-    communication action, seeded; ``best``: the lowest-regret action) for ``max_rounds`` rounds.
+    At every visited state the four communication actions are each evaluated as a counterfactual branch; the
+    row holds the state vector (:data:`~groundstate.programs.consilience.state.STORED_FEATURES`: the six
+    features and the optional extras) and each action's reward ``J(s) - J(s^a)`` (:data:`COMM_ACTIONS` order;
+    Vote is not explored: its branch leaves the state as it is, so its reward would always be 0). The
+    trajectory then follows ``policy`` (``random``: a uniformly random communication action, seeded; ``best``:
+    the lowest-J action) for ``max_rounds`` rounds.
     """
+    if policy not in ("random", "best"):
+        raise ValueError(f"unknown exploration policy '{policy}'; choose random or best")
     rng = random.Random(f"explore:{seed}:{task.id}")
     agents = list(agents)
     threads = worker_count(agents, threads)
@@ -198,13 +265,14 @@ def explore(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], max_roun
     state = collective_state(task, beliefs, transcript, 0, max_rounds, weights)
     rows = []
     for t in range(max_rounds):
-        branches = evaluate_branches(task, agents, transcript, beliefs, state, list(ACTIONS), t, max_rounds, router,
-                                     weights, seed, threads)
-        rows.append({"task": task.id, "round": t, "features": state.vector(features).tolist(),
-                     "rewards": [state.J - branches[a].state.J for a in ACTIONS], "J": state.J})
+        branches = evaluate_branches(task, agents, transcript, beliefs, state, list(COMM_ACTIONS), t, max_rounds,
+                                     router, weights, seed, threads)
+        rows.append({"task": task.id, "round": t, "features": state.vector(STORED_FEATURES).tolist(),
+                     "feature_names": list(STORED_FEATURES), "actions": list(COMM_ACTIONS),
+                     "rewards": [state.J - branches[a].state.J for a in COMM_ACTIONS], "J": state.J})
         if policy == "best":
-            step = min((a for a in ACTIONS if a != "Vote"), key=lambda a: branches[a].state.J)
+            step = min(COMM_ACTIONS, key=lambda a: branches[a].state.J)
         else:
-            step = rng.choice([a for a in ACTIONS if a != "Vote"])
+            step = rng.choice(COMM_ACTIONS)
         transcript, beliefs, state = branches[step].transcript, branches[step].beliefs, branches[step].state
     return rows

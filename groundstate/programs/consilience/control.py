@@ -6,12 +6,23 @@
   belief, low disagreement and no premature consensus; otherwise Challenge when the leading belief is
   strong but recent evidence is weak, Clarify when disagreement is high, SeekEvidence when the last message
   was redundant or uninformative, Route otherwise.
-- :class:`ValueController`: wraps a fitted estimator that predicts the one-step reward of every action from
-  the state vector (the MLP of :mod:`groundstate.optimizers.controller`) and proposes the best admissible one.
-- :class:`LLMController`: a DSPy signature given the task, options, transcript, state vector, beliefs and
-  speaker counts; ``allow_vote=True`` is the LLM+Vote variant (adaptive termination).
+- :class:`ValueController`: wraps a fitted estimator that predicts the one-step reward of every
+  communication action from the state vector (the MLP of :mod:`groundstate.optimizers.controller`) and
+  proposes the best admissible one. It never votes (the paper's MLP has no Vote; Table 7 marks "- Voting"
+  NA for it).
+- :class:`LLMController`: a DSPy signature given the task, options, the whole public transcript (cut to the
+  LM's context, with a note saying so), state vector, beliefs and speaker counts; ``allow_vote=True`` is the
+  LLM+Vote variant (adaptive termination).
 
 Every controller only *proposes*; conformal acceptance decides what is executed.
+
+**Admissible actions** (:func:`admissible_actions`, the paper's A_t^m(s)): the four
+communication actions (less any removed for the leave-one-out ablation), plus Vote where the configuration's
+termination rule allows it (:func:`vote_permitted`): the controller must be one that votes, and its own rule
+must permit voting in this state (``permits_vote``): for the rule controller, its whole vote condition
+(enough rounds, a strong leader, low disagreement, no premature consensus); for LLM+Vote, from its first
+vote round on. Conformal acceptance picks replacements from this same set, so a rejected proposal can never
+be replaced by a Vote the configuration would not have allowed, and calibration scores are computed over it.
 
 **Routers** choose who carries out an accepted action. ``action-conditional`` (the method): Challenge and
 Clarify go to the agent whose belief diverges most from the mean, SeekEvidence and Route to the agent who
@@ -51,12 +62,23 @@ class ControlContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def admissible_actions(allow_vote: bool, round: int, min_vote_round: int = 1,
-                       removed: Sequence[str] = ()) -> list[str]:
-    """The actions a controller may propose this round (Vote only where allowed, and not before
-    ``min_vote_round``); ``removed`` drops actions for the leave-one-out ablation."""
+def vote_permitted(controller: Any, state: CollectiveState, min_vote_round: int | None = None) -> bool:
+    """Whether Vote is admissible for ``controller`` at ``state``: the controller votes (``allow_vote``), its
+    ``permits_vote(state)`` rule holds (a controller without one permits voting from round 1), and, when
+    ``min_vote_round`` is given, ``state.round >= min_vote_round``."""
+    if not getattr(controller, "allow_vote", False):
+        return False
+    if min_vote_round is not None and state.round < min_vote_round:
+        return False
+    rule = getattr(controller, "permits_vote", None)
+    return bool(rule(state)) if rule is not None else state.round >= 1
+
+
+def admissible_actions(vote: bool, removed: Sequence[str] = ()) -> list[str]:
+    """The actions a controller may propose (and acceptance may execute) this round: the communication actions
+    not ``removed``, then Vote when ``vote`` (:func:`vote_permitted`) and Vote is not removed."""
     actions = [a for a in COMM_ACTIONS if a not in removed]
-    if allow_vote and round >= min_vote_round and "Vote" not in removed:
+    if vote and "Vote" not in removed:
         actions.append("Vote")
     if not actions:
         raise ValueError("every action was removed; nothing is admissible")
@@ -117,12 +139,22 @@ class RuleController:
     allow_vote: bool = True
     name: str = "rules"
 
+    def permits_vote(self, state: CollectiveState) -> bool:
+        """The termination rule: at least ``min_rounds`` rounds, a strong leader, low disagreement, no premature
+        consensus."""
+        return (self.allow_vote and state.round >= self.min_rounds and state.p_star >= self.vote_confidence
+                and state.D <= self.vote_max_disagreement and state.P == 0)
+
+    def vote_rule(self) -> dict[str, Any]:
+        """The termination rule's parameters (recorded with a calibration)."""
+        return {"kind": "rules", "min_rounds": self.min_rounds, "vote_confidence": self.vote_confidence,
+                "vote_max_disagreement": self.vote_max_disagreement} if self.allow_vote else {"kind": "never"}
+
     def propose(self, state: CollectiveState, ctx: ControlContext) -> str:
         def ok(action: str) -> bool:
             return action in ctx.admissible
 
-        if (ok("Vote") and state.round >= self.min_rounds and state.p_star >= self.vote_confidence
-                and state.D <= self.vote_max_disagreement and state.P == 0):
+        if ok("Vote") and self.permits_vote(state):
             return "Vote"
         if ok("Challenge") and state.p_star >= self.challenge_confidence and state.G < self.weak_evidence:
             return "Challenge"
@@ -151,35 +183,92 @@ class ValueController:
     allow_vote: bool = False
     name: str = "mlp"
 
+    def vote_rule(self) -> dict[str, Any]:
+        return {"kind": "never"}
+
     def propose(self, state: CollectiveState, ctx: ControlContext) -> str:
         rewards = self.model.predict_rewards(state.vector(self.features)[None, :])[0]
-        scored = [(float(r), a) for r, a in zip(rewards, self.model.actions_, strict=True) if a in ctx.admissible]
+        scored = [(float(r), a) for r, a in zip(rewards, self.model.actions_, strict=True)
+                  if a in ctx.admissible and a != "Vote"]
         if not scored:
-            return ctx.admissible[0]
+            return next((a for a in ctx.admissible if a != "Vote"), ctx.admissible[0])
         return max(scored, key=lambda pair: pair[0])[1]
+
+
+DEFAULT_TRANSCRIPT_CHARS = 24_000
+"""The LLM controller's transcript budget when the LM's context is unknown (about 6,000 tokens)."""
+
+
+def transcript_budget(lm: Any) -> int:
+    """Characters of transcript the LLM controller may show ``lm``: half of an embedded model's context window
+    (at about 4 characters per token; the rest is the task, the state and the answer), else
+    :data:`DEFAULT_TRANSCRIPT_CHARS`."""
+    engine = getattr(lm, "engine", None)
+    n_ctx = getattr(engine, "n_ctx", None)
+    if isinstance(n_ctx, int) and n_ctx > 0:
+        return max(1_000, n_ctx * 4 // 2)
+    return DEFAULT_TRANSCRIPT_CHARS
+
+
+def fit_transcript(transcript: Transcript, budget: int) -> tuple[str, int]:
+    """The whole transcript as text when it fits in ``budget`` characters; otherwise its most recent messages
+    that fit, after a note saying how many earlier ones were left out. Returns ``(text, messages left out)``."""
+    lines = transcript.text().split("\n") if transcript.messages else []
+    if not lines:
+        return transcript.text(), 0
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        if kept and used + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    dropped = len(lines) - len(kept)
+    text = "\n".join(reversed(kept))
+    if dropped:
+        text = f"(the {dropped} earliest of {len(lines)} messages are left out to fit the model's context)\n{text}"
+    return text, dropped
 
 
 @saveable
 class LLMController(dspy.Module):
-    """The LLM controller (``allow_vote=True``: LLM+Vote). An action outside ``admissible`` falls back to the
-    first admissible communication action, and the fallback is counted in ``fallbacks``."""
+    """The LLM controller (``allow_vote=True``: LLM+Vote).
 
-    def __init__(self, allow_vote: bool = False, transcript_messages: int = 12):
+    It sees the whole public transcript, cut to ``max_transcript_chars`` (default: :func:`transcript_budget` of
+    the LM in use) by leaving out the earliest messages, with a note in the prompt saying how many; each cut
+    is counted in ``truncations``. An action outside ``admissible`` falls back to the first admissible
+    communication action, counted in ``fallbacks``. With ``allow_vote``, Vote is admissible from round
+    ``min_vote_round`` on.
+    """
+
+    def __init__(self, allow_vote: bool = False, max_transcript_chars: int | None = None, min_vote_round: int = 1):
         super().__init__()
         self.allow_vote = allow_vote
-        self.transcript_messages = transcript_messages
+        self.max_transcript_chars = max_transcript_chars
+        self.min_vote_round = min_vote_round
         self.choose = dspy.Predict(ChooseCommunicationAction)
         self.name = "llm+vote" if allow_vote else "llm"
         self.fallbacks = 0
+        self.truncations = 0
+
+    def permits_vote(self, state: CollectiveState) -> bool:
+        return self.allow_vote and state.round >= self.min_vote_round
+
+    def vote_rule(self) -> dict[str, Any]:
+        return {"kind": "llm", "min_vote_round": self.min_vote_round} if self.allow_vote else {"kind": "never"}
 
     def propose(self, state: CollectiveState, ctx: ControlContext) -> str:
         beliefs = as_data("\n".join(f"Agent {i}: " + ", ".join(f"{o}={b.probs.get(o, 0):.2f}" for o in ctx.task.options)
                                     for i, b in enumerate(ctx.beliefs)))
         vector = ", ".join(f"{k}={v:.3f}" for k, v in zip(FEATURES, state.vector(), strict=True))
+        budget = self.max_transcript_chars or transcript_budget(dspy.settings.lm)
+        transcript, dropped = fit_transcript(ctx.transcript, budget)
+        if dropped:
+            self.truncations += 1
         out = self.choose(task=as_data(ctx.task.description), options=as_data("\n".join(ctx.task.options)),
-                          transcript=as_data(ctx.transcript.text(self.transcript_messages)),
-                          state=f"{vector}, leader={as_data(state.leader)}", beliefs=beliefs,
-                          speaker_counts=", ".join(f"Agent {i}: {c}" for i, c in enumerate(ctx.spoken)),
+                          transcript=as_data(transcript),
+                          state=f"{vector}, p_star={state.p_star:.3f}, leader={as_data(state.leader)}",
+                          beliefs=beliefs, speaker_counts=", ".join(f"Agent {i}: {c}" for i, c in enumerate(ctx.spoken)),
                           allowed=", ".join(ctx.admissible))
         if out.action in ctx.admissible:
             return out.action

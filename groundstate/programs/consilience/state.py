@@ -22,8 +22,13 @@ Given every agent's belief and the public transcript after round ``t``:
   belief and ``K`` the number of options.
 - **J** = aH*H + aD*D + aR*R - aG*G + aC*C + aP*P with configurable weights (:class:`LossWeights`).
 
-:data:`FEATURES` names the state vector given to controllers; :data:`FEATURE_GROUPS` groups it for the
-feature ablation (belief, information, cost).
+:data:`FEATURES` is the state vector given to controllers: the paper's six quantities H, D, R, G, C, P
+(appendix C.1: "the six-dimensional collective-state representation"). :data:`EXTRA_FEATURES` (the leading
+belief ``p_star`` and the elapsed share of the round limit ``round_frac``) are groundstate additions, stored
+in exploration data (:data:`STORED_FEATURES`) and usable by the MLP only when asked for. :data:`FEATURE_GROUPS`
+groups the six for the feature ablation (belief: H, D; information: R, G, P; cost: C; P, premature
+consensus, is counted with information because it is driven by the evidence gain); :data:`FEATURE_SETS` are
+the rows of the paper's Table 6.
 """
 
 from __future__ import annotations
@@ -37,13 +42,23 @@ import numpy as np
 
 from groundstate.records import Belief, HiddenProfileTask, Transcript
 
-FEATURES: tuple[str, ...] = ("H", "D", "R", "G", "C", "P", "p_star", "round_frac")
+FEATURES: tuple[str, ...] = ("H", "D", "R", "G", "C", "P")
+EXTRA_FEATURES: tuple[str, ...] = ("p_star", "round_frac")
+STORED_FEATURES: tuple[str, ...] = FEATURES + EXTRA_FEATURES
 FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
-    "belief": ("H", "D", "p_star"),
+    "belief": ("H", "D"),
     "information": ("R", "G", "P"),
     "cost": ("C",),
-    "time": ("round_frac",),
+    "extra": EXTRA_FEATURES,
 }
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    "all": FEATURES,
+    "information": FEATURE_GROUPS["information"],
+    "belief+information": FEATURE_GROUPS["belief"] + FEATURE_GROUPS["information"],
+    "belief+cost": FEATURE_GROUPS["belief"] + FEATURE_GROUPS["cost"],
+    "belief": FEATURE_GROUPS["belief"],
+}
+"""The feature sets of the paper's state-feature ablation (Table 6), each in :data:`FEATURES` order."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +93,7 @@ class CollectiveState:
     max_rounds: int
 
     def vector(self, features: Sequence[str] = FEATURES) -> np.ndarray:
-        """The controller's input: the named features (``round_frac`` = round / max_rounds)."""
+        """The named features (default the paper's six; ``round_frac`` = round / max_rounds)."""
         values = {**asdict(self), "round_frac": self.round / max(1, self.max_rounds)}
         return np.array([float(values[f]) for f in features], dtype=float)
 

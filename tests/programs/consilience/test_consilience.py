@@ -25,10 +25,11 @@ from groundstate.programs.consilience.control import (
     admissible_actions,
     build_controller,
     route,
+    vote_permitted,
 )
 from groundstate.programs.consilience.simulated import SimParams, SimTeam
 from groundstate.programs.consilience.state import LossWeights, collective_state
-from groundstate.records import ACTIONS, Belief, Message, Transcript
+from groundstate.records import ACTIONS, COMM_ACTIONS, Belief, Message, Transcript
 from groundstate.testing import scripted_lm
 
 TASKS = generate_hidden_travel(40, seed=7)
@@ -136,15 +137,60 @@ def test_rule_controller_thresholds():
     assert rules.propose(state(p_star=0.5, D=0.3), ctx) == "Clarify"
     assert rules.propose(state(p_star=0.5, D=0.01, R=0.8, G=0.1), ctx) == "SeekEvidence"
     assert rules.propose(state(p_star=0.5, D=0.01, R=0.0, G=0.6), ctx) == "Route"
-    no_vote = ctx_for(ctx.beliefs, ctx.spoken, admissible_actions(False, 3))
+    no_vote = ctx_for(ctx.beliefs, ctx.spoken, admissible_actions(False))
     assert rules.propose(state(), no_vote) != "Vote"
     assert task is not None
 
 
+def make_state(**kw):
+    from groundstate.programs.consilience.state import CollectiveState
+
+    base = dict(round=3, H=0.2, D=0.01, R=0.0, G=0.5, C=0.1, P=0.0, p_star=0.9, leader="A", J=0.0, max_rounds=10)
+    return CollectiveState(**{**base, **kw})
+
+
 def test_admissible_actions():
-    assert admissible_actions(False, 5) == ["Challenge", "Clarify", "SeekEvidence", "Route"]
-    assert admissible_actions(True, 0, min_vote_round=1) == ["Challenge", "Clarify", "SeekEvidence", "Route"]
-    assert admissible_actions(True, 2, removed=["Route"]) == ["Challenge", "Clarify", "SeekEvidence", "Vote"]
+    assert admissible_actions(False) == ["Challenge", "Clarify", "SeekEvidence", "Route"]
+    assert admissible_actions(True) == ["Challenge", "Clarify", "SeekEvidence", "Route", "Vote"]
+    assert admissible_actions(True, removed=["Route"]) == ["Challenge", "Clarify", "SeekEvidence", "Vote"]
+    assert admissible_actions(True, removed=["Vote"]) == list(COMM_ACTIONS)
+    with pytest.raises(ValueError, match="nothing is admissible"):
+        admissible_actions(False, removed=list(COMM_ACTIONS))
+
+
+def test_vote_is_admissible_only_where_the_termination_rule_allows_it():
+    rules = RuleController()  # min_rounds 3, vote_confidence 0.7, vote_max_disagreement 0.1
+    assert vote_permitted(rules, make_state(round=3))
+    assert not vote_permitted(rules, make_state(round=2))  # too early for the rule controller
+    assert not vote_permitted(rules, make_state(p_star=0.5))  # no strong leader
+    assert not vote_permitted(rules, make_state(D=0.3))  # disagreement
+    assert not vote_permitted(rules, make_state(P=0.2))  # premature consensus
+    assert not vote_permitted(rules, make_state(round=5), min_vote_round=6)  # an extra bound on top
+    assert not vote_permitted(RuleController(allow_vote=False), make_state())
+    assert not vote_permitted(build_controller("llm"), make_state())
+    llm_vote = build_controller("llm+vote")
+    assert not vote_permitted(llm_vote, make_state(round=0)) and vote_permitted(llm_vote, make_state(round=1))
+
+
+def test_no_executed_vote_where_the_configuration_forbids_it():
+    """A rejected proposal is never replaced by a Vote before the rule controller's own vote rule allows it
+    (issue 14, item 3): calibrate, deploy, and check every executed Vote's state."""
+    tasks = generate_hidden_travel(160, seed=21)
+    config = Configuration.of("rules", RuleController(), max_rounds=8)
+    calibrator = calibrate(tasks[:100], TEAM, RuleController(), config, alpha=0.3)
+    program = config.program(TEAM, RuleController(), calibrator=calibrator)
+    replaced = votes = 0
+    rules = RuleController()
+    for out in run_tasks(program, tasks[100:]):
+        for entry in out.trace:
+            state = make_state(**{k: entry["state"][k] for k in ("round", "H", "D", "R", "G", "C", "P", "p_star",
+                                                                    "leader", "J", "max_rounds")})
+            assert ("Vote" in entry["admissible"]) == rules.permits_vote(state)
+            if entry["executed"] == "Vote":
+                votes += 1
+                assert rules.permits_vote(state) and entry["round"] >= rules.min_rounds
+            replaced += not entry["proposal_accepted"]
+    assert replaced > 0 and votes > 0  # the check above was exercised both ways
 
 
 def test_llm_controller_with_scripted_lm():
@@ -231,11 +277,30 @@ def test_executed_regret_within_threshold_every_time():
             if not entry["proposal_accepted"]:
                 rejected += 1
                 assert entry["executed"] == min(entry["conformal_set"], key=lambda a: entry["regrets"][a])
-    sampled = Consilience(TEAM, RuleController(), calibrator=calibrator, max_rounds=6, sample_from_set=True)
-    for out in run_tasks(sampled, test):
+    assert rejected > 0
+
+
+def test_set_sampling_happens_every_round():
+    """The paper's conformal-sampling ablation draws from the conformal set at every round, not only on
+    rejection: with an uncertified calibrator (every action in the set) the executed action differs from an
+    accepted proposal in a sizeable share of rounds, and is always in the set."""
+    tasks = TASKS[:20]
+    sampled = Consilience(TEAM, RuleController(), max_rounds=6, set_sampling="every-round")
+    rounds = differs = 0
+    for out in run_tasks(sampled, tasks):
         for entry in out.trace:
-            assert entry["executed"] in entry["conformal_set"]
-    assert rejected >= 0
+            assert entry["proposal_accepted"] and entry["executed"] in entry["conformal_set"]
+            assert entry["set_sampling"] == "every-round"
+            rounds += 1
+            differs += entry["executed"] != entry["proposal"]
+    # uniform over 4-5 actions: the executed action differs from the proposal with probability >= 3/4
+    assert differs / rounds > 0.5
+    plain = Consilience(TEAM, RuleController(), max_rounds=6)
+    assert all(e["executed"] == e["proposal"] for out in run_tasks(plain, tasks) for e in out.trace)
+    legacy = Consilience(TEAM, RuleController(), max_rounds=6, sample_from_set=True)
+    assert legacy.set_sampling == "every-round"
+    with pytest.raises(ValueError, match="set_sampling"):
+        Consilience(TEAM, RuleController(), set_sampling="sometimes")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -290,16 +355,22 @@ def test_calibrator_refuses_another_configuration():
 
 
 def test_exploration_rows_and_mlp_controller():
+    from groundstate.programs.consilience.state import FEATURES, STORED_FEATURES
+
     rows = explore_tasks(TASKS[:10], TEAM, max_rounds=4)
-    assert len(rows) == 40 and all(len(r["rewards"]) == len(ACTIONS) for r in rows)
-    vote = ACTIONS.index("Vote")
-    assert all(r["rewards"][vote] == 0.0 for r in rows)  # voting leaves the state as it is
+    # the paper's MLP targets: one reward per communication action, no always-zero Vote column
+    assert len(rows) == 40 and all(r["actions"] == list(COMM_ACTIONS) and len(r["rewards"]) == 4 for r in rows)
+    assert all(len(r["features"]) == len(STORED_FEATURES) for r in rows)
     model = train_controller(rows, max_iter=300)
-    assert model.predict_rewards(np.array([rows[0]["features"]])).shape == (1, len(ACTIONS))
+    assert model.features_ == list(FEATURES) == ["H", "D", "R", "G", "C", "P"] and model.n_features_in_ == 6
+    assert model.actions_ == list(COMM_ACTIONS)
+    assert model.predict_rewards(np.array([rows[0]["features"][:6]])).shape == (1, 4)
     controller = build_controller("mlp", model)
     out = Consilience(TEAM, controller, max_rounds=3)(task=TASKS[11])
-    assert all(e["proposal"] in ACTIONS for e in out.trace)
-    reduced = features_without(["cost", "time"])
+    assert all(e["proposal"] in COMM_ACTIONS for e in out.trace)
+    extended = train_controller(rows, list(STORED_FEATURES), max_iter=200)
+    assert extended.n_features_in_ == 8
+    reduced = features_without(["cost", "extra"])
     model2 = train_controller(rows, reduced, max_iter=200)
     assert model2.features_ == reduced and model2.n_features_in_ == len(reduced)
     with pytest.raises(ConfigError):
@@ -314,19 +385,28 @@ def test_mlp_follows_sklearn_conventions_and_learns():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))
     best = (X[:, 0] > 0).astype(int)  # action 0 is best when x0 > 0, else action 1
-    Y = np.zeros((400, 5))
+    Y = np.zeros((400, 4))
     Y[np.arange(400), best] = 1.0
     model = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0)
     with pytest.raises(NotFittedError):
         model.predict(X)
     assert model.fit(X, Y) is model
-    accuracy = np.mean(model.predict(X) == np.array([ACTIONS[i] for i in best]))
+    accuracy = np.mean(model.predict(X) == np.array([COMM_ACTIONS[i] for i in best]))
     assert accuracy > 0.9
     again = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0).fit(X, Y)
     assert np.allclose(again.predict_rewards(X), model.predict_rewards(X))
     assert model.get_params()["hidden_layer_sizes"] == (16,)
     with pytest.raises(ValueError):
         MLPActionValue().fit(X, Y[:, :3])
+    # rewards are standardized on the training data (appendix C.1) and predictions mapped back: a reward
+    # scale of 1000 gives the same choices and 1000x the predictions (in the columns that vary; a constant
+    # column is left unscaled by StandardScaler)
+    scaled = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0).fit(X, 1000 * Y)
+    assert np.array_equal(scaled.predict(X), model.predict(X))
+    assert np.allclose(scaled.predict_rewards(X)[:, :2], 1000 * model.predict_rewards(X)[:, :2], rtol=1e-6,
+                       atol=1e-6)
+    raw = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0, normalize_rewards=False)
+    assert not np.allclose(raw.fit(X, 1000 * Y).predict_rewards(X), scaled.predict_rewards(X))
 
 
 def test_proposal_scores_extracts_the_proposals_regret():

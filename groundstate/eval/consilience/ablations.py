@@ -1,0 +1,114 @@
+"""The ablations of the Consilience paper's §5.5 and appendix, each run so its rows are comparable.
+
+Every row is a full Consilience configuration *with its own calibrator*, fitted on the same calibration tasks
+by :func:`~groundstate.optimizers.consilience.calibrate` for exactly that configuration (a removed action, a
+feature set or a sampling rule changes the configuration, so the full method's thresholds do not apply to
+it), and evaluated on the same held-out tasks:
+
+- :func:`action_ablation` (Table 7): the full action set, then each action removed in turn, per controller;
+  removing Vote is "NA" for controllers that never vote.
+- :func:`feature_ablation` (Table 6): the MLP retrained on each feature set of :data:`FEATURE_SETS`
+  (all, information only, belief + information, belief + cost, belief only), reporting success, mean
+  communication cost ``C`` and mean final objective ``J`` at the end of the discussion.
+- :func:`sampling_ablation` (Table 9): per controller, the executed action drawn uniformly from the conformal
+  set at every round, reporting success and mean rounds per trial.
+- the routing ablation (Table 8) is :func:`groundstate.eval.consilience.routing.routing_ablation`.
+
+Runs are in memory (:func:`~groundstate.eval.consilience.evaluate.run_tasks`), meant for simulated agents
+and small LM studies; for long LM runs use ``groundstate consilience evaluate`` (durable) with a calibrator
+per configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from groundstate.eval.stats import wilson_ci
+from groundstate.optimizers.consilience import Configuration, calibrate, train_controller
+from groundstate.programs.consilience.control import ValueController
+from groundstate.programs.consilience.state import FEATURE_SETS
+from groundstate.records import ACTIONS, HiddenProfileTask
+
+
+def summarize(predictions: Sequence[Any], tasks: Sequence[HiddenProfileTask]) -> dict[str, Any]:
+    """Task accuracy (Wilson 95% interval), vote accuracy pooled over all votes (§4.2), mean messages, words,
+    final ``C`` and final ``J`` of a set of Consilience predictions (or protocol predictions)."""
+    hits = sum(bool(p.correct) for p in predictions)
+    votes = [(v["vote"], t.correct) for p, t in zip(predictions, tasks, strict=True) for v in p.votes]
+    good = sum(v == gold for v, gold in votes)
+    finals = [getattr(p, "final_state", None) for p in predictions]
+    out: dict[str, Any] = {
+        "n": len(predictions),
+        "task_accuracy": wilson_ci(hits, len(predictions)),
+        "vote_accuracy": wilson_ci(good, len(votes)),
+        "messages": float(np.mean([p.messages for p in predictions])) if predictions else None,
+        "words": float(np.mean([p.words for p in predictions])) if predictions else None,
+    }
+    if finals and all(f is not None for f in finals):
+        out["final_C"] = float(np.mean([f["C"] for f in finals]))
+        out["final_J"] = float(np.mean([f["J"] for f in finals]))
+    return out
+
+
+def _run(program: Any, tasks: Sequence[HiddenProfileTask]) -> list[Any]:
+    return [program(task=task) for task in tasks]
+
+
+def calibrated_row(name: str, controller: Any, team: Callable, calibration: Sequence[HiddenProfileTask],
+                   test: Sequence[HiddenProfileTask], *, alpha: float = 0.1, max_rounds: int = 10, seed: int = 0,
+                   removed_actions: Sequence[str] = (), program_options: Mapping[str, Any] | None = None,
+                   **config: Any) -> dict[str, Any]:
+    """One ablation row: calibrate ``controller``'s configuration on ``calibration``, run it on ``test``."""
+    configuration = Configuration.of(name, controller, max_rounds=max_rounds, removed_actions=tuple(removed_actions),
+                                     **config)
+    calibrator = calibrate(calibration, team, controller, configuration, alpha=alpha, seed=seed)
+    program = configuration.program(team, controller, calibrator=calibrator, seed=seed, **(program_options or {}))
+    row = summarize(_run(program, test), test)
+    row["certified_rounds"] = sorted(t for t, eps in calibrator.thresholds_.items() if np.isfinite(eps))
+    return row
+
+
+def action_ablation(controllers: Mapping[str, Callable[[], Any]], team: Callable,
+                    calibration: Sequence[HiddenProfileTask], test: Sequence[HiddenProfileTask], *,
+                    alpha: float = 0.1, max_rounds: int = 10, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Table 7: ``{"full" | "-<action>": {controller: row or None (NA)}}``; ``controllers`` maps a name to a
+    factory of a fresh controller."""
+    table: dict[str, dict[str, Any]] = {}
+    for removed in (None, *ACTIONS):
+        label = "full" if removed is None else f"-{removed}"
+        table[label] = {}
+        for name, make in controllers.items():
+            controller = make()
+            if removed == "Vote" and not getattr(controller, "allow_vote", False):
+                table[label][name] = None
+                continue
+            table[label][name] = calibrated_row(name, controller, team, calibration, test, alpha=alpha,
+                                                max_rounds=max_rounds, seed=seed,
+                                                removed_actions=() if removed is None else (removed,))
+    return table
+
+
+def feature_ablation(rows: Sequence[dict[str, Any]], team: Callable, calibration: Sequence[HiddenProfileTask],
+                     test: Sequence[HiddenProfileTask], *, sets: Mapping[str, Sequence[str]] = FEATURE_SETS,
+                     alpha: float = 0.1, max_rounds: int = 10, seed: int = 0, **mlp: Any) -> dict[str, dict[str, Any]]:
+    """Table 6: the MLP retrained on each feature set (from the same exploration ``rows``), calibrated and run."""
+    table = {}
+    for label, features in sets.items():
+        model = train_controller(rows, list(features), random_state=seed, **mlp)
+        controller = ValueController(model, features=list(features))
+        table[label] = calibrated_row("mlp", controller, team, calibration, test, alpha=alpha, max_rounds=max_rounds,
+                                      seed=seed)
+        table[label]["features"] = list(features)
+    return table
+
+
+def sampling_ablation(controllers: Mapping[str, Callable[[], Any]], team: Callable,
+                      calibration: Sequence[HiddenProfileTask], test: Sequence[HiddenProfileTask], *,
+                      alpha: float = 0.1, max_rounds: int = 10, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Table 9: per controller, its calibrated configuration run with ``set_sampling="every-round"``."""
+    return {name: calibrated_row(name, make(), team, calibration, test, alpha=alpha, max_rounds=max_rounds,
+                                 seed=seed, program_options={"set_sampling": "every-round"})
+            for name, make in controllers.items()}

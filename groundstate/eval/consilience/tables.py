@@ -1,0 +1,125 @@
+"""The Consilience paper's Tables 1 and 2 from stored runs: one row per method, task accuracy / vote accuracy.
+
+Table 1 (HiddenBench) and Table 2 (the generated travel benchmark) report, per method, task accuracy / vote
+accuracy (§4.2: task accuracy over tasks; vote accuracy pooled over every agent's final vote). We add what a
+reader needs to weigh them: 95% intervals (Wilson for both proportions), the number of tasks, and the mean
+messages and words per discussion, with LM calls per task.
+
+Methods appear in the paper's order: Hidden-Pre, Hidden-Post, Full-Info, then the controllers (Rules, MLP,
+LLM, LLM+Vote) and anything else. Under the HiddenBench preset, Hidden-Pre is read from the initial votes of
+the Hidden-Post run itself (as HiddenBench records both in one discussion), so the two are paired.
+
+:func:`table_rows` builds the rows from the runner's per-task rows; :func:`write_table` writes Markdown, JSON
+and (with matplotlib) a PNG bar chart with the intervals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from groundstate.eval.consilience.metrics import pooled_vote_accuracy
+from groundstate.eval.stats import format_ci, mean_ci, wilson_ci
+
+ORDER: tuple[str, ...] = ("Hidden-Pre", "Hidden-Post", "Full-Info", "Rules", "MLP", "LLM", "LLM+Vote")
+CONTROLLER_NAMES: dict[str, str] = {"rules": "Rules", "mlp": "MLP", "llm": "LLM", "llm+vote": "LLM+Vote"}
+
+
+def _scores(rows: Sequence[Mapping[str, Any]], key: str) -> list[float]:
+    return [float((r.get("scores") or {}).get(key) or 0.0) for r in rows]
+
+
+def method_row(method: str, rows: Sequence[Mapping[str, Any]], initial: bool = False,
+               note: str = "") -> dict[str, Any]:
+    """One table row from a run's per-task rows (``initial``: score the run's initial votes instead)."""
+    prefix = "initial_" if initial else ""
+    hits = _scores(rows, f"{prefix}task_accuracy")
+    messages = [0.0] * len(rows) if initial else _scores(rows, "messages")
+    words = [0.0] * len(rows) if initial else _scores(rows, "words")
+    calls = [float(r.get("lm_calls") or 0) for r in rows]
+    return {
+        "method": method,
+        "n": len(rows),
+        "errors": sum(1 for r in rows if r.get("error")),
+        "task_accuracy": wilson_ci(int(round(sum(hits))), len(rows)),
+        "vote_accuracy": pooled_vote_accuracy(rows, prefix=prefix),
+        "messages": mean_ci(messages) if rows else None,
+        "words": mean_ci(words) if rows else None,
+        "lm_calls_per_task": sum(calls) / len(rows) if rows else 0.0,
+        "note": note,
+    }
+
+
+def ordered(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in the paper's order (others after, as given)."""
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return sorted(rows, key=lambda r: (rank.get(r["method"].split(" ")[0], len(ORDER)), rows.index(r)))
+
+
+def _pair(row: Mapping[str, Any]) -> str:
+    task, vote = row["task_accuracy"]["mean"], row["vote_accuracy"]["mean"]
+    return f"{task:.3f} / {vote:.3f}" if task is not None and vote is not None else "n/a"
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], title: str) -> str:
+    """Table 1/2's layout in Markdown: task / vote accuracy first, then the intervals, size and cost."""
+    lines = [f"### {title}", "",
+             "| Method | Task Acc. / Vote Acc. | task acc. 95% CI | vote acc. 95% CI | messages | words | "
+             "LM calls/task | n | errors |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        name = row["method"] + (f" ({row['note']})" if row.get("note") else "")
+        ci = [format_ci(row["task_accuracy"]), format_ci(row["vote_accuracy"])]
+        lines.append(f"| {name} | {_pair(row)} | {ci[0]} | {ci[1]} | {row['messages']['mean']:.2f} | "
+                     f"{row['words']['mean']:.1f} | {row['lm_calls_per_task']:.1f} | {row['n']} | {row['errors']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(rows: Sequence[dict[str, Any]], directory: str | Path, title: str, stem: str = "table",
+                config: Mapping[str, Any] | None = None, png: bool = True) -> dict[str, str]:
+    """Write ``<stem>.md``, ``<stem>.json`` and (``png``, when matplotlib is installed) ``<stem>.png``."""
+    from groundstate.eval.results import write_json
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {"md": str(directory / f"{stem}.md"), "json": str(directory / f"{stem}.json")}
+    Path(paths["md"]).write_text(markdown(rows, title), encoding="utf-8")
+    write_json(paths["json"], {"title": title, "config": dict(config or {}), "rows": list(rows)})
+    if png:
+        try:
+            paths["png"] = _chart(rows, directory / f"{stem}.png", title)
+        except ImportError:
+            pass
+    return paths
+
+
+def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r["method"] for r in rows]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows)), 3.6))
+    width = 0.38
+    for offset, key, label in ((-width / 2, "task_accuracy", "task accuracy"),
+                               (width / 2, "vote_accuracy", "vote accuracy")):
+        means = [r[key]["mean"] or 0.0 for r in rows]
+        low = [m - (r[key]["low"] if r[key]["low"] is not None else m) for m, r in zip(means, rows, strict=True)]
+        high = [(r[key]["high"] if r[key]["high"] is not None else m) - m for m, r in zip(means, rows, strict=True)]
+        ax.bar([i + offset for i in range(len(rows))], means, width, yerr=[low, high], capsize=3, label=label)
+    ax.set_xticks(range(len(rows)), names, rotation=20, ha="right")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy (95% CI)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)
+
+
+def as_json(rows: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps(list(rows), indent=2)
