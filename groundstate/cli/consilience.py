@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -359,7 +358,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
           "scores are checked against target - 3 SE; 'executed' is the share of executed actions within the "
           "threshold")
     for policy in policies:
-        _print_coverage(report[policy], f"{policy} policy ({'every proposal executed' if policy == 'calibrated' else 'accept or replace'})")
+        how = "every proposal executed" if policy == "calibrated" else "accept or replace"
+        _print_coverage(report[policy], f"{policy} policy ({how})")
     if report["uncertified_rounds"]:
         print("uncertified rounds (too few calibration trajectories reached them; every action admissible): "
               + ", ".join(map(str, report["uncertified_rounds"])))
@@ -409,7 +409,8 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         print("| features retained | success | communication cost | final objective | n |")
         print("|---|---|---|---|---|")
         for label, row in table.items():
-            print(f"| {label} | {_ci(row['task_accuracy'])} | {row['final_C']:.4f} | {row['final_J']:.4f} | {row['n']} |")
+            print(f"| {label} | {_ci(row['task_accuracy'])} | {row['final_C']:.4f} | {row['final_J']:.4f} "
+                  f"| {row['n']} |")
         _write_json(args.json_out, table)
         return 0
     if "mlp" in args.controllers and not args.mlp:
@@ -452,7 +453,8 @@ def cmd_generalize(args: argparse.Namespace) -> int:
     print("| split | held-out MLP | all-task MLP, same tasks | paired difference |")
     print("|---|---|---|---|")
     for r in result["splits"]:
-        print(f"| {r['split']} | {_ci(r['held_out'])} | {_ci(r['all_task_same_tasks'])} | {r['paired_difference']:+.3f} |")
+        print(f"| {r['split']} | {_ci(r['held_out'])} | {_ci(r['all_task_same_tasks'])} "
+              f"| {r['paired_difference']:+.3f} |")
     print(f"mean over splits: held-out {result['held_out_mean']:.3f}, all-task on the same tasks "
           f"{result['all_task_same_tasks_mean']:.3f} (gap {result['gap_mean']:+.3f}); all-task MLP on all tasks "
           f"(in-domain diagnostic) {_ci(result['all_task_all_tasks'])}")
@@ -533,7 +535,8 @@ def cmd_table(args: argparse.Namespace) -> int:
     for label, rows in rows_by.items():
         if label == "hiddenbench":
             table.append(method_row("Hidden-Pre", rows, initial=True, note="initial votes of the Hidden-Post run"))
-            table.append(method_row("Hidden-Post", rows, note=f"HiddenBench round-robin, {programs[label][0].rounds} rounds"))
+            rounds = programs[label][0].rounds
+            table.append(method_row("Hidden-Post", rows, note=f"HiddenBench round-robin, {rounds} rounds"))
         elif label == "hiddenbench-full":
             table.append(method_row("Full-Info", rows, note="HiddenBench, every fact, no discussion"))
         elif label in ("hidden-pre", "hidden-post", "full-info"):

@@ -95,33 +95,67 @@ AGENT_KINDS = ("lm", "sim")
 
 
 def add_agent_options(p: argparse.ArgumentParser) -> None:
-    """``--agents lm|sim`` and the simulated agents' parameters (hidden-profile and Consilience commands)."""
-    from groundstate.programs.consilience.simulated import SimParams
+    """``--agents lm|sim``, ``--sim-preset`` and the simulated agents' parameters (hidden-profile and Consilience
+    commands). Every ``--sim-*`` parameter defaults to ``None``, meaning the preset's value, so an explicit one
+    overrides the preset (:func:`sim_params`)."""
+    from groundstate.programs.consilience.simulated import SIM_PRESETS
 
-    defaults = SimParams()
+    def attention(text: str) -> int | str:
+        if text.strip().lower() in ("all", "none"):
+            return "all"
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {text!r}") from None
+
+    ideal, limited = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
     p.add_argument("--agents", choices=AGENT_KINDS, default="lm",
                    help="'lm' (agent i uses role agent.i of --lm-config) or 'sim' (seeded simulated agents)")
-    sim = p.add_argument_group("simulated agents (--agents sim)")
-    sim.add_argument("--sim-beta", type=float, default=defaults.beta,
-                     help=f"belief sharpness on summed support (default {defaults.beta})")
-    sim.add_argument("--sim-noise", type=float, default=defaults.noise,
-                     help=f"std of the per-option noise on beliefs (default {defaults.noise})")
-    sim.add_argument("--sim-recall", type=float, default=defaults.recall,
-                     help=f"probability a fact comes to mind when speaking (default {defaults.recall})")
-    sim.add_argument("--sim-shared-bias", type=float, default=defaults.shared_bias,
-                     help=f"weight of shared vs private facts on free turns (default {defaults.shared_bias})")
-    sim.add_argument("--sim-facts-per-message", type=int, default=defaults.facts_per_message,
-                     help=f"facts stated per message (default {defaults.facts_per_message})")
+    sim = p.add_argument_group("simulated agents (--agents sim)",
+                               "each parameter defaults to the value of --sim-preset (shown for 'ideal')")
+    sim.add_argument("--sim-preset", choices=tuple(SIM_PRESETS), default="ideal",
+                     help="named parameter set: 'ideal' (perfect integrators, the default) or 'limited' (bounded "
+                          f"attention, salience of spoken facts, imperfect weighting: attention {limited.attention}, "
+                          f"salience {limited.salience}, recency {limited.recency}, "
+                          f"weight noise {limited.weight_noise})")
+    sim.add_argument("--sim-beta", type=float, default=None,
+                     help=f"belief sharpness on summed support (ideal: {ideal.beta})")
+    sim.add_argument("--sim-noise", type=float, default=None,
+                     help=f"std of the per-option noise on beliefs (ideal: {ideal.noise})")
+    sim.add_argument("--sim-recall", type=float, default=None,
+                     help=f"probability a fact comes to mind when speaking (ideal: {ideal.recall})")
+    sim.add_argument("--sim-shared-bias", type=float, default=None,
+                     help=f"weight of shared vs private facts on free turns (ideal: {ideal.shared_bias})")
+    sim.add_argument("--sim-facts-per-message", type=int, default=None,
+                     help=f"facts stated per message (ideal: {ideal.facts_per_message})")
+    sim.add_argument("--sim-attention", type=attention, default=None, metavar="N|all",
+                     help="at most N informative facts enter a belief, recently spoken ones first; 'all' lifts "
+                          "the limit (ideal: all)")
+    sim.add_argument("--sim-salience", type=float, default=None,
+                     help="extra weight of a fact on the transcript, fading with --sim-recency "
+                          f"(ideal: {ideal.salience})")
+    sim.add_argument("--sim-recency", type=float, default=None,
+                     help=f"per-message fading of that extra weight, 0-1 (ideal: {ideal.recency})")
+    sim.add_argument("--sim-weight-noise", type=float, default=None,
+                     help=f"std of the log of each fact's fixed weighting factor (ideal: {ideal.weight_noise})")
 
 
 def sim_params(args: argparse.Namespace):
-    """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe."""
-    from groundstate.errors import ConfigError
-    from groundstate.programs.consilience.simulated import SimParams
+    """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe: the
+    ``--sim-preset`` (default ``ideal``) with every ``--sim-<field>`` that is given (not ``None``) replacing the
+    preset's value (``--sim-attention all`` lifts the preset's attention limit)."""
+    from dataclasses import fields
 
+    from groundstate.errors import ConfigError
+    from groundstate.programs.consilience.simulated import SimParams, sim_preset
+
+    overrides: dict[str, Any] = {}
+    for field in fields(SimParams):
+        value = getattr(args, f"sim_{field.name}", None)
+        if value is not None:
+            overrides[field.name] = None if value == "all" else value
     try:
-        return SimParams(beta=args.sim_beta, noise=args.sim_noise, recall=args.sim_recall,
-                         shared_bias=args.sim_shared_bias, facts_per_message=args.sim_facts_per_message)
+        return sim_preset(getattr(args, "sim_preset", None) or "ideal", **overrides)
     except ValueError as exc:
         raise ConfigError(str(exc).replace("SimParams.", "--sim-").replace("_", "-")) from None
 

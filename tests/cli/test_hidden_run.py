@@ -72,9 +72,12 @@ def test_hidden_run_simulated_needs_support(tmp_path, capsys):
     path = tmp_path / "plain.jsonl"
     task = make_task(0).model_copy(update={"support": {}, "id": "plain-1"})
     path.write_text(task.model_dump_json() + "\n")
-    assert run(["--tasks", str(path), "--agents", "sim", "--out", str(tmp_path / "runs")]) == 2
+    assert run(["--tasks", str(path), "--agents", "sim", "--support", "task", "--out", str(tmp_path / "runs")]) == 2
     out = capsys.readouterr().out
     assert "record plain-1" in out and "field 'support'" in out and "per-fact support" in out
+    # by default a task without support runs on the hidden-profile design default, and says so
+    assert run(["--tasks", str(path), "--agents", "sim", "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    assert "design default" in capsys.readouterr().err
 
 
 def test_hidden_run_bad_options_are_one_line_errors(tasks_file, tmp_path, capsys):

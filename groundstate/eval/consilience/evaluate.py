@@ -48,7 +48,8 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
         params = sim_params or SimParams()
         unannotated = next((t for t in tasks if not t.support), None)
         if unannotated is not None:
-            raise InputError("simulated agents need per-fact support; give the tasks support (--support) or use --agents lm",
+            raise InputError("simulated agents need per-fact support; give the tasks support (--support) or use "
+                             "--agents lm",
                              file=tasks_file, record=unannotated.id, field="support")
         return SimTeam(params, seed), {"kind": "sim", "params": asdict(params), "seed": seed}, {"model": None}
     if kind != "lm":

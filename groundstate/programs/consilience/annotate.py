@@ -16,12 +16,12 @@ private pieces pooled together identify the correct option. Exactly:
 - with no shared facts there is no counterweight (every wrong option gets 0).
 
 So with the shared facts and ``j`` private facts, the correct option leads every wrong option by ``j - S``:
-behind with one private fact (``1 < S`` whenever ``m >= 2``), ahead once more than half of the private facts are
-in (``m > S``). What it assumes and does not know: it reads no text, so it cannot tell which wrong option the
-shared facts favour (it treats them alike), nor that some private facts rule out one option rather than point
-at the right one, nor that some facts matter more than others. It uses the correct answer, as any model of the
-design must; it is a plumbing default for running protocols and controllers offline, not a reading of the
-tasks, and results on it say how the protocols handle that stylised profile, not how LLM agents would do.
+behind with one private fact (``1 < S`` whenever ``m >= 2``), level at ``j = (m + 1) / 2``, ahead beyond it, so
+with all ``m`` (``m > S``). What it assumes and does not know: it reads no text, so it cannot tell which wrong
+option the shared facts favour (it treats them alike), nor that some private facts rule out one option rather
+than point at the right one, nor that some facts matter more than others. It uses the correct answer, as any
+model of the design must; it is a plumbing default for running protocols and controllers offline, not a reading
+of the tasks, and results on it say how the protocols handle that stylised profile, not how LLM agents would do.
 
 **An LM annotator** (:class:`SupportAnnotator`): an LM rates each fact, alone, against every option on a
 -2..+2 scale (:class:`~groundstate.signatures.discussion.RateFactSupport`, outputs bound to the task's option

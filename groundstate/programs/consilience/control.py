@@ -268,7 +268,8 @@ class LLMController(dspy.Module):
         out = self.choose(task=as_data(ctx.task.description), options=as_data("\n".join(ctx.task.options)),
                           transcript=as_data(transcript),
                           state=f"{vector}, p_star={state.p_star:.3f}, leader={as_data(state.leader)}",
-                          beliefs=beliefs, speaker_counts=", ".join(f"Agent {i}: {c}" for i, c in enumerate(ctx.spoken)),
+                          beliefs=beliefs,
+                          speaker_counts=", ".join(f"Agent {i}: {c}" for i, c in enumerate(ctx.spoken)),
                           allowed=", ".join(ctx.admissible))
         if out.action in ctx.admissible:
             return out.action

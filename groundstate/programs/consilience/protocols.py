@@ -27,7 +27,11 @@ script runs it, for the paper's "Hidden Pre, Hidden Post, and Full Info are repr
 - *Visibility*: in round 1 a speaker is shown the messages of this round so far; from round 2 on, the latest
   message of every other agent (starting with the next agent in order). What an agent was shown stays with it
   (HiddenBench's agents keep their chat history), so an agent's view is every message it has been shown plus
-  its own, in the order it saw them; it never sees a message before HiddenBench would show it.
+  its own, in the order it saw them. Because every agent speaks once per round in a fixed order, that view
+  turns out to hold every message spoken so far, in the order spoken: what differs from groundstate's
+  ``hidden-post`` is the presentation of each turn (only the latest messages are new in the prompt), not
+  what an agent can know. ``memory=False`` drops the history: an agent then sees only what its current turn
+  shows (the others' latest messages), a stricter reading offered for comparison.
 - *Final vote*: after the last round each agent is shown the last round's messages and votes.
 - *Tie rule*: plurality, a tie going to the tied option whose first vote came earliest in agent order
   (``tie="first-vote"``; HiddenBench has no confidence tie-break).
@@ -171,7 +175,8 @@ def _check_rounds(protocol: str, rounds: int | None) -> int:
 
 
 def run_discussion(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], protocol: str = "hidden-post",
-                   rounds: int | None = None, threads: int | None = None, seed: int = 0) -> DiscussionResult:
+                   rounds: int | None = None, threads: int | None = None, seed: int = 0,
+                   memory: bool = True) -> DiscussionResult:
     """Run one discussion under a reference protocol (see the module docstring).
 
     Args:
@@ -182,6 +187,7 @@ def run_discussion(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], p
             ignored by the others).
         threads: concurrent votes (default: one per agent; simulated agents always vote inline).
         seed: HiddenBench's per-agent shuffle of the facts (LM agents).
+        memory: HiddenBench's protocols: agents keep what they were shown (see the module docstring).
 
     Raises:
         ValueError: an unknown protocol, a bad round count, or agents that do not match the task.
@@ -195,7 +201,7 @@ def run_discussion(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], p
         if agent.index != position:
             raise ValueError(f"the agent at position {position} has index {agent.index}; agents must be in order")
     if protocol in HIDDENBENCH_PROTOCOLS:
-        return _hiddenbench(task, agents, protocol, rounds, threads, seed)
+        return _hiddenbench(task, agents, protocol, rounds, threads, seed, memory)
     transcript = Transcript.model_construct(messages=[])
     played = 0
     view = full_info_task(task) if protocol == "full-info" else task
@@ -217,7 +223,7 @@ def _presented(agent: Any, seed: int, note: str | None = None) -> Any:
 
 
 def _hiddenbench(task: HiddenProfileTask, agents: list[Any], protocol: str, rounds: int, threads: int | None,
-                 seed: int) -> DiscussionResult:
+                 seed: int, memory: bool = True) -> DiscussionResult:
     """HiddenBench's protocol (see the module docstring)."""
     view_task = full_info_task(task) if protocol == "hiddenbench-full" else task
     shown = [_presented(agent, seed) for agent in agents]
@@ -236,6 +242,8 @@ def _hiddenbench(task: HiddenProfileTask, agents: list[Any], protocol: str, roun
     latest: list[int | None] = [None] * n
 
     def show(i: int, positions: Sequence[int | None]) -> None:
+        if not memory:
+            views[i] = []
         seen = set(views[i])
         for position in positions:
             if position is not None and position not in seen:
@@ -255,11 +263,12 @@ def _hiddenbench(task: HiddenProfileTask, agents: list[Any], protocol: str, roun
             message = agent.speak(task, view_of(i), None, round_)
             public.append(message)
             latest[i] = len(public) - 1
-            views[i].append(latest[i])
+            if memory:
+                views[i].append(latest[i])
     last_round = list(range(len(public) - n, len(public)))
     for i in range(n):
         show(i, last_round)
-    votes = _each(lambda pair: pair[0].vote(task, view_of(pair[1])), list(zip(speakers, range(n))), threads)
+    votes = _each(lambda agent: agent.vote(task, view_of(agent.index)), speakers, threads)
     return DiscussionResult(**base, answer=plurality(votes, task.options, tie="first-vote"), votes=votes,
                             transcript=Transcript.model_construct(messages=public), rounds=rounds,
                             initial_votes=initial)
@@ -277,22 +286,25 @@ class HiddenProfileProtocol(dspy.Module):
             predictors are this program's predictors.
         threads: concurrent votes (see :func:`run_discussion`).
         seed: HiddenBench's shuffle of the facts (see :func:`run_discussion`).
+        memory: HiddenBench's protocols: agents keep what they were shown (see :func:`run_discussion`).
 
     The prediction is :meth:`DiscussionResult.to_prediction`.
     """
 
     def __init__(self, protocol: str = "hidden-post", rounds: int | None = None, team: Any = None,
-                 threads: int | None = None, seed: int = 0):
+                 threads: int | None = None, seed: int = 0, memory: bool = True):
         super().__init__()
         self.protocol = check_protocol(protocol)
         self.rounds = _check_rounds(self.protocol, rounds) if discusses(self.protocol) else 0
         self.team = team
         self.threads = threads
         self.seed = seed
+        self.memory = memory
 
     def forward(self, task: HiddenProfileTask, agents: Sequence[DiscussionAgent] | None = None) -> dspy.Prediction:
         if agents is None:
             if self.team is None:
                 raise ValueError("HiddenProfileProtocol needs agents: pass agents= or build it with a team")
             agents = self.team(task)
-        return run_discussion(task, agents, self.protocol, self.rounds, self.threads, self.seed).to_prediction()
+        return run_discussion(task, agents, self.protocol, self.rounds, self.threads, self.seed,
+                              self.memory).to_prediction()

@@ -20,7 +20,7 @@ def test_program_prediction_and_scores():
     correct_votes = sum(v.vote == task.correct for v in votes)
     assert scores == {"task_accuracy": float(prediction.answer == task.correct),
                       "vote_accuracy": correct_votes / 4, "rounds": 2.0, "words": float(prediction.words),
-                      "votes_correct": float(correct_votes), "votes": 4.0}
+                      "messages": 8.0, "votes_correct": float(correct_votes), "votes": 4.0}
     assert prediction.correct == (prediction.answer == task.correct)
     assert discussion_scores(task, None) == {"task_accuracy": 0.0, "vote_accuracy": 0.0, "votes_correct": 0.0,
                                              "votes": 4.0}

@@ -210,6 +210,37 @@ def test_llm_controller_with_scripted_lm():
     assert out.trace[0]["proposal"] == "Challenge" and controller.fallbacks == 1
 
 
+def test_llm_controller_sees_the_whole_transcript_cut_to_its_context():
+    from groundstate.programs.consilience.control import fit_transcript, transcript_budget
+
+    messages = [Message(speaker=i % 3, round=i + 1, text=f"message number {i} " + "x" * 40, words=3)
+                for i in range(30)]
+    transcript = Transcript(messages=messages)
+    whole, dropped = fit_transcript(transcript, 100_000)
+    assert dropped == 0 and whole == transcript.text() and "message number 0 " in whole  # all 30, not the last 12
+    cut, dropped = fit_transcript(transcript, 600)
+    kept = cut.splitlines()
+    assert dropped == 30 - (len(kept) - 1) and dropped > 0
+    assert kept[0] == f"(the {dropped} earliest of 30 messages are left out to fit the model's context)"
+    assert kept[-1].startswith("Agent 2: message number 29") and len("\n".join(kept[1:])) <= 600
+    assert fit_transcript(Transcript(), 10) == ("(no messages yet)", 0)
+
+    class Engine:
+        n_ctx = 4096
+
+    class FakeLM:
+        engine = Engine()
+
+    assert transcript_budget(FakeLM()) == 4096 * 2 and transcript_budget(None) == 24_000
+    lm = scripted_lm(lambda req: {"action": "Route"})
+    controller = LLMController(max_transcript_chars=300)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        Consilience(TEAM, controller, max_rounds=6)(task=TASKS[0])
+    shown = [r.field("transcript") for r in lm.engine.requests]
+    assert controller.truncations >= 1 and any("earliest of" in s for s in shown)
+    assert shown[0] == "(no messages yet)"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # counterfactual branches and acceptance
 # ---------------------------------------------------------------------------------------------------------
