@@ -203,7 +203,7 @@ def workspace(tmp_path_factory):
     from groundstate.optimizers.controller import MLPActionValue
     from groundstate.programs.consilience.state import FEATURES
     from groundstate.programs.reground.reground import ReGround
-    from groundstate.records import ACTIONS
+    from groundstate.records import COMM_ACTIONS
 
     root = tmp_path_factory.mktemp("workspace")
     save_hidden_tasks(root / "tasks.jsonl", generate_hidden_travel(4, seed=0))
@@ -214,7 +214,7 @@ def workspace(tmp_path_factory):
     save_program(ReGround(max_candidates=1), root / "program")
     rng = np.random.default_rng(0)
     model = MLPActionValue(hidden_layer_sizes=(4,), max_iter=50).fit(rng.normal(size=(30, len(FEATURES))),
-                                                                     rng.normal(size=(30, len(ACTIONS))))
+                                                                     rng.normal(size=(30, len(COMM_ACTIONS))))
     save_sklearn(model, root / "mlp", features=list(FEATURES))
     calibrator = RoundwiseConformal(alpha=0.2).fit([1] * 10 + [2] * 10, rng.uniform(size=20))
     save_params(calibrator, root / "cal", configuration={"controller": "rules"})

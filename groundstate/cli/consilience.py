@@ -25,6 +25,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from groundstate.cli.consilience_setup import (
+    configuration_for,
+    controller_named,
+    load_calibrator,
+    load_tasks_file,
+    tasks_and_team,
+)
+from groundstate.cli.consilience_studies import cmd_ablate, cmd_coverage, cmd_generalize, cmd_routing
+
 ABLATIONS = ("actions", "features", "sampling")
 
 
@@ -192,35 +201,11 @@ def _lm_options(p: argparse.ArgumentParser) -> None:
     add_lm_options(p)
 
 
-def _tasks(path: str):
-    from groundstate.eval.consilience.data import load_tasks
-
-    return load_tasks(path)
-
-
-def _team(args: argparse.Namespace, path: str):
-    """``(tasks, team, agents description, LM description)`` for the tasks in ``path``."""
-    from groundstate.cli.options import prepare_team
-
-    tasks, data = _tasks(path)
-    tasks, team, agents, lm = prepare_team(args, tasks, path)
-    return tasks, data, team, agents, lm
-
-
-def _write_json(path: str | None, value: Any) -> None:
-    if path:
-        from groundstate.eval.results import write_json
-
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, value)
-        print(f"wrote {path}")
-
-
 def cmd_split(args: argparse.Namespace) -> int:
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
     from groundstate.eval.consilience.data import split_tasks
 
-    tasks, _ = _tasks(args.tasks)
+    tasks, _ = load_tasks_file(args.tasks)
     parts = split_tasks(tasks, (args.train, args.calibration, args.test), seed=args.seed)
     stem = Path(args.tasks).with_suffix("")
     for name, items in parts.items():
@@ -230,33 +215,11 @@ def cmd_split(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configuration(args: argparse.Namespace, name: str, controller: Any):
-    from groundstate.optimizers.consilience import Configuration
-
-    return Configuration.of(name, controller, router=args.router, max_rounds=args.max_rounds, agents=args.agents,
-                            removed_actions=tuple(args.remove_action), min_vote_round=args.min_vote_round)
-
-
-def _controller(name: str, mlp_dir: str | None, args: argparse.Namespace | None = None):
-    from groundstate.optimizers.artifacts import load_sklearn, read_manifest
-    from groundstate.programs.consilience.control import build_controller
-
-    if name.startswith("llm") and args is not None and getattr(args, "agents", None) == "sim":
-        from groundstate.cli.options import configure_lms
-
-        configure_lms(args)  # the LLM controller needs an LM even when the agents are simulated
-    model, features = None, None
-    if name == "mlp" and mlp_dir:
-        model = load_sklearn(mlp_dir)
-        features = read_manifest(mlp_dir).get("features")
-    return build_controller(name, model, features)
-
-
 def cmd_explore(args: argparse.Namespace) -> int:
     from groundstate.eval.io import write_jsonl
     from groundstate.optimizers.consilience import explore_tasks
 
-    tasks, _, team, _, _ = _team(args, args.tasks)
+    tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
     rows = explore_tasks(tasks, team, max_rounds=args.max_rounds, router=args.router, policy=args.policy,
                          seed=args.seed)
     write_jsonl(args.out, rows)
@@ -293,9 +256,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from groundstate.optimizers.artifacts import save_params
     from groundstate.optimizers.consilience import calibrate
 
-    tasks, _, team, agents, lm = _team(args, args.tasks)
-    controller = _controller(args.controller, args.mlp, args)
-    config = _configuration(args, args.controller, controller)
+    tasks, _, team, agents, lm = tasks_and_team(args, args.tasks)
+    controller = controller_named(args.controller, args.mlp, args)
+    config = configuration_for(args, args.controller, controller)
     calibrator = calibrate(tasks, team, controller, config, alpha=args.alpha, seed=args.seed)
     save_params(calibrator, args.out, purpose="consilience round-wise conformal calibration",
                 configuration=config.to_dict(), agents=agents, lm=lm,
@@ -305,160 +268,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         shown = "inf (uncertified)" if eps == float("inf") else f"{eps:.4f}"
         print(f"round {t}: n={calibrator.counts_[t]} threshold={shown}")
     print(f"saved to {args.out}")
-    return 0
-
-
-def _load_calibrator(path: str, config) -> Any:
-    from groundstate.optimizers.artifacts import load_params
-    from groundstate.optimizers.consilience import check_config
-
-    calibrator = load_params(path)
-    check_config(calibrator, config)
-    return calibrator
-
-
-def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for column in ("round", "reached", "n_cal", "threshold", "coverage [95% exact CI]", "executed", "status"):
-        table.add_column(column)
-    for r in rows:
-        if not r["certified"]:
-            status = "uncertified"
-        elif not r["checked"]:
-            status = "not checked"
-        else:
-            status = "ok" if r["ok"] else "BELOW"
-        threshold = "inf" if r["threshold"] is None else f"{r['threshold']:.4f}"
-        table.add_row(str(r["round"]), str(r["n_reached"]), str(r["n_calibration"]), threshold,
-                      f"{r['coverage']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", f"{r['executed_coverage']:.3f}",
-                      status)
-    Console(width=120).print(table)
-
-
-def cmd_coverage(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.coverage import coverage_report
-    from groundstate.eval.consilience.evaluate import run_tasks
-
-    tasks, _, team, _, _ = _team(args, args.tasks)
-    controller = _controller(args.controller, args.mlp, args)
-    config = _configuration(args, args.controller, controller)
-    calibrator = _load_calibrator(args.calibrator, config)
-    policies = ("calibrated", "deployed") if args.policy == "both" else (args.policy,)
-    traces = {}
-    for policy in policies:
-        program = config.program(team, controller, calibrator=calibrator if policy == "deployed" else None,
-                                 seed=args.seed)
-        traces[policy] = [p.trace for p in run_tasks(program, tasks)]
-    report = coverage_report(calibrator, traces.get("calibrated", []), traces.get("deployed", []),
-                             args.min_calibration)
-    print(f"target coverage 1 - alpha = {report['target']:.2f}; rounds with >= {args.min_calibration} calibration "
-          "scores are checked against target - 3 SE; 'executed' is the share of executed actions within the "
-          "threshold")
-    for policy in policies:
-        how = "every proposal executed" if policy == "calibrated" else "accept or replace"
-        _print_coverage(report[policy], f"{policy} policy ({how})")
-    if report["uncertified_rounds"]:
-        print("uncertified rounds (too few calibration trajectories reached them; every action admissible): "
-              + ", ".join(map(str, report["uncertified_rounds"])))
-    _write_json(args.json_out, report)
-    rows = [r for policy in policies for r in report[policy]]
-    return 0 if all(r["ok"] for r in rows if r["checked"]) else 1
-
-
-def cmd_routing(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.routing import routing_ablation
-
-    tasks, _, team, _, _ = _team(args, args.tasks)
-    controller = _controller(args.controller, args.mlp, args)
-    config = _configuration(args, args.controller, controller)
-    calibrator = _load_calibrator(args.calibrator, config) if args.calibrator else None
-    metrics, steps = routing_ablation(config.program(team, controller, calibrator=calibrator, seed=args.seed), tasks)
-    print(f"speaker routing on {len(tasks)} tasks, {len(steps)} controlled steps (action held fixed, every speaker "
-          "evaluated); lower is better")
-    print("| routing policy | mean dJ | normalized regret | steps | steps with no spread |")
-    print("|---|---|---|---|---|")
-    for router, m in metrics.items():
-        regret = "n/a" if m["normalized_regret"] is None else f"{m['normalized_regret']:.4f}"
-        dj = "n/a" if m["mean_dJ"] is None else f"{m['mean_dJ']:+.4f}"
-        print(f"| {router} | {dj} | {regret} | {m['steps']} | {m['flat_steps']} |")
-    _write_json(args.json_out, {"metrics": metrics, "steps": steps})
-    return 0
-
-
-def _ci(entry: dict[str, Any] | None) -> str:
-    from groundstate.eval.stats import format_ci
-
-    return format_ci(entry)
-
-
-def cmd_ablate(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
-    from groundstate.eval.consilience.ablations import action_ablation, feature_ablation, sampling_ablation
-    from groundstate.eval.consilience.data import load_exploration
-
-    calibration, _, team, _, _ = _team(args, args.calibration)
-    test, _, _, _, _ = _team(args, args.test)
-    common = {"alpha": args.alpha, "max_rounds": args.max_rounds, "seed": args.seed}
-    if args.kind == "features":
-        if not args.explore:
-            raise ConfigError("the feature ablation trains the MLP on each feature set: give --explore FILE")
-        table = feature_ablation(load_exploration(args.explore), team, calibration, test, **common)
-        print("| features retained | success | communication cost | final objective | n |")
-        print("|---|---|---|---|---|")
-        for label, row in table.items():
-            print(f"| {label} | {_ci(row['task_accuracy'])} | {row['final_C']:.4f} | {row['final_J']:.4f} "
-                  f"| {row['n']} |")
-        _write_json(args.json_out, table)
-        return 0
-    if "mlp" in args.controllers and not args.mlp:
-        raise ConfigError("the mlp controller needs --mlp DIR")
-    factories = {name: (lambda name=name: _controller(name, args.mlp, args)) for name in args.controllers}
-    if args.kind == "actions":
-        table = action_ablation(factories, team, calibration, test, **common)
-        print("| configuration | " + " | ".join(args.controllers) + " |")
-        print("|---|" + "---|" * len(args.controllers))
-        full = table["full"]
-        for label, cells in table.items():
-            shown = []
-            for name in args.controllers:
-                row = cells[name]
-                if row is None:
-                    shown.append("NA")
-                    continue
-                mean = row["task_accuracy"]["mean"]
-                delta = "" if label == "full" else f" ({100 * (mean - full[name]['task_accuracy']['mean']):+.1f})"
-                shown.append(f"{100 * mean:.1f}{delta}")
-            print(f"| {label} | " + " | ".join(shown) + " |")
-    else:
-        table = sampling_ablation(factories, team, calibration, test, **common)
-        print("| method | mean success | mean rounds/trial | n |")
-        print("|---|---|---|---|")
-        for name, row in table.items():
-            print(f"| {name} | {_ci(row['task_accuracy'])} | {row['messages']:.2f} | {row['n']} |")
-    _write_json(args.json_out, table)
-    return 0
-
-
-def cmd_generalize(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.generalize import unseen_task_generalization
-
-    tasks, _, team, _, _ = _team(args, args.tasks)
-    result = unseen_task_generalization(tasks, team, train_size=args.train_size, splits=args.splits, seed=args.seed,
-                                        max_rounds=args.max_rounds)
-    print(f"MLP trained on {args.train_size}-task subsets, tested on the other {len(tasks) - args.train_size} "
-          f"({result['note']})")
-    print("| split | held-out MLP | all-task MLP, same tasks | paired difference |")
-    print("|---|---|---|---|")
-    for r in result["splits"]:
-        print(f"| {r['split']} | {_ci(r['held_out'])} | {_ci(r['all_task_same_tasks'])} "
-              f"| {r['paired_difference']:+.3f} |")
-    print(f"mean over splits: held-out {result['held_out_mean']:.3f}, all-task on the same tasks "
-          f"{result['all_task_same_tasks_mean']:.3f} (gap {result['gap_mean']:+.3f}); all-task MLP on all tasks "
-          f"(in-domain diagnostic) {_ci(result['all_task_all_tasks'])}")
-    _write_json(args.json_out, result)
     return 0
 
 
@@ -483,9 +292,9 @@ def _programs(args: argparse.Namespace, team: Any, baselines: list[str]) -> dict
             raise ConfigError(str(exc)) from None
         programs[protocol] = (program, {"protocol": protocol, "rounds": program.rounds})
     for name in args.controllers:
-        controller = _controller(name, args.mlp, args)
-        config = _configuration(args, name, controller)
-        calibrator = _load_calibrator(calibrators[name], config) if name in calibrators else None
+        controller = controller_named(name, args.mlp, args)
+        config = configuration_for(args, name, controller)
+        calibrator = load_calibrator(calibrators[name], config) if name in calibrators else None
         label = name + ("" if calibrator is not None else " (uncertified)") + (
             f" [sampled {sampling}]" if sampling != "off" else "")
         program = config.program(team, controller, calibrator=calibrator, seed=args.seed, set_sampling=sampling)
@@ -501,7 +310,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.eval.runner import fingerprint
     from groundstate.eval.stats import format_ci
 
-    tasks, data, team, agents, lm = _team(args, args.tasks)
+    tasks, data, team, agents, lm = tasks_and_team(args, args.tasks)
     programs = _programs(args, team, args.baselines)
     summaries, pooled, _ = evaluate_programs(programs, tasks, data, agents, lm, args.seed, run_settings(args))
     rows = comparison_rows(summaries, metrics=("task_accuracy", "vote_accuracy", "rounds"))
@@ -523,30 +332,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_table(args: argparse.Namespace) -> int:
     from groundstate.cli.options import run_settings
     from groundstate.eval.consilience.evaluate import evaluate_programs
-    from groundstate.eval.consilience.tables import CONTROLLER_NAMES, markdown, method_row, ordered, write_table
+    from groundstate.eval.consilience.tables import markdown, rows_from_runs, write_table
     from groundstate.eval.runner import fingerprint
 
-    tasks, data, team, agents, lm = _team(args, args.tasks)
+    tasks, data, team, agents, lm = tasks_and_team(args, args.tasks)
     baselines = ["hiddenbench", "hiddenbench-full"] if args.preset == "hiddenbench" else \
         ["hidden-pre", "hidden-post", "full-info"]
     programs = _programs(args, team, baselines)
     _, _, rows_by = evaluate_programs(programs, tasks, data, agents, lm, args.seed, run_settings(args))
-    table = []
-    for label, rows in rows_by.items():
-        if label == "hiddenbench":
-            table.append(method_row("Hidden-Pre", rows, initial=True, note="initial votes of the Hidden-Post run"))
-            rounds = programs[label][0].rounds
-            table.append(method_row("Hidden-Post", rows, note=f"HiddenBench round-robin, {rounds} rounds"))
-        elif label == "hiddenbench-full":
-            table.append(method_row("Full-Info", rows, note="HiddenBench, every fact, no discussion"))
-        elif label in ("hidden-pre", "hidden-post", "full-info"):
-            name = {"hidden-pre": "Hidden-Pre", "hidden-post": "Hidden-Post", "full-info": "Full-Info"}[label]
-            note = f"{programs[label][0].rounds} rounds" if label == "hidden-post" else ""
-            table.append(method_row(name, rows, note=note))
-        else:
-            base, _, rest = label.partition(" ")
-            table.append(method_row(CONTROLLER_NAMES.get(base, base), rows, note=rest.strip("()[] ")))
-    table = ordered(table)
+    table = rows_from_runs(rows_by, {label: getattr(program, "rounds", 0) for label, (program, _) in programs.items()})
     title = (f"{data['file']}: task accuracy / vote accuracy ({agents['kind']} agents, "
              f"{'HiddenBench' if args.preset == 'hiddenbench' else 'groundstate'} protocols, {len(tasks)} tasks)")
     report_dir = Path(args.report_dir or Path(args.out) / f"consilience-table-{fingerprint(list(programs), 10)}")

@@ -17,7 +17,14 @@ import argparse
 import sys
 from collections import Counter
 
-from groundstate.cli.options import add_agent_options, add_allow_empty, add_lm_options, add_run_options, build_team
+from groundstate.cli.options import (
+    add_agent_options,
+    add_allow_empty,
+    add_lm_options,
+    add_run_options,
+    add_support_options,
+    prepare_team,
+)
 from groundstate.cli.output import print_summary
 
 
@@ -52,13 +59,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = hidden_sub.add_parser("validate", help="check a HiddenBench file or a groundstate task file",
                               description="Validate a HiddenBench JSON file or groundstate JSONL of hidden-profile "
                               "tasks; records with a travel structure are re-checked with the travel validator. "
-                              "Prints one line per problem; exit status 2 if there is any.")
+                              "Prints one line per problem; exit status 2 if there is any. Travel tasks also get "
+                              "a report of how often rules reading only the public plans find the answer.")
     p.add_argument("file")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
+    p.add_argument("--max-leak", type=float, default=None, metavar="POINTS",
+                   help="count it as a problem when a rule reading only the public plans of the travel tasks finds "
+                   "the answer more than POINTS percentage points above chance (default: only warn above 3)")
     add_allow_empty(p)
     p.set_defaults(func=cmd_validate)
 
     register_run(hidden_sub)
+    register_annotate(hidden_sub)
 
 
 def _distribution(letters: list[str]) -> str:
@@ -105,21 +117,30 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from groundstate.errors import one_line
+    from groundstate.errors import ConfigError, one_line
     from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
     from groundstate.eval.benchmarks.travel.convert import check_record
+    from groundstate.eval.benchmarks.travel.leak import DEFAULT_MAX_LEAK, leak_rates
 
+    max_leak = getattr(args, "max_leak", None)
+    if max_leak is not None and not max_leak >= 0:
+        raise ConfigError("--max-leak must be a non-negative number of percentage points")
     problems: list[str] = []
     tasks = load_hidden_tasks(args.file, skip_invalid=args.skip_invalid, problems=problems,
                               allow_empty=args.allow_empty)
-    checked = 0
-    for task in tasks:
-        if not task.structure or "agents" not in task.structure:
-            continue
-        checked += 1
+    travel = [task for task in tasks if task.structure and "agents" in task.structure]
+    checked = len(travel)
+    for task in travel:
         problems += [f"{one_line(args.file)}: record {one_line(task.id)}: {one_line(issue)}"
                      for issue in check_record(task)]
+    leak = leak_rates(travel)
+    limit = DEFAULT_MAX_LEAK if max_leak is None else max_leak / 100
+    if max_leak is not None and leak.leaks(limit):
+        problems.append(f"{one_line(args.file)}: public-only rule '{leak.worst}' beats chance by "
+                        f"{100 * leak.excess:.1f} points (--max-leak {max_leak:g})")
     for line in problems:
+        print(line)
+    for line in leak.lines(limit):
         print(line)
     note = f" ({checked} checked against the travel validator)" if checked else ""
     letters = [t.correct for t in tasks]
@@ -134,14 +155,19 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
     from groundstate.programs.consilience.protocols import PROTOCOLS
 
     p = hidden_sub.add_parser(
-        "run", help="run a discussion protocol (hidden-pre, hidden-post, full-info) over hidden-profile tasks",
+        "run", help="run a discussion protocol (hidden-pre, hidden-post, full-info, or HiddenBench's) over tasks",
         description="Runs Hidden-Pre (vote without discussion), Hidden-Post (fixed round-robin discussion, then "
                     "vote) or Full-Info (every agent gets every fact, then votes) on each task, with LM or simulated "
-                    "agents, and prints task accuracy, vote accuracy, rounds, words and tokens.")
-    p.add_argument("--tasks", required=True, metavar="FILE", help="hidden-profile tasks (JSON Lines)")
+                    "agents, and prints task accuracy, vote accuracy, rounds, words and tokens. The hiddenbench-* "
+                    "protocols follow HiddenBench's own simulation (shuffled facts, an initial vote, 15 rounds in "
+                    "which each agent sees the others' latest messages, a first-vote tie rule); `hiddenbench` "
+                    "also reports its initial votes, which are Hidden-Pre.")
+    p.add_argument("--tasks", required=True, metavar="FILE", help="hidden-profile tasks (HiddenBench JSON or JSONL)")
     p.add_argument("--protocol", choices=PROTOCOLS, default="hidden-post", help="the protocol (default hidden-post)")
-    p.add_argument("--rounds", type=int, default=3, help="round-robin rounds for hidden-post (default 3)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="discussion rounds (default: 3 for hidden-post, 15 for hiddenbench)")
     add_agent_options(p)
+    add_support_options(p)
     add_run_options(p)
     p.set_defaults(func=cmd_hidden_run)
 
@@ -156,7 +182,7 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
 
     settings = run_settings(args)
     tasks, data = load_tasks(args.tasks, args.allow_empty)
-    team, agents, lm = build_team(args, tasks, args.tasks)
+    tasks, team, agents, lm = prepare_team(args, tasks, args.tasks)
     try:
         result = run_protocol(args.protocol, args.rounds, tasks, data, team, agents, lm, args.seed, settings)
     except RunAborted as exc:
@@ -165,4 +191,61 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
         return 1
     print_summary(result)
     print(f"vote accuracy pooled over all votes (§4.2): {format_ci(pooled_vote_accuracy(result.rows))}")
+    if args.protocol == "hiddenbench":
+        from groundstate.eval.stats import wilson_ci
+
+        initial = [(r.get("scores") or {}).get("initial_task_accuracy", 0.0) for r in result.rows]
+        task_ci = format_ci(wilson_ci(int(sum(initial)), len(initial)))
+        print(f"initial votes (Hidden-Pre of this run): task accuracy {task_ci}, "
+              f"vote accuracy pooled {format_ci(pooled_vote_accuracy(result.rows, prefix='initial_'))}")
+    return 0
+
+
+# -- hidden annotate ---------------------------------------------------------------------------------------
+def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
+    """Add ``annotate`` to the ``hidden`` command group."""
+    p = hidden_sub.add_parser(
+        "annotate", help="rate every fact's support for each option with an LM (for simulated agents)",
+        description="Asks an LM how each fact of each task, on its own, bears on each option (-2..+2); the LM "
+                    "never sees the correct answer or the rationale. The ratings are written beside the task "
+                    "file (FILE.support.json) and reused: a second run asks only about facts not yet rated. "
+                    "Simulated agents (--agents sim) then run on them; without this file they use the "
+                    "hidden-profile design default (see groundstate.programs.consilience.annotate).")
+    p.add_argument("--tasks", required=True, metavar="FILE", help="hidden-profile tasks (HiddenBench JSON or JSONL)")
+    p.add_argument("--out", default=None, metavar="FILE", help="the support file (default FILE.support.json)")
+    p.add_argument("--replace", action="store_true",
+                   help="start afresh when the existing support file was made with another LM or prompts")
+    p.add_argument("--threads", type=int, default=4, help="concurrent LM calls within a task (default 4)")
+    add_allow_empty(p)
+    add_lm_options(p)
+    p.set_defaults(func=cmd_hidden_annotate)
+
+
+def cmd_hidden_annotate(args: argparse.Namespace) -> int:
+    from groundstate.cli.options import configure_lms
+    from groundstate.errors import ConfigError
+    from groundstate.eval.consilience.data import load_tasks
+    from groundstate.eval.consilience.support import annotate_tasks, support_path
+    from groundstate.programs.consilience.annotate import SupportAnnotator
+
+    if args.threads < 1:
+        raise ConfigError("--threads must be at least 1")
+    tasks, _ = load_tasks(args.tasks, args.allow_empty)
+    lm, _ = configure_lms(args)
+    out = args.out or support_path(args.tasks)
+
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            print(f"\rannotated {done}/{total} tasks", end="" if done < total else "\n", file=sys.stderr)
+
+    data = annotate_tasks(tasks, args.tasks, SupportAnnotator(), lm, out=out, replace=args.replace,
+                          threads=args.threads, progress=progress)
+    facts = sum(len(v) for v in data["support"].values())
+    print(f"{facts} facts of {len(tasks)} tasks rated -> {out}")
+    for failure in data["failures"][:5]:
+        print(f"not rated: task {failure['task']}: {failure['fact'][:60]!r}: {failure['error']}", file=sys.stderr)
+    if data["failures"]:
+        print(f"{len(data['failures'])} fact(s) could not be rated; run the same command again to retry them",
+              file=sys.stderr)
+        return 1
     return 0

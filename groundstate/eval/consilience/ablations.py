@@ -112,3 +112,42 @@ def sampling_ablation(controllers: Mapping[str, Callable[[], Any]], team: Callab
     return {name: calibrated_row(name, make(), team, calibration, test, alpha=alpha, max_rounds=max_rounds,
                                  seed=seed, program_options={"set_sampling": "every-round"})
             for name, make in controllers.items()}
+
+
+def actions_markdown(table: Mapping[str, Mapping[str, Any]]) -> str:
+    """Table 7's layout: task accuracy (%) per configuration and controller, change from the full set."""
+    controllers = list(table["full"])
+    lines = ["| configuration | " + " | ".join(controllers) + " |", "|---|" + "---|" * len(controllers)]
+    for label, cells in table.items():
+        shown = []
+        for name in controllers:
+            row = cells[name]
+            if row is None:
+                shown.append("NA")
+                continue
+            mean = row["task_accuracy"]["mean"]
+            delta = "" if label == "full" else f" ({100 * (mean - table['full'][name]['task_accuracy']['mean']):+.1f})"
+            shown.append(f"{100 * mean:.1f}{delta}")
+        lines.append(f"| {label} | " + " | ".join(shown) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def features_markdown(table: Mapping[str, Mapping[str, Any]]) -> str:
+    """Table 6's layout: success, communication cost and final objective per feature set."""
+    from groundstate.eval.stats import format_ci
+
+    lines = ["| features retained | success | communication cost | final objective | n |", "|---|---|---|---|---|"]
+    for label, row in table.items():
+        lines.append(f"| {label} | {format_ci(row['task_accuracy'])} | {row['final_C']:.4f} | {row['final_J']:.4f} "
+                     f"| {row['n']} |")
+    return "\n".join(lines) + "\n"
+
+
+def sampling_markdown(table: Mapping[str, Mapping[str, Any]]) -> str:
+    """Table 9's layout: mean success and mean rounds per trial per controller."""
+    from groundstate.eval.stats import format_ci
+
+    lines = ["| method | mean success | mean rounds/trial | n |", "|---|---|---|---|"]
+    for name, row in table.items():
+        lines.append(f"| {name} | {format_ci(row['task_accuracy'])} | {row['messages']:.2f} | {row['n']} |")
+    return "\n".join(lines) + "\n"

@@ -81,3 +81,18 @@ def unseen_task_generalization(tasks: Sequence[HiddenProfileTask], team: Callabl
         "all_task_all_tasks": overall,
         "note": "both MLPs run uncertified (no conformal acceptance), as appendix C.1 describes",
     }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """Per split: the held-out MLP and the all-task MLP on the same held-out tasks; then the means."""
+    from groundstate.eval.stats import format_ci
+
+    lines = ["| split | held-out MLP | all-task MLP, same tasks | paired difference |", "|---|---|---|---|"]
+    for r in result["splits"]:
+        lines.append(f"| {r['split']} | {format_ci(r['held_out'])} | {format_ci(r['all_task_same_tasks'])} "
+                     f"| {r['paired_difference']:+.3f} |")
+    lines.append("")
+    lines.append(f"mean over splits: held-out {result['held_out_mean']:.3f}, all-task on the same tasks "
+                 f"{result['all_task_same_tasks_mean']:.3f} (gap {result['gap_mean']:+.3f}); all-task MLP on all "
+                 f"tasks (in-domain diagnostic) {format_ci(result['all_task_all_tasks'])}; {result['note']}")
+    return "\n".join(lines) + "\n"

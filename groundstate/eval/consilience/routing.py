@@ -80,3 +80,13 @@ def routing_ablation(program: Any, tasks: Sequence[Any]) -> tuple[dict[str, dict
     finally:
         program.on_round = previous
     return routing_metrics(steps), steps
+
+
+def markdown(metrics: dict[str, dict[str, Any]]) -> str:
+    """Table 8's layout: routing policy, mean objective change, normalised regret (plus step counts)."""
+    lines = ["| routing policy | mean dJ | normalized regret | steps | steps with no spread |", "|---|---|---|---|---|"]
+    for router, m in metrics.items():
+        regret = "n/a" if m["normalized_regret"] is None else f"{m['normalized_regret']:.4f}"
+        dj = "n/a" if m["mean_dJ"] is None else f"{m['mean_dJ']:+.4f}"
+        lines.append(f"| {router} | {dj} | {regret} | {m['steps']} | {m['flat_steps']} |")
+    return "\n".join(lines) + "\n"

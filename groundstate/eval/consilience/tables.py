@@ -123,3 +123,31 @@ def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> str:
 
 def as_json(rows: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps(list(rows), indent=2)
+
+
+PROTOCOL_ROWS: dict[str, tuple[tuple[str, bool, str], ...]] = {
+    "hidden-pre": (("Hidden-Pre", False, ""),),
+    "hidden-post": (("Hidden-Post", False, "{rounds} rounds"),),
+    "full-info": (("Full-Info", False, ""),),
+    "hiddenbench-pre": (("Hidden-Pre", False, "HiddenBench"),),
+    "hiddenbench": (("Hidden-Pre", True, "initial votes of the Hidden-Post run"),
+                    ("Hidden-Post", False, "HiddenBench round-robin, {rounds} rounds")),
+    "hiddenbench-full": (("Full-Info", False, "HiddenBench, every fact, no discussion"),),
+}
+"""How each protocol's run becomes table rows: ``(method, from the initial votes, note)``."""
+
+
+def rows_from_runs(rows_by: Mapping[str, Sequence[Mapping[str, Any]]], rounds: Mapping[str, int]
+                   ) -> list[dict[str, Any]]:
+    """Table rows (in the paper's order) from the per-task rows of each run, keyed by the evaluation's labels
+    (protocol names, or controller labels such as ``rules`` or ``mlp (uncertified)``); ``rounds`` gives each
+    protocol's discussion rounds for the notes."""
+    table = []
+    for label, rows in rows_by.items():
+        if label in PROTOCOL_ROWS:
+            for method, initial, note in PROTOCOL_ROWS[label]:
+                table.append(method_row(method, rows, initial=initial, note=note.format(rounds=rounds.get(label, 0))))
+        else:
+            base, _, rest = label.partition(" ")
+            table.append(method_row(CONTROLLER_NAMES.get(base, base), rows, note=rest.strip("()[] ")))
+    return ordered(table)

@@ -1,13 +1,35 @@
 """The LM-free travel generator: seeded, deterministic, every task checked by the validator.
 
-:func:`generate_travel` draws plans from the vocabularies, then traveler profiles whose weighted scores make
-the requested plan the unique best; :func:`generate_hidden_travel` converts them to hidden-profile tasks.
+:func:`generate_travel` draws four plans from the vocabularies, makes one of them the answer, then draws traveler
+profiles whose weighted scores make that plan the unique best; :func:`generate_hidden_travel` converts the tasks
+to hidden-profile tasks.
+
+**The public plans must not give the answer away.** Everyone sees the plans, so if the answer tended to be, say,
+the cheapest step-free plan, a group could skip the discussion (an earlier version of this generator, which took
+whichever plan its random profiles happened to favour, had that plan as the answer in about a third of its tasks
+against a chance rate of a quarter). Two rules prevent it:
+
+- *Answer first.* The four plans are independent draws from one distribution, and the answer (the first drawn
+  plan, :data:`_ANSWER`) is fixed before any preference is drawn. Preferences are then drawn, about half of them
+  steered towards the answer (:data:`_GUIDE`: a ``must``/``prefer`` it meets or an ``avoid``/``reject`` it does
+  not), until the profiles make it the unique best with no traveler's own profile singling it out. Given the
+  plans, each of them is then equally likely to be the answer, so no rule that reads only the plans can beat
+  chance. The one gap is a set of plans given up after :data:`_GROUP_DRAWS` failed profile draws (a fresh set
+  is drawn), which happens for well under 1% of tasks and can shift a rule's rate by a fraction of that.
+- *Balanced directions.* For every attribute the operators in ``_RULES`` favour either end under either
+  polarity: a price cap and a "rather pay more" floor, short and long walking days, more and fewer meal options
+  or activities. Preferences then do not read as one fixed taste (cheaper is better, more is better), and
+  profile draws are about equally easy whichever plan is the answer, which keeps the rare give-ups from leaning
+  towards one kind of plan. Step-free access stays one-sided (nobody would ask for steps); answer first makes
+  that harmless.
+
+:func:`groundstate.eval.benchmarks.travel.leak.leak_rates` measures both: on generated tasks every public-only rule
+it tries finds the answer at chance, give or take sampling noise.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import random
 import re
@@ -34,21 +56,23 @@ from groundstate.records import LETTERS, HiddenProfileTask
 MAX_ATTEMPTS = 500
 
 
-# attribute -> (polarity, operator) pairs that read naturally: "+" for must/prefer, "-" for avoid/reject
+# attribute -> (polarity, operator) pairs that read naturally: "+" for must/prefer, "-" for avoid/reject; both
+# directions for numbers and lists under both polarities (see "balanced directions" in the module notes)
 _RULES: dict[str, tuple[tuple[str, str], ...]] = {
     "transport_mode": (("+", "eq"), ("+", "neq"), ("+", "in"), ("+", "not_in"), ("-", "eq"), ("-", "in")),
-    "departure_window": (("+", "eq"), ("+", "neq"), ("+", "in"), ("-", "eq"), ("-", "in")),
+    "departure_window": (("+", "eq"), ("+", "neq"), ("+", "in"), ("+", "not_in"), ("-", "eq"), ("-", "in")),
     "duration_days": (("+", "lte"), ("+", "gte"), ("+", "eq"), ("-", "gte"), ("-", "lte")),
-    "price_per_person_usd": (("+", "lte"), ("-", "gte")),
+    "price_per_person_usd": (("+", "lte"), ("+", "gte"), ("-", "gte"), ("-", "lte")),
     "hotel_category": (("+", "eq"), ("+", "in"), ("+", "not_in"), ("-", "eq"), ("-", "in")),
     "room_arrangement": (("+", "eq"), ("+", "neq"), ("-", "eq")),
     "step_free": (("+", "eq"), ("-", "eq")),
     "daily_active_hours": (("+", "lte"), ("+", "gte"), ("-", "gte"), ("-", "lte")),
-    "max_walk_km_per_day": (("+", "lte"), ("+", "gte"), ("-", "gte")),
+    "max_walk_km_per_day": (("+", "lte"), ("+", "gte"), ("-", "gte"), ("-", "lte")),
     "meal_options": (("+", "contains"), ("+", "contains_any"), ("+", "contains_all"), ("+", "in"),
-                     ("-", "excludes"), ("-", "contains")),
+                     ("+", "excludes"), ("+", "not_in"), ("-", "excludes"), ("-", "contains"),
+                     ("-", "contains_any")),
     "activities": (("+", "contains"), ("+", "contains_any"), ("+", "contains_all"), ("+", "excludes"),
-                   ("+", "not_in"), ("-", "contains"), ("-", "contains_any"), ("-", "in")),
+                   ("+", "not_in"), ("-", "contains"), ("-", "contains_any"), ("-", "in"), ("-", "excludes")),
 }
 
 
@@ -61,7 +85,16 @@ _TIER_DRAW_WEIGHTS = (1, 2, 2, 1)  # must, prefer, avoid, reject beyond the one 
 _PREFS_PER_TRAVELER = (2, 2, 3, 3, 4)
 
 
-_PROFILE_DRAWS = 8  # profile draws per set of plans
+_GROUP_DRAWS = 40  # profile draws (all travelers) per set of plans before the plans are given up
+
+
+_TRAVELER_DRAWS = 4  # draws of one traveler's profile (when it singles out the answer) per profile draw
+
+
+_GUIDE = 0.5  # the chance that a predicate is drawn among those that count towards the answer
+
+
+_ANSWER = 0  # the index of the answer among the drawn plans (they are exchangeable, so any index would do)
 
 
 def target_letter(seed: int, index: int) -> str:
@@ -76,8 +109,9 @@ def generate_travel(n: int, seed: int = 0, start: int = 0, travelers: int | None
 
     Task ``index`` (``start`` to ``start + n - 1``) depends only on ``(seed, index, travelers)``: its answer is
     :func:`target_letter` (so any aligned block of four tasks has each answer once), its scenario, plans and
-    preferences come from a random generator seeded with ``(seed, index)``, and candidates are drawn until one
-    passes every rule of :func:`validate_travel`. A candidate whose :func:`fingerprint` repeats an earlier task of
+    preferences come from a random generator seeded with ``(seed, index)`` (the answer plan is chosen before any
+    preference, see the module notes), and candidates are drawn until one passes every rule of
+    :func:`validate_travel`. A candidate whose :func:`fingerprint` repeats an earlier task of
     the batch is drawn again (so a batch has no duplicates; this practically never triggers).
 
     Args:
@@ -125,10 +159,10 @@ def generate_one(seed: int, index: int, travelers: int | None = None, *, max_att
         drawn = _draw(rng, scenario, count)
         if drawn is None:
             continue
-        plans, people, best = drawn
-        order = [i for i in range(4) if i != best]
+        plans, people = drawn
+        order = [i for i in range(4) if i != _ANSWER]
         rng.shuffle(order)
-        order.insert(LETTERS.index(target), best)
+        order.insert(LETTERS.index(target), _ANSWER)
         options = [Plan(id=letter, title=_title(plans[i]), attributes=plans[i]) for letter, i in zip(LETTERS, order,
                                                                                                       strict=True)]
         task = TravelTask(name=scenario["name"], description=scenario["description"],
@@ -220,71 +254,136 @@ def _candidate_values(attribute: str, operator: str, polarity: str, values: list
 _Drawn = tuple[str, str, str, Any, list[bool]]  # tier, attribute, operator, value, match mask over the plans
 
 
-def _draw(rng: random.Random, scenario: dict[str, Any], count: int) -> tuple[list[dict], list[Traveler], int] | None:
-    """One candidate: four unlabelled plans, the travelers and the index of the best plan (``None``: rejected).
+class _Candidates:
+    """The discriminative predicates (matching 1-3 plans) of one set of plans, computed once per key on first use.
 
-    Profiles are redrawn a few times on the same plans before the plans are given up.
+    ``get(attribute, operator, polarity)`` lists ``(value, mask, value as a hashable key)``; every profile drawn on
+    these plans shares the lists, so redrawing profiles costs little (only booleans have candidates that depend on
+    the polarity). Array attributes are matched as sets: the same answers as :func:`evaluate_operator`, which the
+    validator uses, much faster for the many item pairs.
+    """
+
+    def __init__(self, plans: list[dict]) -> None:
+        self.plans = plans
+        self._lists: dict[tuple[str, str, str], list[tuple[Any, tuple[bool, ...], Any]]] = {}
+
+    def get(self, attribute: str, operator: str, polarity: str) -> list[tuple[Any, tuple[bool, ...], Any]]:
+        values = [plan[attribute] for plan in self.plans]
+        key = (attribute, operator, polarity if isinstance(values[0], bool) else "")
+        found = self._lists.get(key)
+        if found is None:
+            if isinstance(values[0], list):
+                sets = [frozenset(v) for v in values]
+                match = _SET_MATCH[operator]
+                masks = ((value, tuple(match(items, value) for items in sets))
+                         for value in _candidate_values(attribute, operator, polarity, values))
+            else:
+                masks = ((value, tuple(evaluate_operator(operator, v, value) for v in values))
+                         for value in _candidate_values(attribute, operator, polarity, values))
+            found = [(value, mask, _hashable(value)) for value, mask in masks if 0 < sum(mask) < len(mask)]
+            self._lists[key] = found
+        return found
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+_SET_MATCH: dict[str, Any] = {  # array operators on a plan's items as a set (see predicates.evaluate_operator)
+    "contains": lambda items, value: value in items,
+    "excludes": lambda items, value: value not in items,
+    "contains_all": lambda items, value: items.issuperset(value),
+    "contains_any": lambda items, value: not items.isdisjoint(value),
+    "in": lambda items, value: not items.isdisjoint(value),
+    "not_in": lambda items, value: items.isdisjoint(value),
+}
+
+
+def _draw(rng: random.Random, scenario: dict[str, Any], count: int) -> tuple[list[dict], list[Traveler]] | None:
+    """One candidate: four unlabelled plans whose first is the answer, and the travelers (``None``: rejected).
+
+    The answer is fixed before any preference is drawn; profiles are redrawn on the same plans up to
+    :data:`_GROUP_DRAWS` times before the plans are given up (rarely: see the module notes).
     """
     plans = [_plan_attributes(rng, scenario["destination"], count) for _ in range(4)]
-    for _ in range(_PROFILE_DRAWS):
-        drawn = _draw_profiles(rng, plans, count)
-        if drawn is not None:
-            profiles, best = drawn
-            return plans, _travelers(profiles, plans, scenario["roles"]), best
+    candidates = _Candidates(plans)
+    for _ in range(_GROUP_DRAWS):
+        profiles = _draw_profiles(rng, candidates, count)
+        if profiles is not None:
+            return plans, _travelers(profiles, plans, scenario["roles"])
     return None
 
 
-def _draw_profiles(rng: random.Random, plans: list[dict], count: int) -> tuple[list[list[_Drawn]], int] | None:
-    """Every traveler's predicates and the index of the best plan, or ``None`` when a score rule fails."""
+def _draw_profiles(rng: random.Random, candidates: _Candidates, count: int) -> list[list[_Drawn]] | None:
+    """Every traveler's predicates making the answer the unique best, or ``None`` when a score rule fails.
+
+    A traveler whose own profile would single out the answer is redrawn (up to :data:`_TRAVELER_DRAWS` times).
+    """
     sizes = [rng.choice(_PREFS_PER_TRAVELER) for _ in range(count)]
     tiers = list(TIERS) + rng.choices(TIERS, weights=_TIER_DRAW_WEIGHTS, k=sum(sizes) - len(TIERS))
     rng.shuffle(tiers)
-    used: set[tuple[str, str, str, str]] = set()
+    used: set[tuple[str, str, str, Any]] = set()
     profiles, owns = [], []
     totals = [0] * 4
     for size in sizes:
         own_tiers, tiers = tiers[:size], tiers[size:]
-        attributes = list(_RULES)
-        rng.shuffle(attributes)
-        profile, own = [], [0] * 4
-        for tier in own_tiers:
-            chosen = _choose_predicate(rng, attributes, tier, plans, used)
-            if chosen is None:
+        for _ in range(_TRAVELER_DRAWS):
+            drawn = _draw_traveler(rng, candidates, own_tiers, used)
+            if drawn is None:
                 return None
-            profile.append(chosen)
-            attributes.remove(chosen[1])
-            weight = TIER_WEIGHTS[tier]
-            own = [score + weight * hit for score, hit in zip(own, chosen[4], strict=True)]
+            profile, own = drawn
+            top = max(own)
+            if not (own[_ANSWER] == top and own.count(top) == 1):  # nobody's own profile may single out the answer
+                break
+        else:
+            return None
+        used.update((tier, attribute, operator, _hashable(value)) for tier, attribute, operator, value, _ in profile)
         profiles.append(profile)
         owns.append(own)
         totals = [a + b for a, b in zip(totals, own, strict=True)]
     top = max(totals)
-    if sum(len(set(own)) > 1 for own in owns) < 2 or totals.count(top) != 1:
+    if sum(len(set(own)) > 1 for own in owns) < 2 or totals.count(top) != 1 or totals[_ANSWER] != top:
         return None
-    best = totals.index(top)
-    for own in owns:  # nobody's own profile may single out the answer
-        if own.count(max(own)) == 1 and own.index(max(own)) == best:
+    return profiles
+
+
+def _draw_traveler(rng: random.Random, candidates: _Candidates, tiers: list[str],
+                   used: set[tuple[str, str, str, Any]]) -> tuple[list[_Drawn], list[int]] | None:
+    """One traveler's predicates (one per tier in ``tiers``, each on its own attribute) and own plan scores."""
+    attributes = list(_RULES)
+    rng.shuffle(attributes)
+    profile: list[_Drawn] = []
+    own = [0] * 4
+    for tier in tiers:
+        chosen = _choose_predicate(rng, attributes, tier, candidates, used, rng.random() < _GUIDE)
+        if chosen is None:
             return None
-    return profiles, best
+        profile.append(chosen)
+        attributes.remove(chosen[1])
+        weight = TIER_WEIGHTS[tier]
+        own = [score + weight * hit for score, hit in zip(own, chosen[4], strict=True)]
+    return profile, own
 
 
-def _choose_predicate(rng: random.Random, attributes: list[str], tier: str, plans: list[dict],
-                      used: set[tuple[str, str, str, str]]) -> _Drawn | None:
-    """A discriminative predicate (matching 1-3 plans) on an attribute the traveler has not used yet."""
+def _choose_predicate(rng: random.Random, attributes: list[str], tier: str, candidates: _Candidates,
+                      used: set[tuple[str, str, str, Any]], guided: bool) -> _Drawn | None:
+    """A discriminative predicate on the first of ``attributes`` (in their order) that has one.
+
+    The operator is drawn uniformly from the attribute's operators of this polarity that have candidates, the
+    value uniformly from those candidates; a ``guided`` predicate counts towards the answer (a ``must`` or
+    ``prefer`` that matches the answer, an ``avoid`` or ``reject`` that does not).
+    """
     polarity = "+" if TIER_WEIGHTS[tier] > 0 else "-"
     for attribute in attributes:
         operators = [op for pol, op in _RULES[attribute] if pol == polarity]
         rng.shuffle(operators)
-        values = [plan[attribute] for plan in plans]
         for operator in operators:
-            candidates = _candidate_values(attribute, operator, polarity, values)
-            rng.shuffle(candidates)
-            for value in candidates:  # the first discriminative one: uniform over the discriminative values
-                mask = [evaluate_operator(operator, v, value) for v in values]
-                key = (tier, attribute, operator, json.dumps(value))
-                if 0 < sum(mask) < 4 and key not in used:
-                    used.add(key)
-                    return tier, attribute, operator, value, mask
+            options = [(value, mask) for value, mask, key in candidates.get(attribute, operator, polarity)
+                       if (not guided or mask[_ANSWER] == (polarity == "+"))
+                       and (tier, attribute, operator, key) not in used]
+            if options:
+                value, mask = rng.choice(options)
+                return tier, attribute, operator, value, list(mask)
     return None
 
 

@@ -1,0 +1,126 @@
+"""``groundstate consilience coverage | routing | ablate | generalize``: studies of a configuration, run in
+memory (meant for simulated agents and small LM studies), each printing the paper's table for it."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from groundstate.cli.consilience_setup import (
+    configuration_for,
+    controller_named,
+    load_calibrator,
+    tasks_and_team,
+    write_json_out,
+)
+
+
+def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("round", "reached", "n_cal", "threshold", "coverage [95% exact CI]", "executed", "status"):
+        table.add_column(column)
+    for r in rows:
+        if not r["certified"]:
+            status = "uncertified"
+        elif not r["checked"]:
+            status = "not checked"
+        else:
+            status = "ok" if r["ok"] else "BELOW"
+        threshold = "inf" if r["threshold"] is None else f"{r['threshold']:.4f}"
+        table.add_row(str(r["round"]), str(r["n_reached"]), str(r["n_calibration"]), threshold,
+                      f"{r['coverage']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", f"{r['executed_coverage']:.3f}",
+                      status)
+    Console(width=120).print(table)
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from groundstate.eval.consilience.coverage import coverage_report
+    from groundstate.eval.consilience.evaluate import run_tasks
+
+    tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
+    controller = controller_named(args.controller, args.mlp, args)
+    config = configuration_for(args, args.controller, controller)
+    calibrator = load_calibrator(args.calibrator, config)
+    policies = ("calibrated", "deployed") if args.policy == "both" else (args.policy,)
+    traces = {}
+    for policy in policies:
+        program = config.program(team, controller, calibrator=calibrator if policy == "deployed" else None,
+                                 seed=args.seed)
+        traces[policy] = [p.trace for p in run_tasks(program, tasks)]
+    report = coverage_report(calibrator, traces.get("calibrated", []), traces.get("deployed", []),
+                             args.min_calibration)
+    print(f"target coverage 1 - alpha = {report['target']:.2f}; rounds with >= {args.min_calibration} calibration "
+          "scores are checked against target - 3 SE; 'executed' is the share of executed actions within the "
+          "threshold")
+    for policy in policies:
+        how = "every proposal executed" if policy == "calibrated" else "accept or replace"
+        _print_coverage(report[policy], f"{policy} policy ({how})")
+    if report["uncertified_rounds"]:
+        print("uncertified rounds (too few calibration trajectories reached them; every action admissible): "
+              + ", ".join(map(str, report["uncertified_rounds"])))
+    write_json_out(args.json_out, report)
+    rows = [r for policy in policies for r in report[policy]]
+    return 0 if all(r["ok"] for r in rows if r["checked"]) else 1
+
+
+def cmd_routing(args: argparse.Namespace) -> int:
+    from groundstate.eval.consilience.routing import markdown, routing_ablation
+
+    tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
+    controller = controller_named(args.controller, args.mlp, args)
+    config = configuration_for(args, args.controller, controller)
+    calibrator = load_calibrator(args.calibrator, config) if args.calibrator else None
+    metrics, steps = routing_ablation(config.program(team, controller, calibrator=calibrator, seed=args.seed), tasks)
+    print(f"speaker routing on {len(tasks)} tasks, {len(steps)} controlled steps (action held fixed, every speaker "
+          "evaluated); lower is better")
+    print(markdown(metrics))
+    write_json_out(args.json_out, {"metrics": metrics, "steps": steps})
+    return 0
+
+
+def _ci(entry: dict[str, Any] | None) -> str:
+    from groundstate.eval.stats import format_ci
+
+    return format_ci(entry)
+
+
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from groundstate.errors import ConfigError
+    from groundstate.eval.consilience import ablations
+    from groundstate.eval.consilience.data import load_exploration
+
+    calibration, _, team, _, _ = tasks_and_team(args, args.calibration)
+    test, _, _, _, _ = tasks_and_team(args, args.test)
+    common = {"alpha": args.alpha, "max_rounds": args.max_rounds, "seed": args.seed}
+    if args.kind == "features":
+        if not args.explore:
+            raise ConfigError("the feature ablation trains the MLP on each feature set: give --explore FILE")
+        table = ablations.feature_ablation(load_exploration(args.explore), team, calibration, test, **common)
+        print(ablations.features_markdown(table))
+    else:
+        if "mlp" in args.controllers and not args.mlp:
+            raise ConfigError("the mlp controller needs --mlp DIR")
+        factories = {name: (lambda name=name: controller_named(name, args.mlp, args)) for name in args.controllers}
+        if args.kind == "actions":
+            table = ablations.action_ablation(factories, team, calibration, test, **common)
+            print(ablations.actions_markdown(table))
+        else:
+            table = ablations.sampling_ablation(factories, team, calibration, test, **common)
+            print(ablations.sampling_markdown(table))
+    write_json_out(args.json_out, table)
+    return 0
+
+
+def cmd_generalize(args: argparse.Namespace) -> int:
+    from groundstate.eval.consilience.generalize import markdown, unseen_task_generalization
+
+    tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
+    result = unseen_task_generalization(tasks, team, train_size=args.train_size, splits=args.splits, seed=args.seed,
+                                        max_rounds=args.max_rounds)
+    print(f"MLP trained on {args.train_size}-task subsets, tested on the other {len(tasks) - args.train_size}")
+    print(markdown(result))
+    write_json_out(args.json_out, result)
+    return 0
