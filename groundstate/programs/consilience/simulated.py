@@ -18,6 +18,37 @@ Scoring rule (beliefs). The score of option ``k`` is the summed support of the k
 per-option Gaussian perturbation (0 gives a deterministic belief). The vote is the most probable option (the
 first in option order on a tie) and the confidence is its probability.
 
+Limits of integration. The rule above makes an agent a perfect integrator: handed every fact (the
+``full-info`` protocol), it weighs each one exactly. Real (LM) agents overlook facts buried in a long context
+and misjudge how much a fact matters, which is why full information is no upper bound in the paper. Three
+optional limits, all off by default, replace the score by a weighted sum over the facts the agent attends to::
+
+    score_k = sum_{f attended} w_f * m_f * support[f][k]
+
+- ``attention`` (bounded attention): only the ``attention`` most salient *informative* facts enter the sum (a
+  fact is informative when its support is non-zero for some option; facts that support nothing never take a
+  place). Salience order: first the facts on the transcript, the most recently mentioned first (a fact's
+  latest mention counts, so restating a fact refreshes it; facts of one message in the message's order); then
+  the agent's own facts not on the transcript, private before shared, each group in a random order that is
+  fixed per (seed, task, agent, fact text). ``None`` attends to every fact.
+- ``salience`` and ``recency`` (spoken facts count more): a fact on the transcript weighs
+  ``w_f = 1 + salience * recency ** age``, where ``age`` is the number of messages after its latest mention
+  (0 for the last message); a fact the agent only holds weighs ``w_f = 1``. ``salience = 0`` weighs all
+  facts alike; ``recency = 1`` boosts every spoken fact equally, smaller values let the boost fade with each
+  later message.
+- ``weight_noise`` (imperfect weighting): each fact's support is scaled by ``m_f = exp(weight_noise * z_f)``,
+  ``z_f ~ N(0, 1)``, a log-normal factor with median 1 drawn once per (seed, task, agent, fact text). An agent
+  therefore misweighs the same facts at every turn, in every counterfactual branch and in the full-info copy
+  of the task; 0 weighs every fact exactly (``m_f = 1``).
+
+The limits shape what an agent concludes (beliefs, votes, and the own belief a ``Clarify`` argues from), not
+what it can say: messages draw on all of its facts as described below, and the group leader (see Messages)
+is computed without limits. With all three off (``attention=None``, ``salience=0``, ``weight_noise=0``, the
+``ideal`` preset, which is ``SimParams()``) agents take the unlimited code path and behave exactly as before
+the limits existed. :data:`SIM_PRESETS` names parameter sets and :func:`sim_preset` builds one with
+overrides; the ``limited`` preset is a regime in which full information no longer gives near-perfect
+accuracy on generated travel tasks while a controlled discussion still helps.
+
 Messages. What an agent says follows the action's intent (§3.1.2 of the Consilience paper):
 
 - free turn (``None``, e.g. round-robin): facts of its own not yet on the transcript, drawn at random with
@@ -42,24 +73,33 @@ agent passes: the message :data:`PASS_TEXT` with no facts, so nothing new is sai
 
 Determinism. Every random draw comes from a counter-based hash of (agent seed, task id, agent index,
 transcript length, round, action, purpose), never from global state, so the same transcript and action always
-give the same belief and message. A controller can therefore branch counterfactually from one transcript, and
-a run is reproducible in another process (no global random state, no salted string hashing).
+give the same belief and message; the limits' per-fact draws (attention order, weighting factors) hash
+(agent seed, task id, agent index, purpose, fact text) and do not depend on the transcript at all. A
+controller can therefore branch counterfactually from one transcript, and a run is reproducible in another
+process (no global random state, no salted string hashing: fact texts and task ids are keyed by CRC-32).
 
-Speed: tasks are precomputed once by :mod:`~groundstate.programs.consilience.support`.
+Why one file (over the usual 400 lines): the belief rule, its limits and the message rules are one agent. They
+share the agent's internals (Clarify argues from the limited belief) and the counter-based random streams
+that carry the determinism contract; splitting them would mean importing those private pieces across modules.
+
+Speed: tasks are precomputed once by :mod:`~groundstate.programs.consilience.support`; with every limit off
+beliefs take the same incremental path as before the limits existed, and with limits on a belief costs one
+pass over the transcript and the agent's facts (``bench/simulate_speed.py`` measures both).
 """
 
 from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
 
 import numpy as np
 
 from groundstate.programs.consilience.support import CompiledTask, compile_task
 from groundstate.records import ACTIONS, Belief, HiddenProfileTask, Message, Transcript
 
-__all__ = ["PASS_TEXT", "SimAgent", "SimParams", "SimTeam", "sim_team"]
+__all__ = ["PASS_TEXT", "SIM_PRESETS", "SimAgent", "SimParams", "SimTeam", "sim_preset", "sim_team"]
 
 
 PASS_TEXT = "I have nothing new to add."
@@ -81,6 +121,19 @@ _ACTION_CODES = {None: 0, **{name: i + 1 for i, name in enumerate(ACTIONS)}}
 _BELIEF, _SPEAK, _VOTE = 1, 2, 3
 
 
+_ATTEND, _WEIGH = 4, 5
+"""Purposes of the limits' per-fact streams (attention order, weighting factors)."""
+
+
+_PER_FACT_SIZE = 8192
+
+
+_PER_FACT: dict[tuple, tuple[list[float], list[float]]] = {}
+"""The limits' per-fact draws by (seed, task key, agent index, attention on, weight noise, fact keys): they
+depend on nothing else, so agents built afresh for every discussion (and the full-info copy of a task) reuse
+them. Cleared when full; a lost entry is only recomputed."""
+
+
 @dataclass(frozen=True)
 class SimParams:
     """How simulated agents think and talk.
@@ -92,6 +145,16 @@ class SimParams:
         shared_bias: weight of a shared fact relative to a private one (weight 1) when choosing what to say
             on a free turn; above 1 favours common information.
         facts_per_message: facts stated per message (1 or 2 keeps messages short; SeekEvidence states one).
+        attention: at most this many informative facts enter a belief, the most salient first (recently
+            spoken facts, then own private facts, then own shared facts); ``None`` attends to all of them.
+        salience: extra weight of a fact on the transcript: it weighs ``1 + salience * recency ** age``
+            against 1 for a fact the agent only holds; 0 weighs spoken and held facts alike.
+        recency: how the extra weight of a spoken fact fades per later message (0-1; 1: no fading, 0: only
+            the facts of the last message get it).
+        weight_noise: standard deviation of the log of each fact's weighting factor (fixed per seed, task,
+            agent and fact); 0 weighs every fact exactly.
+
+    The last four fields set the limits of integration (module docstring); all off is the ``ideal`` preset.
     """
 
     beta: float = 1.0
@@ -99,6 +162,10 @@ class SimParams:
     recall: float = 0.8
     shared_bias: float = 2.0
     facts_per_message: int = 1
+    attention: int | None = None
+    salience: float = 0.0
+    recency: float = 1.0
+    weight_noise: float = 0.0
 
     def __post_init__(self):
         checks = [
@@ -107,13 +174,61 @@ class SimParams:
             ("recall", self.recall, 0.0 <= self.recall <= 1.0, "between 0 and 1"),
             ("shared_bias", self.shared_bias, math.isfinite(self.shared_bias) and self.shared_bias > 0,
              "a finite number > 0"),
-            ("facts_per_message", self.facts_per_message,
-             isinstance(self.facts_per_message, int) and not isinstance(self.facts_per_message, bool)
-             and self.facts_per_message >= 1, "an integer >= 1"),
+            ("facts_per_message", self.facts_per_message, _is_count(self.facts_per_message), "an integer >= 1"),
+            ("attention", self.attention, self.attention is None or _is_count(self.attention),
+             "an integer >= 1 or None (attend to every fact)"),
+            ("salience", self.salience, _is_number(self.salience) and self.salience >= 0, "a finite number >= 0"),
+            ("recency", self.recency, _is_number(self.recency) and 0.0 <= self.recency <= 1.0, "between 0 and 1"),
+            ("weight_noise", self.weight_noise, _is_number(self.weight_noise) and self.weight_noise >= 0,
+             "a finite number >= 0"),
         ]
         for name, value, ok, need in checks:
             if not ok:
                 raise ValueError(f"SimParams.{name} must be {need}, got {value!r}")
+
+    @property
+    def integrates_fully(self) -> bool:
+        """True when no limit of integration is on (beliefs weigh every known fact exactly)."""
+        return self.attention is None and self.salience == 0 and self.weight_noise == 0
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+SIM_PRESETS: MappingProxyType[str, SimParams] = MappingProxyType({
+    "ideal": SimParams(),
+    "limited": SimParams(attention=3, salience=0.5, recency=0.8, weight_noise=0.3),
+})
+"""Named parameter sets (read-only; derive variants with :func:`sim_preset`).
+
+- ``ideal``: exactly ``SimParams()``: perfect integrators, the behaviour from before the limits existed.
+- ``limited``: ``SimParams()`` plus ``attention=3`` (three informative facts per belief), ``salience=0.5`` with
+  ``recency=0.8`` (a fact in the last message weighs 1.5, one five messages back about 1.16) and
+  ``weight_noise=0.3`` (95% of the weighting factors within 0.56-1.8). On generated travel tasks full
+  information then gets about half the tasks right instead of nearly all, while discussion still helps and the
+  rule controller does a little better than full information on average (a few points of accuracy), because
+  the facts a controlled discussion surfaces last are the ones the agents attend to.
+"""
+
+
+def sim_preset(name: str, **overrides: object) -> SimParams:
+    """The preset ``name`` of :data:`SIM_PRESETS` with ``overrides`` (``SimParams`` fields) replacing its values.
+
+    Raises:
+        ValueError: an unknown preset or field, or a value :class:`SimParams` rejects.
+    """
+    if name not in SIM_PRESETS:
+        raise ValueError(f"unknown simulated-agent preset '{name}'; choose from {', '.join(SIM_PRESETS)}")
+    known = {f.name for f in fields(SimParams)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"unknown SimParams field(s) {', '.join(unknown)}; fields are {', '.join(sorted(known))}")
+    return replace(SIM_PRESETS[name], **overrides)
 
 
 def _splitmix(x: int) -> int:
@@ -195,13 +310,13 @@ class SimAgent:
     def belief(self, task: HiddenProfileTask, transcript: Transcript, round: int) -> Belief:
         """The agent's noisy softmax belief from the facts it knows at ``transcript``."""
         compiled = self._compiled(task)
-        probs = self._probs(compiled, compiled.stated(transcript), len(transcript.messages), round, _BELIEF)
+        probs = self._probs(compiled, transcript, None, round, _BELIEF)
         return self._belief(compiled, probs)
 
     def vote(self, task: HiddenProfileTask, transcript: Transcript) -> Belief:
         """The final vote: the same rule as :meth:`belief`, with its own noise draw."""
         compiled = self._compiled(task)
-        probs = self._probs(compiled, compiled.stated(transcript), len(transcript.messages), 0, _VOTE)
+        probs = self._probs(compiled, transcript, None, 0, _VOTE)
         return self._belief(compiled, probs)
 
     def speak(self, task: HiddenProfileTask, transcript: Transcript, action: str | None, round: int) -> Message:
@@ -216,7 +331,7 @@ class SimAgent:
         elif action in ("SeekEvidence", "Route"):
             chosen = self._unshared(compiled, stated, key, 1 if action == "SeekEvidence" else params.facts_per_message)
         elif action in ("Challenge", "Clarify"):
-            chosen = self._against(compiled, stated, key, n_messages, round, clarify=action == "Clarify")
+            chosen = self._against(compiled, transcript, stated, key, round, clarify=action == "Clarify")
         else:
             raise ValueError(f"unknown action '{action}'; expected one of {ACTIONS[:4]} or None (a free turn)")
         if not chosen:
@@ -238,21 +353,80 @@ class SimAgent:
         seen = compiled.own_set[self.index]
         return compiled.own[self.index] + [j for j in stated if j not in seen]
 
-    def _probs(self, compiled: CompiledTask, stated: list[int], n_messages: int, round: int, purpose: int
-               ) -> list[float]:
-        scores = list(compiled.own_scores[self.index])
-        own, rows, k = compiled.own_set[self.index], compiled.rows, compiled.k
-        for j in stated:
-            if j not in own:
-                row = rows[j]
-                for o in range(k):
-                    scores[o] += row[o]
-        beta, noise = self.params.beta, self.params.noise
+    def _probs(self, compiled: CompiledTask, transcript: Transcript, stated: list[int] | None, round: int,
+               purpose: int) -> list[float]:
+        """The belief's probabilities; ``stated`` is ``compiled.stated(transcript)`` if the caller has it."""
+        params, k = self.params, compiled.k
+        if params.integrates_fully:
+            if stated is None:
+                stated = compiled.stated(transcript)
+            scores = list(compiled.own_scores[self.index])
+            own, rows = compiled.own_set[self.index], compiled.rows
+            for j in stated:
+                if j not in own:
+                    row = rows[j]
+                    for o in range(k):
+                        scores[o] += row[o]
+        else:
+            scores = self._limited_scores(compiled, transcript)
+        beta, noise = params.beta, params.noise
         logits = [beta * s for s in scores]
         if noise > 0:
-            key = _mix(self.seed, compiled.key, self.index, n_messages, round, 0, purpose)
+            key = _mix(self.seed, compiled.key, self.index, len(transcript.messages), round, 0, purpose)
             logits = [x + noise * e for x, e in zip(logits, _normals(key, k), strict=True)]
         return _softmax(logits)
+
+    def _limited_scores(self, compiled: CompiledTask, transcript: Transcript) -> list[float]:
+        """Summed support under the limits of integration: salience weights, attention, weighting factors."""
+        params = self.params
+        order, factor = self._per_fact(compiled)
+        salience, recency = params.salience, params.recency
+        weight: dict[int, float] = {}
+        for j, age in compiled.recent(transcript):  # the most recently mentioned first
+            weight[j] = 1.0 + salience * recency ** age if salience else 1.0
+        held = [j for j in compiled.own[self.index] if j not in weight]
+        ranked = list(weight)
+        if params.attention is not None:
+            shared, informative = compiled.shared, compiled.informative
+            held.sort(key=lambda j: (shared[j], order[j]))
+            ranked.extend(held)
+            ranked = [j for j in ranked if informative[j]][: params.attention]
+        else:
+            ranked.extend(held)
+        rows, k = compiled.rows, compiled.k
+        scores = [0.0] * k
+        for j in ranked:
+            w = weight.get(j, 1.0) * factor[j]
+            row = rows[j]
+            for o in range(k):
+                scores[o] += w * row[o]
+        return scores
+
+    def _per_fact(self, compiled: CompiledTask) -> tuple[list[float], list[float]]:
+        """This agent's attention tie-break keys and weighting factors for the task's facts (read-only lists).
+
+        Both are drawn per fact text, so a copy of the task (such as the full-info one) gets the same draws;
+        they are cached in :data:`_PER_FACT`."""
+        attends, sigma = self.params.attention is not None, self.params.weight_noise
+        cache_key = (self.seed, compiled.key, self.index, attends, sigma, compiled.fact_keys)
+        hit = _PER_FACT.get(cache_key)
+        if hit is not None:
+            return hit
+        keys = compiled.fact_keys
+        if attends:
+            attend = _mix(self.seed, compiled.key, self.index, _ATTEND)
+            order = [_uniform(_mix(attend, key), 0) for key in keys]
+        else:
+            order = [0.0] * len(keys)
+        if sigma > 0:
+            weigh = _mix(self.seed, compiled.key, self.index, _WEIGH)
+            factor = [math.exp(sigma * _normals(_mix(weigh, key), 1)[0]) for key in keys]
+        else:
+            factor = [1.0] * len(keys)
+        if len(_PER_FACT) >= _PER_FACT_SIZE:
+            _PER_FACT.clear()
+        _PER_FACT[cache_key] = (order, factor)
+        return order, factor
 
     @staticmethod
     def _belief(compiled: CompiledTask, probs: list[float]) -> Belief:
@@ -285,11 +459,11 @@ class SimAgent:
         candidates.sort(key=lambda j: (shared[j], -spread[j]))
         return candidates[:count]
 
-    def _against(self, compiled: CompiledTask, stated: list[int], key: int, n_messages: int, round: int,
+    def _against(self, compiled: CompiledTask, transcript: Transcript, stated: list[int], key: int, round: int,
                  clarify: bool) -> list[int]:
         leader = self._leader(compiled, stated)
         if clarify:
-            own = self._probs(compiled, stated, n_messages, round, _BELIEF)
+            own = self._probs(compiled, transcript, stated, round, _BELIEF)
             mine = _argmax(own)
             if mine == leader:  # no divergence from the group: explain the edge over its own runner-up
                 rest = [p if k != mine else -1.0 for k, p in enumerate(own)]

@@ -1,8 +1,10 @@
 """A hidden-profile task's per-fact support, compiled once for the simulated agents.
 
 ``support`` (``{fact text: {option: weight}}``) becomes fact indices, a support matrix and every agent's own-fact
-scores (:class:`CompiledTask`, cached by task identity). :func:`option_scores` sums the support of a set of
-facts; :func:`supported_answer` is the option the pooled facts support most.
+scores (:class:`CompiledTask`, cached by task identity), plus what the agents' integration limits need: which
+facts bear on the options at all, a stable key per fact text (for per-fact random draws) and how recently each
+fact was mentioned on a transcript. :func:`option_scores` sums the support of a set of facts;
+:func:`supported_answer` is the option the pooled facts support most.
 
 Speed. Each task is precomputed once (fact indices, the support matrix, every agent's own-fact scores; cached
 by object identity) and messages and beliefs are built without validation, so a 4-agent, 8-message
@@ -27,7 +29,7 @@ class CompiledTask:
     """A task's facts as indices, its support matrix and what each agent knows before discussion."""
 
     __slots__ = ("task", "options", "k", "index", "facts", "words", "shared", "support", "rows", "spread",
-                 "own", "own_set", "own_mask", "own_scores", "key")
+                 "own", "own_set", "own_mask", "own_scores", "key", "_informative", "_fact_keys")
 
     def __init__(self, task: HiddenProfileTask):
         if not task.support:
@@ -72,6 +74,23 @@ class CompiledTask:
         self.own_mask = mask
         self.own_scores = (mask @ support).tolist()
         self.key = zlib.crc32(task.id.encode("utf-8"))
+        self._informative: list[bool] | None = None
+        self._fact_keys: tuple[int, ...] | None = None
+
+    @property
+    def informative(self) -> list[bool]:
+        """Per fact: whether its support is non-zero for some option (computed on first use)."""
+        if self._informative is None:
+            self._informative = (self.support != 0).any(axis=1).tolist()
+        return self._informative
+
+    @property
+    def fact_keys(self) -> tuple[int, ...]:
+        """Per fact: the CRC-32 of its text, a key that is the same in every process and every copy of the task
+        (computed on first use)."""
+        if self._fact_keys is None:
+            self._fact_keys = tuple(zlib.crc32(f.encode("utf-8")) for f in self.facts)
+        return self._fact_keys
 
     def stated(self, transcript: Transcript) -> list[int]:
         """Indices of the known facts stated on the transcript, in first-mention order."""
@@ -83,6 +102,23 @@ class CompiledTask:
                 if j is not None:
                     seen[j] = None
         return list(seen)
+
+    def recent(self, transcript: Transcript) -> list[tuple[int, int]]:
+        """``(fact index, age)`` of the known facts on the transcript, the most recently mentioned first.
+
+        A fact's age is the number of messages after its latest mention (0: it is in the last message); facts
+        of one message keep that message's order.
+        """
+        index = self.index
+        seen: dict[int, int] = {}
+        messages = transcript.messages
+        last = len(messages) - 1
+        for m in range(last, -1, -1):
+            for text in messages[m].facts:
+                j = index.get(text)
+                if j is not None and j not in seen:
+                    seen[j] = last - m
+        return list(seen.items())
 
 
 _CACHE: OrderedDict[int, CompiledTask] = OrderedDict()

@@ -1,15 +1,25 @@
-"""Simulated hidden-profile agents: scoring rule, determinism, action intents, common-information bias, recall."""
+"""Simulated hidden-profile agents: scoring rule, determinism, action intents, common-information bias, recall,
+limits of integration (presets, attention, salience, weighting noise) and their command-line options."""
 
 from __future__ import annotations
 
 import math
 import random
+import re
 
 import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from groundstate.programs.consilience.simulated import PASS_TEXT, SimAgent, SimParams, SimTeam, sim_team
+from groundstate.programs.consilience.simulated import (
+    PASS_TEXT,
+    SIM_PRESETS,
+    SimAgent,
+    SimParams,
+    SimTeam,
+    sim_preset,
+    sim_team,
+)
 from groundstate.programs.consilience.support import option_scores, supported_answer
 from groundstate.records import HiddenProfileTask, Message, Transcript
 
@@ -395,3 +405,432 @@ def test_team_builds_one_agent_per_task_agent():
     team = SimTeam(SimParams(noise=0.0), seed=3)
     agents = team(make_task(0, n_agents=3))
     assert [a.index for a in agents] == [0, 1, 2] and all(a.seed == 3 for a in agents)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Limits of integration: the ideal preset is the behaviour from before the limits existed
+# ---------------------------------------------------------------------------------------------------------
+
+REG_SHARED = ["Plan A has the cheapest flights.", "Plan A is in a sunny town.", "Plan C has a late checkout."]
+REG_PRIVATE = [["Plan B has step-free rooms.", "Plan A needs long walks."],
+               ["Plan B offers vegetarian meals.", "Plan C is near the station."],
+               ["Plan B runs a museum day.", "Plan A has noisy rooms."]]
+REG_SUPPORT = {REG_SHARED[0]: {"A": 2.0}, REG_SHARED[1]: {"A": 1.0, "C": -1.0}, REG_SHARED[2]: {"C": 1.0},
+               REG_PRIVATE[0][0]: {"B": 2.0}, REG_PRIVATE[0][1]: {"A": -1.0},
+               REG_PRIVATE[1][0]: {"B": 1.5, "C": -0.5}, REG_PRIVATE[1][1]: {"C": 1.0},
+               REG_PRIVATE[2][0]: {"B": 2.0}, REG_PRIVATE[2][1]: {"A": -2.0, "B": 0.5}}
+REG_ACTIONS = ["Challenge", "Clarify", "SeekEvidence", "Route", None, "Clarify", "Challenge"]
+
+
+def regression_task() -> HiddenProfileTask:
+    return HiddenProfileTask(id="regression-1", description="Pick a plan.", shared=REG_SHARED, private=REG_PRIVATE,
+                             options=["A", "B", "C"], correct="B", support=REG_SUPPORT)
+
+
+def behaviour(params: SimParams, seed: int) -> dict:
+    """Votes, confidences and stated facts of agents driven directly (no protocol code): votes alone, two
+    round-robin rounds then votes, votes on a copy where everyone holds every fact, and a run of actions with
+    everyone's belief before each message."""
+    task = regression_task()
+    agents = [SimAgent(i, params, seed) for i in range(3)]
+
+    def votes(view: HiddenProfileTask, transcript: Transcript) -> list:
+        return [(b.vote, b.confidence) for b in (a.vote(view, transcript) for a in agents)]
+
+    transcript = Transcript()
+    for r in (1, 2):
+        for agent in agents:
+            transcript = transcript.with_message(agent.speak(task, transcript, None, r))
+    pooled = [f for facts in REG_PRIVATE for f in facts]
+    everything = task.model_copy(update={"private": [list(pooled) for _ in range(3)]})
+    out = {"alone": votes(task, Transcript()), "round-robin": (votes(task, transcript),
+                                                                [m.facts for m in transcript.messages]),
+           "everything": votes(everything, Transcript())}
+    steps, transcript = [], Transcript()
+    for step, action in enumerate(REG_ACTIONS):
+        beliefs = [(b.vote, b.confidence) for b in (a.belief(task, transcript, step) for a in agents)]
+        message = agents[step % 3].speak(task, transcript, action, step + 1)
+        steps.append((beliefs, message.facts))
+        transcript = transcript.with_message(message)
+    out["actions"] = (steps, votes(task, transcript))
+    return out
+
+
+# computed with the simulated agents as they were before the limits of integration were added
+EXPECTED_DEFAULT = {
+    "alone": [("A", 0.4698210203738926), ("A", 0.6517326255052361), ("B", 0.8084539019749284)],
+    "round-robin": ([("B", 0.9618264049210862), ("B", 0.7210210339549987), ("B", 0.900524321000148)],
+                    [["Plan A has the cheapest flights."], ["Plan C is near the station."],
+                     ["Plan A is in a sunny town."], ["Plan C has a late checkout."],
+                     ["Plan B offers vegetarian meals."], ["Plan A has noisy rooms."]]),
+    "everything": [("B", 0.9837711052647565), ("B", 0.9842088615177701), ("B", 0.9946603161716617)],
+    "actions": ([([("A", 0.5077044374696994), ("A", 0.6987781051832438), ("B", 0.6454447585937524)],
+                  ["Plan C has a late checkout."]),
+                 ([("A", 0.5243092634199001), ("A", 0.7173001430883039), ("B", 0.7957817952511838)],
+                  ["Plan A has the cheapest flights."]),
+                 ([("B", 0.4992078195912016), ("A", 0.5038272985627497), ("B", 0.8790441741133103)],
+                  ["Plan B runs a museum day."]),
+                 ([("B", 0.7644475940975357), ("A", 0.6025586559436447), ("B", 0.7630185271879876)],
+                  ["Plan A needs long walks."]),
+                 ([("B", 0.8587199811206535), ("B", 0.9451840069554824), ("B", 0.8159091909103291)],
+                  ["Plan C is near the station."]),
+                 ([("B", 0.804226818344032), ("B", 0.9094199637255426), ("B", 0.6469381197876319)],
+                  ["Plan A is in a sunny town."]),
+                 ([("B", 0.9197192282552258), ("B", 0.9226621262262089), ("B", 0.6564826922065635)],
+                  ["Plan A has the cheapest flights."])],
+                [("B", 0.7306857751099366), ("B", 0.8690483094681216), ("B", 0.5125172174793104)]),
+}
+EXPECTED_NOISY = {
+    "alone": [("A", 0.5167986528764655), ("C", 0.3603297967862072), ("B", 0.8514454116275788)],
+    "round-robin": ([("A", 0.623870452727583), ("A", 0.6944312138577826), ("B", 0.9794395850174531)],
+                    [["Plan B has step-free rooms.", "Plan A needs long walks."],
+                     ["Plan C is near the station.", "Plan C has a late checkout."],
+                     ["Plan A is in a sunny town.", "Plan A has the cheapest flights."], [],
+                     ["Plan B offers vegetarian meals."], []]),
+    "everything": [("B", 0.961278526486075), ("B", 0.9514745217770435), ("B", 0.9842816866184321)],
+    "actions": ([([("B", 0.5561967491036985), ("A", 0.5870877010524117), ("A", 0.5830658338347771)],
+                  ["Plan C has a late checkout."]),
+                 ([("B", 0.5428217738831159), ("A", 0.9285262818309618), ("B", 0.5354341912467269)],
+                  ["Plan B offers vegetarian meals."]),
+                 ([("A", 0.5811588989453248), ("A", 0.7151149944928712), ("B", 0.9652696832392067)],
+                  ["Plan B runs a museum day."]),
+                 ([("B", 0.731905704612765), ("B", 0.8805274683226747), ("B", 0.706857396953569)],
+                  ["Plan A is in a sunny town."]),
+                 ([("B", 0.8549700084452573), ("A", 0.6398637788642284), ("B", 0.5185706887198301)],
+                  ["Plan C is near the station."]),
+                 ([("B", 0.8801530903231122), ("B", 0.8015089870681728), ("B", 0.5916436181223187)],
+                  ["Plan A has noisy rooms.", "Plan B runs a museum day."]),
+                 ([("B", 0.9409818027048407), ("B", 0.5472129292881628), ("B", 0.8195779447029291)],
+                  ["Plan A has the cheapest flights.", "Plan A is in a sunny town."])],
+                [("B", 0.9663816165835795), ("B", 0.6768795768524596), ("B", 0.6615875938246494)]),
+}
+NOISY = {"noise": 0.9, "recall": 0.6, "facts_per_message": 2, "beta": 0.7, "shared_bias": 3.0}
+
+
+def assert_same_behaviour(got, expected):
+    """Equal structure, facts and votes; confidences equal up to 1e-12 (the literals were written on one platform,
+    and another libm may round the last bit of exp/log/cos differently)."""
+    if isinstance(expected, float):
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    elif isinstance(expected, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(expected)
+        for g, e in zip(got, expected, strict=True):
+            assert_same_behaviour(g, e)
+    elif isinstance(expected, dict):
+        assert set(got) == set(expected)
+        for key in expected:
+            assert_same_behaviour(got[key], expected[key])
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize("params,seed,expected", [
+    (SimParams(), 0, EXPECTED_DEFAULT),
+    (sim_preset("ideal"), 0, EXPECTED_DEFAULT),
+    (SimParams(**NOISY), 7, EXPECTED_NOISY),
+    (sim_preset("ideal", **NOISY), 7, EXPECTED_NOISY),
+])
+def test_the_ideal_preset_behaves_exactly_as_before_the_limits(params, seed, expected):
+    assert params.integrates_fully
+    assert_same_behaviour(behaviour(params, seed), expected)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Limits of integration: presets, validation, each limit's definition
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_presets_and_overrides():
+    assert set(SIM_PRESETS) == {"ideal", "limited"}
+    assert SIM_PRESETS["ideal"] == SimParams() and sim_preset("ideal") == SimParams()
+    limited = sim_preset("limited")
+    assert limited == SIM_PRESETS["limited"] and not limited.integrates_fully
+    assert limited.attention is not None and limited.salience > 0 and limited.weight_noise > 0
+    assert (limited.beta, limited.noise, limited.recall) == (SimParams().beta, SimParams().noise, SimParams().recall)
+    tuned = sim_preset("limited", attention=None, beta=2.0)
+    assert tuned.attention is None and tuned.beta == 2.0 and tuned.weight_noise == limited.weight_noise
+    assert sim_preset("limited") == limited  # overrides never change the preset itself
+    with pytest.raises(TypeError):
+        SIM_PRESETS["ideal"] = SimParams(beta=3.0)  # type: ignore[index]
+    with pytest.raises(ValueError, match="unknown simulated-agent preset 'sharp'; choose from ideal, limited"):
+        sim_preset("sharp")
+    with pytest.raises(ValueError, match="unknown SimParams field.*attentoin"):
+        sim_preset("ideal", attentoin=3)
+    with pytest.raises(ValueError, match="SimParams.attention must be an integer >= 1"):
+        sim_preset("limited", attention=0)
+
+
+@pytest.mark.parametrize("field,value", [("attention", 0), ("attention", -2), ("attention", 2.5), ("attention", True),
+                                         ("attention", "3"), ("salience", -0.1), ("salience", math.inf),
+                                         ("salience", "1"), ("recency", 1.5), ("recency", -0.1),
+                                         ("recency", math.nan), ("weight_noise", -0.5), ("weight_noise", math.inf)])
+def test_bad_limits_are_rejected(field, value):
+    with pytest.raises(ValueError, match=rf"SimParams\.{field} must be .*, got {re.escape(repr(value))}"):
+        SimParams(**{field: value})
+
+
+def test_limits_at_their_neutral_values_equal_the_ideal_agents():
+    """attention above the number of facts, any recency without salience, all give the ideal beliefs (up to the
+    rounding of a different summation order)."""
+    for seed in range(20):
+        task = make_task(seed)
+        transcript = stated([Message(speaker=1, round=1, text=f, facts=[f]) for f in task.private[1]])
+        for i in range(4):
+            ideal = SimAgent(i, SimParams(), seed).belief(task, transcript, 1)
+            for params in (SimParams(attention=100), SimParams(recency=0.3), SimParams(attention=100, recency=0.0)):
+                other = SimAgent(i, params, seed).belief(task, transcript, 1)
+                assert other.vote == ideal.vote
+                assert [other.probs[o] for o in task.options] == pytest.approx([ideal.probs[o] for o in task.options])
+
+
+def softmax_of(task: HiddenProfileTask, weights: dict[str, float], beta: float = 1.0) -> list[float]:
+    """Noiseless belief from ``{fact: weight}``, computed independently of the module."""
+    scores = np.array([sum(w * task.support.get(f, {}).get(o, 0.0) for f, w in weights.items())
+                       for o in task.options])
+    e = np.exp(beta * scores - (beta * scores).max())
+    return list(e / e.sum())
+
+
+def probs(belief) -> list[float]:
+    return list(belief.probs.values())
+
+
+def test_attention_one_keeps_only_the_most_recently_mentioned_informative_fact():
+    task = make_task(3)
+    params = SimParams(attention=1, noise=0.0)
+    a, b = task.private[0][0], task.private[2][1]
+    unannotated = "A remark that supports no plan."
+    agent = SimAgent(1, params, 5)
+    said = [Message(speaker=0, round=1, text=a, facts=[a]), Message(speaker=2, round=1, text=b, facts=[b])]
+    assert probs(agent.belief(task, stated(said), 1)) == pytest.approx(softmax_of(task, {b: 1.0}))
+    # restating a fact makes it the most recent again; a fact that supports nothing takes no place
+    again = [*said, Message(speaker=3, round=2, text=a, facts=[a])]
+    assert probs(agent.belief(task, stated(again), 2)) == pytest.approx(softmax_of(task, {a: 1.0}))
+    padded = task.model_copy(update={"shared": [*task.shared, unannotated]})
+    tail = [*said, Message(speaker=3, round=2, text=unannotated, facts=[unannotated])]
+    assert probs(agent.belief(padded, stated(tail), 2)) == pytest.approx(softmax_of(task, {b: 1.0}))
+    # within one message, the first fact listed is the more salient
+    both = [Message(speaker=0, round=1, text=f"{a} {b}", facts=[a, b])]
+    assert probs(agent.belief(task, stated(both), 1)) == pytest.approx(softmax_of(task, {a: 1.0}))
+
+
+def test_attention_prefers_own_private_facts_to_shared_ones_in_a_fixed_seeded_order():
+    picked = {0: 0, 1: 0}
+    for seed in range(60):
+        task = make_task(seed % 10)
+        agent = SimAgent(seed % 4, SimParams(attention=1, noise=0.0), seed)
+        mine = task.private[seed % 4]
+        # with room for two, both private facts and no shared one (shared facts support the decoy)
+        two = SimAgent(seed % 4, SimParams(attention=2, noise=0.0), seed).belief(task, Transcript(), 0)
+        assert probs(two) == pytest.approx(softmax_of(task, {f: 1.0 for f in mine}))
+        alone = probs(agent.belief(task, Transcript(), 0))
+        hits = [k for k, f in enumerate(mine) if np.allclose(alone, softmax_of(task, {f: 1.0}))]
+        assert hits, task.id
+        picked[hits[0]] += 1
+        # the choice is fixed: the same at another round, after an uninformative message, and for a twin agent
+        noise = stated([Message(speaker=0, round=1, text="x", facts=["a fact no task has"])])
+        assert probs(agent.belief(task, noise, 4)) == alone
+        assert probs(SimAgent(seed % 4, SimParams(attention=1, noise=0.0), seed).vote(task, Transcript())) == alone
+    assert min(picked.values()) >= 10  # the seeded tie-break picks either fact (P(< 10 of 60) is about 1e-7)
+
+
+def test_salience_weighs_spoken_facts_by_how_recently_they_were_said():
+    task = make_task(8)
+    s, r = 1.5, 0.5
+    agent = SimAgent(0, SimParams(salience=s, recency=r, noise=0.0, beta=0.8))
+    f1, f2, f3 = task.private[1][0], task.private[2][0], task.private[3][1]
+    said = [Message(speaker=1, round=1, text=f1, facts=[f1]), Message(speaker=2, round=1, text=f2, facts=[f2]),
+            Message(speaker=3, round=1, text=f3, facts=[f3]), Message(speaker=2, round=2, text=f1, facts=[f1])]
+    weights = {f: 1.0 for f in task.facts_of(0)}
+    weights.update({f1: 1 + s * r ** 0, f2: 1 + s * r ** 2, f3: 1 + s * r ** 1})
+    assert probs(agent.belief(task, stated(said), 2)) == pytest.approx(softmax_of(task, weights, beta=0.8))
+    # an own fact that is said out loud gains the boost too
+    own = task.private[0][0]
+    weights2 = {**{f: 1.0 for f in task.facts_of(0)}, own: 1 + s}
+    spoken = stated([Message(speaker=0, round=1, text=own, facts=[own])])
+    assert probs(agent.belief(task, spoken, 1)) == pytest.approx(softmax_of(task, weights2, beta=0.8))
+    # recency 0: only the last message's facts are boosted; recency 1: every spoken fact equally
+    flat = SimAgent(0, SimParams(salience=s, recency=1.0, noise=0.0, beta=0.8)).belief(task, stated(said), 2)
+    assert probs(flat) == pytest.approx(softmax_of(task, {**weights, f1: 1 + s, f2: 1 + s, f3: 1 + s}, beta=0.8))
+    last = SimAgent(0, SimParams(salience=s, recency=0.0, noise=0.0, beta=0.8)).belief(task, stated(said), 2)
+    assert probs(last) == pytest.approx(softmax_of(task, {**weights, f1: 1 + s, f2: 1.0, f3: 1.0}, beta=0.8))
+
+
+def single_fact_task(n: int, text: str) -> HiddenProfileTask:
+    """Two agents; agent 0 holds one fact that supports A by 1, so log(p_A / p_B) is its weighting factor."""
+    return HiddenProfileTask(id=f"one-fact-{n}", description="Pick.", shared=[], private=[[text], ["Nothing."]],
+                             options=["A", "B"], correct="A", support={text: {"A": 1.0}})
+
+
+def weighting_factor(task: HiddenProfileTask, params: SimParams, seed: int = 0,
+                     transcript: Transcript | None = None, round: int = 0) -> float:
+    belief = SimAgent(0, params, seed).belief(task, transcript or Transcript(), round)
+    return math.log(belief.probs["A"] / belief.probs["B"])
+
+
+def test_weight_noise_is_a_median_one_lognormal_factor_fixed_per_agent_task_and_fact():
+    sigma = 0.6
+    params = SimParams(weight_noise=sigma, noise=0.0)
+    tasks = [single_fact_task(n, f"Plan A has feature {n}.") for n in range(400)]
+    logs = np.array([math.log(weighting_factor(t, params)) for t in tasks]) / sigma
+    # z = log(factor) / sigma should be standard normal: mean within 4 standard errors, sd within ~4 of its own
+    assert abs(logs.mean()) < 4 / math.sqrt(len(logs))
+    assert abs(logs.std(ddof=1) - 1.0) < 4 / math.sqrt(2 * len(logs))
+    task = tasks[0]
+    first = weighting_factor(task, params)
+    assert first != pytest.approx(1.0)
+    # stable across calls, rounds, transcripts and twin agents; another seed draws another factor
+    chatter = stated([Message(speaker=1, round=1, text="Nothing.", facts=["Nothing."])])
+    assert weighting_factor(task, params, transcript=chatter, round=3) == first
+    assert weighting_factor(task, params) == first
+    assert weighting_factor(task, params, seed=1) != first
+    # the same fact text in a copy of the task (as the full-info protocol builds) keeps its factor
+    copy = task.model_copy(update={"private": [[task.private[0][0]], [task.private[0][0], "Nothing."]]})
+    assert weighting_factor(copy, params) == first
+    assert weighting_factor(task, SimParams(noise=0.0)) == pytest.approx(1.0)
+
+
+def test_weight_noise_changes_beliefs_but_every_draw_is_reproducible():
+    params = SimParams(weight_noise=0.5)
+    changed = 0
+    for seed in range(30):
+        task = make_task(seed)
+        plain, noisy = SimAgent(1, SimParams(), seed), SimAgent(1, params, seed)
+        changed += plain.belief(task, Transcript(), 0) != noisy.belief(task, Transcript(), 0)
+        assert noisy.belief(task, Transcript(), 0) == SimAgent(1, params, seed).belief(task, Transcript(), 0)
+    assert changed == 30
+
+
+CROSS_PROCESS = """
+from groundstate.programs.consilience.simulated import SimAgent, sim_preset
+from groundstate.records import HiddenProfileTask, Message, Transcript
+task = HiddenProfileTask(id="xproc", description="Pick.", shared=["S one.", "S two."],
+                         private=[["P a.", "P b."], ["P c.", "P d."]], options=["A", "B", "C"], correct="B",
+                         support={"S one.": {"A": 1.0}, "S two.": {"C": 0.5}, "P a.": {"B": 2.0},
+                                  "P b.": {"A": -1.0, "B": 1.0}, "P c.": {"B": 1.0}, "P d.": {"C": 1.5}})
+params = sim_preset("limited", attention=2)
+t = Transcript(messages=[Message(speaker=1, round=1, text="P d.", facts=["P d."])])
+out = [SimAgent(i, params, 3).belief(task, t, 1).probs for i in range(2)]
+out.append(SimAgent(0, params, 3).speak(task, t, "Clarify", 1).facts)
+print(repr(out))
+"""
+
+
+def test_limited_agents_are_reproducible_in_another_process():
+    """The same beliefs and message in this process and in two others with different string-hash salts."""
+    import contextlib
+    import io
+    import os
+    import subprocess
+    import sys
+
+    def elsewhere(hash_seed: str) -> str:
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        return subprocess.run([sys.executable, "-c", CROSS_PROCESS], capture_output=True, text=True, env=env,
+                              check=True).stdout
+
+    here = io.StringIO()
+    with contextlib.redirect_stdout(here):
+        exec(CROSS_PROCESS, {})  # the same snippet, in this process
+    assert "probs" not in here.getvalue() and here.getvalue().startswith("[{")
+    assert elsewhere("12345") == elsewhere("999") == here.getvalue()
+
+
+def test_limits_shape_beliefs_not_what_agents_say():
+    """Free turns, SeekEvidence, Route and Challenge draw on all of an agent's facts whatever the limits (Clarify
+    argues from the agent's own, limited, belief)."""
+    limited = sim_preset("limited", attention=1)
+    for seed in range(20):
+        task = make_task(seed)
+        transcript = stated([Message(speaker=0, round=1, text=f, facts=[f]) for f in task.shared[:2]])
+        for action in (None, "SeekEvidence", "Route", "Challenge"):
+            for i in range(4):
+                assert SimAgent(i, limited, seed).speak(task, transcript, action, 2) == \
+                    SimAgent(i, SimParams(), seed).speak(task, transcript, action, 2)
+
+
+def test_limited_agents_keep_the_determinism_contract():
+    params = sim_preset("limited")
+    task = make_task(11)
+    transcript = Transcript()
+    for r in (1, 2):
+        for i in range(4):
+            transcript = transcript.with_message(SimAgent(i, params, 2).speak(task, transcript, None, r))
+    for action in (None, "Challenge", "Clarify", "SeekEvidence", "Route"):
+        for i in range(4):
+            assert SimAgent(i, params, 2).speak(task, transcript, action, 3) == \
+                SimAgent(i, params, 2).speak(task, transcript, action, 3)
+            twin = SimAgent(i, params, 2)
+            assert SimAgent(i, params, 2).belief(task, transcript, 3) == twin.belief(task, transcript, 3)
+    # a counterfactual branch does not disturb the agent: the same belief before and after exploring it
+    agent = SimAgent(0, params, 2)
+    before = agent.belief(task, transcript, 3)
+    agent.belief(task, transcript.with_message(agent.speak(task, transcript, "Challenge", 3)), 4)
+    assert agent.belief(task, transcript, 3) == before
+
+
+def test_the_limited_preset_makes_full_information_imperfect_on_generated_travel_tasks():
+    """Perfect integrators get nearly every generated travel task right with every fact in hand; the limited
+    preset must bite. 100 tasks: the Wilson upper bound of full-info accuracy below 0.95 (the measured
+    accuracy is about 0.5), and paired with the ideal agents it loses tasks it never gains."""
+    from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
+    from groundstate.programs.consilience.protocols import run_discussion
+
+    tasks = generate_hidden_travel(100, seed=103)
+    team = SimTeam(sim_preset("limited"), seed=0)
+    ideal = SimTeam(sim_preset("ideal"), seed=0)
+    limited_hits = [run_discussion(t, team(t), "full-info").correct for t in tasks]
+    ideal_hits = [run_discussion(t, ideal(t), "full-info").correct for t in tasks]
+    assert upper_bound(sum(limited_hits), len(tasks)) < 0.95
+    lost = sum(i and not lim for i, lim in zip(ideal_hits, limited_hits, strict=True))
+    gained = sum(lim and not i for i, lim in zip(ideal_hits, limited_hits, strict=True))
+    assert binomtest(lost, lost + gained, alternative="greater").pvalue < 0.001
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Command-line options
+# ---------------------------------------------------------------------------------------------------------
+
+
+def cli_params(argv: list[str]) -> SimParams:
+    from groundstate.cli.options import Parser, add_agent_options, sim_params
+
+    parser = Parser(prog="groundstate hidden run")
+    add_agent_options(parser)
+    return sim_params(parser.parse_args(argv))
+
+
+def test_cli_options_resolve_to_the_preset_with_explicit_overrides():
+    assert cli_params([]) == SimParams()
+    assert cli_params(["--sim-preset", "ideal"]) == SimParams()
+    assert cli_params(["--sim-preset", "limited"]) == SIM_PRESETS["limited"]
+    assert cli_params(["--sim-beta", "0.5", "--sim-noise", "0", "--sim-recall", "1", "--sim-shared-bias", "3",
+                       "--sim-facts-per-message", "2"]) == SimParams(beta=0.5, noise=0.0, recall=1.0,
+                                                                     shared_bias=3.0, facts_per_message=2)
+    assert cli_params(["--sim-attention", "5", "--sim-salience", "0.25", "--sim-recency", "0.5",
+                       "--sim-weight-noise", "0.1"]) == SimParams(attention=5, salience=0.25, recency=0.5,
+                                                                  weight_noise=0.1)
+    assert cli_params(["--sim-preset", "limited", "--sim-attention", "all", "--sim-noise", "0"]) == \
+        sim_preset("limited", attention=None, noise=0.0)
+    assert cli_params(["--sim-preset", "limited", "--sim-weight-noise", "0"]).weight_noise == 0.0
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--sim-attention", "0"], "--sim-attention must be an integer >= 1"),
+    (["--sim-weight-noise", "-1"], "--sim-weight-noise must be a finite number >= 0"),
+    (["--sim-preset", "limited", "--sim-recency", "2"], "--sim-recency must be between 0 and 1"),
+    (["--sim-salience", "nan"], "--sim-salience must be a finite number >= 0"),
+])
+def test_cli_rejects_bad_limits_with_the_option_name(argv, message):
+    from groundstate.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        cli_params(argv)
+
+
+@pytest.mark.parametrize("argv", [["--sim-attention", "three"], ["--sim-preset", "sharp"]])
+def test_cli_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli_params(argv)
+    assert exc.value.code == 2
+    assert "--sim-" in capsys.readouterr().err
