@@ -217,7 +217,14 @@ def workspace(tmp_path_factory):
                                                                      rng.normal(size=(30, len(COMM_ACTIONS))))
     save_sklearn(model, root / "mlp", features=list(FEATURES))
     calibrator = RoundwiseConformal(alpha=0.2).fit([1] * 10 + [2] * 10, rng.uniform(size=20))
-    save_params(calibrator, root / "cal", configuration={"controller": "rules"})
+    from groundstate.optimizers.consilience import Configuration
+    from groundstate.programs.consilience.control import build_controller
+
+    # the configuration `consilience coverage --agents sim` (default options) checks the calibrator against
+    configuration = Configuration.of("rules", build_controller("rules"), router="action-conditional", max_rounds=10,
+                                     agents="sim", removed_actions=(), min_vote_round=None)
+    calibrator.config = configuration.to_dict()
+    save_params(calibrator, root / "cal", configuration=configuration.to_dict())
     return root
 
 
