@@ -1,8 +1,20 @@
-"""``groundstate dhd ...``: Diverse Hypothesis Deliberation: generate, replay, analyze, mask, crossfit.
+"""``groundstate dhd ...``: Diverse Hypothesis Deliberation: generate, replay, analyze, mask, crossfit, simulate.
 
 Every LM step is a durable run (resumable: the same command skips finished work; ``--shard i/N``), stored under
 ``<cache>/runs`` unless ``--out`` is given. Predictor names for ``--lm-config`` roles: ``recruiter.recruit``,
 ``hypothesizer.propose``, ``integrator.integrate``, ``solver.solve`` and ``judge`` (the evaluator's LM judge).
+
+**Temperatures** (the authors' public configuration by default; each is sent with every call of its stage and
+overrides the LM's own ``--temperature``): ``generate --recruiter-temperature`` (0) and
+``--hypothesizer-temperature`` (0.7); ``replay``/``mask --integrator-temperature`` (0; the independent solver's
+too; ``--sample-temperature`` is its earlier name, still accepted); ``--judge-temperature`` (0). Repeats at
+temperature 0 are still separate calls (rollout ids), so their variation is the model's own. The run
+configuration records them all (``temperatures``), so runs with other temperatures never mix.
+
+**Evaluator:** ``--evaluator judge`` (an LM judge sees the problem, the gold answer and the integrator's whole
+response; proposals are judged from the proposed answer alone) or ``--evaluator rules`` (tolerance, option sets,
+exact match; no LM). The default is ``judge`` when a judge LM is given (``--judge-lm`` or the ``--lm-config``
+role ``judge``) and ``rules`` otherwise; ``--no-judge`` is ``--evaluator rules``.
 """
 
 from __future__ import annotations
@@ -11,8 +23,20 @@ import argparse
 import sys
 from typing import Any
 
-SAMPLE_HELP = ("sampling temperature of replay calls (default 0.7): each replay is an independent sample with its "
-               "own rollout id; at 0 repeats are not independent")
+SAMPLE_HELP = ("the integrator's (and independent solver's) sampling temperature (default 0, as the authors run it); "
+               "every replay is a separate call with its own rollout id at any temperature, so at 0 repeats differ "
+               "only by the model's own variation. --sample-temperature is the earlier name of this option")
+EVALUATOR_MODES = ("judge", "rules")
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a temperature from 0 to 2, got {text!r}") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError(f"expected a temperature from 0 to 2, got {text!r}")
+    return value
 
 
 def _cache_default_out(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, default=5, help="roles and messages per problem (default 5)")
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
     p.add_argument("--skip-invalid", action="store_true", help="report bad problem records and use the rest")
-    p.add_argument("--no-judge", action="store_true",
-                   help="never ask the LM judge (text answers the rules cannot settle count as failures)")
+    p.add_argument("--recruiter-temperature", type=_temperature, default=0.0, metavar="T",
+                   help="the recruiter's sampling temperature (default 0, as the authors run it)")
+    p.add_argument("--hypothesizer-temperature", type=_temperature, default=0.7, metavar="T",
+                   help="the hypothesizers' sampling temperature (default 0.7, as the authors run it)")
+    _add_evaluator(p)
     p.add_argument("--workers", type=int, default=8, help="concurrent LM calls per problem (default 8)")
     add_run_options(p)
     _cache_default_out(p)
@@ -66,28 +93,52 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_replay)
 
     p = dhd_sub.add_parser("analyze", help="statistics, labels file and report from the finished replays",
-                           description="Disagreement rate, message values and groups, hierarchical bootstrap, "
-                           "permutation null, BH/BY selections, strict counts, flip direction and LOO rates by K; "
-                           "writes labels.jsonl, pairs.jsonl, report.md, report.json and two charts.")
+                           description="Disagreement rate, message values and groups (block effect (A + B) / 2 - "
+                           "removal), hierarchical bootstrap, within-block permutation null, problem-level BH/BY "
+                           "selections, strict counts, failed calls, flip direction and LOO rates by K; writes "
+                           "labels.jsonl, pairs.jsonl, multiplicity.jsonl, report.md, report.json and two charts.")
     _add_analysis_options(p)
-    p.add_argument("--permutations", type=int, default=5000, help="within-block sign-flip permutations (default 5000)")
+    p.add_argument("--permutations", type=int, default=5000,
+                   help="permutations of the null of the group counts (default 5000)")
+    p.add_argument("--null", choices=("block", "sign-flip"), default="block",
+                   help="null of the counts: within-block permutation of the block's calls (default) or the old "
+                        "per-message sign flip (miscalibrated when messages share the full-pool calls)")
+    p.add_argument("--full", choices=("mean", "a"), default="mean",
+                   help="LOO block effect: mean of both full-pool replicates minus the removal (default, the "
+                        "paper's) or replicate A only (caches replayed without the second full-pool call)")
+    p.add_argument("--multiplicity-permutations", type=int, default=100_000, metavar="N",
+                   help="permutations per pattern of the problem-level max-statistic null behind BH/BY "
+                        "(default 100000)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--q", type=float, default=0.05, help="false-discovery level for BH/BY (default 0.05)")
     p.add_argument("--method", choices=("bootstrap", "sign-flip"), default="bootstrap",
                    help="separation rule of the message groups (default bootstrap)")
     p.set_defaults(func=cmd_analyze)
 
-    p = dhd_sub.add_parser("mask", help="component masking on a sample of (problem, message) pairs",
-                           description="For each sampled pair: full pool, its repeat, the message removed, replaced "
-                           "by a neutral placeholder, with its answer hidden, with only its answer kept; each "
-                           "--repeats times. Prints integrator success per sample category and variant.")
+    p = dhd_sub.add_parser("mask", help="component masking (the paper's Table 23) on messages labelled by repeated "
+                           "LOO replay",
+                           description="Draws a stratified sample of messages from the repeated-LOO labels of `dhd "
+                           "analyze` (W+, C+, W-, C-, indeterminate), fixes it in sample.json, then for each message "
+                           "and repetition runs eight integrator calls: the full pool twice, its repeat twice, the "
+                           "message removed, replaced by length-matched neutral filler, with its answer filled, with "
+                           "its reasoning filled (the message keeps its slot). Prints integrator success per "
+                           "category and variant in the layout of the paper's Table 23. Needs `dhd replay --mode loo "
+                           "--repeats 5` and `dhd analyze` first.")
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
-    p.add_argument("--sample", type=int, required=True, metavar="N", help="number of (problem, message) pairs")
-    p.add_argument("--repeats", type=int, default=5, metavar="R", help="repetitions per pair (default 5)")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--per-category", type=int, nargs="+", default=None, metavar="N",
+                      help="messages per category: one number for all, or five for W+ C+ W- C- indeterminate "
+                           "(default 10 3 3 2 4, the paper's sample)")
+    size.add_argument("--sample", type=int, default=None, metavar="N",
+                      help="N messages in all, spread round-robin over the five categories")
+    p.add_argument("--repeats", type=int, default=5, metavar="R", help="repetitions per message (default 5)")
     p.add_argument("--labels", default=None, metavar="FILE",
-                   help="labels.jsonl from `dhd analyze` to draw the sample by category (default: the LOO replays)")
-    p.add_argument("--k", type=int, default=None, help="pool size (default: every usable message)")
-    p.add_argument("--runs", default=None, metavar="DIR", help="where the replay runs are (default <cache>/runs)")
+                   help="labels.jsonl written by `dhd analyze` from repeated LOO replay (default "
+                        "<cache>/analysis/labels.jsonl)")
+    p.add_argument("--k", type=int, default=None, help="pool size (default: the pool size of the labels)")
+    p.add_argument("--same-problem", action="store_true",
+                   help="allow several sampled messages from one problem (default: at most one per problem, as in "
+                        "the authors' control manifest)")
     _add_sampling(p)
     add_run_options(p)
     _cache_default_out(p)
@@ -95,24 +146,49 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = dhd_sub.add_parser("crossfit", help="cross-fitted keep-or-remove choice on held-out replay blocks",
                            description="Per problem, choose on all but one LOO block whether to keep the full pool "
-                           "or remove one message, score the choice on the held-out block, with problem-clustered "
-                           "bootstrap and two shuffled controls (replicates A and B of the full pool).")
+                           "or remove one message, score the choice on the held-out block (the paper's Tables "
+                           "24-26): the main estimate scores the full pool as the mean of its two replicates, "
+                           "replicates A and B alone are sensitivity rows; problem-clustered bootstrap intervals, "
+                           "gains by benchmark, and the all-action and removal-identity shuffled controls.")
     _add_analysis_options(p)
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--shuffles", type=int, default=1000, help="shuffles per control (default 1000)")
     p.add_argument("--all-problems", action="store_true",
-                   help="also use problems with failed replays (default: complete problems only)")
+                   help="also use problems with failed replays (default: complete problems only; the others are "
+                        "listed as excluded)")
+    p.add_argument("--control-draw", choices=("problem", "block"), default="problem",
+                   help="shuffled controls: one permutation per problem, kept on all its blocks (default), or one "
+                        "per held-out block")
     p.set_defaults(func=cmd_crossfit)
+
+    from groundstate.cli.dhd_simulate import register as register_simulate
+
+    register_simulate(dhd_sub)
 
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sample-temperature", type=float, default=0.7, help=SAMPLE_HELP)
+    p.add_argument("--integrator-temperature", "--sample-temperature", dest="integrator_temperature",
+                   type=_temperature, default=0.0, metavar="T", help=SAMPLE_HELP)
     p.add_argument("--vary-seed", choices=("auto", "on", "off"), default="auto",
                    help="derive the sampling seed from the rollout id (auto: on for the embedded LM, whose sampler "
-                        "would otherwise repeat itself)")
-    p.add_argument("--no-judge", action="store_true",
-                   help="never ask the LM judge (text answers the rules cannot settle count as failures)")
+                        "would otherwise repeat itself at a temperature above 0)")
+    _add_evaluator(p)
     p.add_argument("--workers", type=int, default=8, help="concurrent LM calls per work item (default 8)")
+
+
+def _add_evaluator(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--evaluator", choices=EVALUATOR_MODES, default=None,
+                   help="how answers are graded: judge (an LM judge sees the problem, the gold answer and the whole "
+                        "response, as in the paper; a proposal is judged from its proposed answer alone) or rules "
+                        "(tolerance, option sets, exact match; no LM). In both an answer with no usable value, or "
+                        "hedging between several values, is wrong. Default: judge when a judge LM is given "
+                        "(--judge-lm or the --lm-config role 'judge'), else rules")
+    p.add_argument("--no-judge", action="store_true", help="the same as --evaluator rules (the earlier spelling)")
+    p.add_argument("--judge-lm", default=None, metavar="SPEC",
+                   help="LM spec of the judge, like --lm (for more settings use the --lm-config role 'judge'); "
+                        "makes judge the default evaluator")
+    p.add_argument("--judge-temperature", type=_temperature, default=0.0, metavar="T",
+                   help="the judge's sampling temperature (default 0, as the authors run it)")
 
 
 def _add_analysis_options(p: argparse.ArgumentParser) -> None:
@@ -140,17 +216,32 @@ def _options(args: argparse.Namespace, lm: Any, extra: dict[str, Any] | None = N
 
 
 def _programs(args: argparse.Namespace, lm: Any, lm_config: Any, temperature: float | None = None, k: int = 5):
+    """The DHD program and evaluator the options describe (``temperature``, if given, is the integrator's)."""
+    import warnings
+
+    from groundstate.errors import ConfigError
     from groundstate.lm.specs import is_embedded
-    from groundstate.programs.dhd.deliberation import DiverseHypothesisDeliberation
+    from groundstate.programs.dhd import deliberation
     from groundstate.programs.dhd.evaluator import AnswerEvaluator
 
+    if args.no_judge and args.evaluator == "judge":
+        raise ConfigError("--no-judge and --evaluator judge contradict each other; give one")
     choice = getattr(args, "vary_seed", "auto")
     vary_seed = is_embedded(lm) if choice == "auto" else choice == "on"
-    program = DiverseHypothesisDeliberation(k=k, temperature=temperature, vary_seed=vary_seed,
-                                            max_workers=args.workers)
-    evaluator = AnswerEvaluator(use_judge=not args.no_judge)
+    if temperature is None:
+        temperature = getattr(args, "integrator_temperature", deliberation.DEFAULT_INTEGRATOR_TEMPERATURE)
+    program = deliberation.DiverseHypothesisDeliberation(
+        k=k, vary_seed=vary_seed, max_workers=args.workers, integrator_temperature=temperature,
+        recruiter_temperature=getattr(args, "recruiter_temperature", deliberation.DEFAULT_RECRUITER_TEMPERATURE),
+        hypothesizer_temperature=getattr(args, "hypothesizer_temperature",
+                                         deliberation.DEFAULT_HYPOTHESIZER_TEMPERATURE))
+    evaluator = AnswerEvaluator(mode="rules" if args.no_judge else args.evaluator, temperature=args.judge_temperature)
+    if args.judge_lm:
+        lm_config.roles = {"judge": {"model": args.judge_lm}, **lm_config.roles}
     lm_config.apply(program)
     lm_config.apply(evaluator)
+    # DSPy warns that a rollout id "has no effect" at temperature 0; here it does (it keeps repeats separate calls)
+    warnings.filterwarnings("ignore", message="rollout_id has no effect when temperature=0")
     return program, evaluator, vary_seed
 
 
@@ -191,8 +282,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     lm, lm_config = configure_lms(args)
     program, evaluator, _ = _programs(args, lm, lm_config, k=args.k)
     cache = MessageCache(args.cache)
-    out = _run(generate, cache, problems, program=program, evaluator=evaluator, k=args.k,
-               options=_options(args, lm, {"judge": not args.no_judge}), source=args.problems)
+    out = _run(generate, cache, problems, program=program, evaluator=evaluator, k=args.k, options=_options(args, lm),
+               source=args.problems)
     if out is None:
         return 1
     result, counts = out
@@ -214,10 +305,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     cache.require()
     ks = args.k or ([1, 2, 3, 4, 5] if args.mode == "loo" else [5])
     lm, lm_config = configure_lms(args)
-    program, evaluator, vary_seed = _programs(args, lm, lm_config, temperature=args.sample_temperature)
+    program, evaluator, vary_seed = _programs(args, lm, lm_config)
     out = _run(replay, cache, args.mode, ks, args.repeats, program=program, evaluator=evaluator,
-               options=_options(args, lm, {"judge": not args.no_judge}), temperature=args.sample_temperature,
-               vary_seed=vary_seed)
+               options=_options(args, lm), temperature=args.integrator_temperature, vary_seed=vary_seed)
     if out is None:
         return 1
     result, short = out
@@ -229,18 +319,25 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from groundstate.errors import ConfigError
     from groundstate.eval.dhd.analysis import analyze
     from groundstate.eval.dhd.cache import MessageCache
+    from groundstate.eval.dhd.effects import GROUPS
+
+    if args.permutations < 1 or args.multiplicity_permutations < 1:
+        raise ConfigError("--permutations and --multiplicity-permutations must be at least 1")
 
     report = analyze(MessageCache(args.cache), args.out, runs_dir=args.runs, run_ids=args.run, k=args.k,
                      seed=args.seed, n_permutations=args.permutations, n_resamples=args.resamples, q=args.q,
-                     method=args.method)
+                     method=args.method, full=args.full, null=args.null,
+                     n_multiplicity=args.multiplicity_permutations)
     for mode, section in report["modes"].items():
         groups = section["groups"]
         line = (f"{mode} K={section['K']}: {section['n_messages']} messages x {section['n_blocks']} blocks; "
                 f"W+ {groups['W+']}, W- {groups['W-']}, C+ {groups['C+']}, C- {groups['C-']}; "
                 f"permutation p={section['permutation_null']['p_value']:.4f}; "
-                f"BH {section['fdr']['n_bh']}, BY {section['fdr']['n_by']}")
+                f"BH W+/W-/C+/C- {'/'.join(str(section['multiplicity']['bh'][g]) for g in GROUPS)} problems; "
+                f"failed calls {section['failures']['n_failed_calls']}")
         if "disagreement" in section and section["disagreement"].get("rate") is not None:
             line += f"; disagreement {100 * section['disagreement']['rate']:.1f}%"
         print(line)
@@ -251,44 +348,72 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_mask(args: argparse.Namespace) -> int:
     from groundstate.cli.options import configure_lms
-    from groundstate.eval.dhd.analysis import load_labels
     from groundstate.eval.dhd.cache import MessageCache
-    from groundstate.eval.dhd.masking import mask_markdown
+    from groundstate.eval.dhd.mask_sample import SAMPLE_FILE, default_labels_path, load_repeated_labels, resolve_quotas
+    from groundstate.eval.dhd.masking import CATEGORY_TITLES, mask_markdown
     from groundstate.eval.dhd.run import mask
 
     cache = MessageCache(args.cache)
     cache.require()
-    labels = load_labels(args.labels) if args.labels else None
+    resolve_quotas(args.per_category, args.sample, {})  # bad sizes stop here, before anything is loaded
+    # the labels are checked before any LM is set up: without repeated-replay labels nothing starts
+    labels = load_repeated_labels(args.labels or default_labels_path(cache.dir), k=args.k, cache_dir=cache.dir)
     lm, lm_config = configure_lms(args)
-    program, evaluator, vary_seed = _programs(args, lm, lm_config, temperature=args.sample_temperature)
-    out = _run(mask, cache, args.sample, args.repeats, program=program, evaluator=evaluator,
-               options=_options(args, lm, {"judge": not args.no_judge}), seed=args.seed, labels=labels, k=args.k,
-               temperature=args.sample_temperature, vary_seed=vary_seed, runs_dir=args.runs)
+    program, evaluator, vary_seed = _programs(args, lm, lm_config, temperature=args.integrator_temperature)
+    out = _run(mask, cache, args.repeats, per_category=args.per_category, sample_size=args.sample, labels=labels,
+               seed=args.seed, one_per_problem=not args.same_problem, program=program, evaluator=evaluator,
+               options=_options(args, lm), temperature=args.integrator_temperature, vary_seed=vary_seed)
     if out is None:
         return 1
     result, table, sample = out
     _finish(result)
-    print(f"integrator success (%) on {len(sample)} pairs x {args.repeats} repetitions:")
+    drawn = ", ".join(f"{CATEGORY_TITLES[c]} {n}" for c, n in sample["drawn"].items() if n)
+    print(f"sample: {len(sample['pairs'])} messages ({drawn}) from {labels.path} (LOO, K={labels.K}, up to "
+          f"{labels.n_blocks} blocks), fixed in {result.run_dir / SAMPLE_FILE}")
+    if sample["shortfall"]:
+        print("fewer candidates than asked: " + ", ".join(
+            f"{CATEGORY_TITLES[c]} {sample['drawn'][c]} of {sample['requested'][c]}" for c in sample["shortfall"]))
+    print(f"integrator success (%) over {args.repeats} repetitions (Full and Repeat: two outcomes each):")
     print(mask_markdown(table))
     return 0
 
 
 def cmd_crossfit(args: argparse.Namespace) -> int:
+    from groundstate.errors import one_line
     from groundstate.eval.dhd.analysis import crossfit
     from groundstate.eval.dhd.cache import MessageCache
 
     result = crossfit(MessageCache(args.cache), args.out, runs_dir=args.runs, run_ids=args.run, k=args.k,
                       seed=args.seed, n_resamples=args.resamples, n_shuffles=args.shuffles,
-                      complete_only=not args.all_problems)
-    for name, entry in result["replicates"].items():
+                      complete_only=not args.all_problems, control_draw=args.control_draw)
+
+    def pp(value: Any) -> str:
+        return "-" if value is None else f"{100 * value:+.2f}"
+
+    titles = {"main": "main (full pool = mean of replicates A and B)", "A": "replicate A", "B": "replicate B"}
+    for name, entry in result["variants"].items():
         gain = entry["gain"]
-        low = "-" if gain.get("low") is None else f"{100 * gain['low']:+.2f}"
-        high = "-" if gain.get("high") is None else f"{100 * gain['high']:+.2f}"
-        full = entry.get("full_accuracy")
-        fit = entry.get("crossfit_accuracy")
-        print(f"replicate {name} (K={result['K']}): full {100 * full:.2f}% -> cross-fit {100 * fit:.2f}%, "
-              f"gain {100 * gain['mean']:+.2f} pp [{low}, {high}] over {gain.get('n')} problems"
-              if full is not None and fit is not None and gain.get("mean") is not None
-              else f"replicate {name}: not enough complete problems")
+        full, fit = entry.get("full_accuracy"), entry.get("crossfit_accuracy")
+        if full is None or fit is None or gain.get("mean") is None:
+            print(f"{titles[name]} (K={result['K']}): not enough complete problems")
+            continue
+        controls = "; ".join(f"{c.replace('_', '-')} null [{pp(v['low'])}, {pp(v['high'])}] p={v['p_value']:.3f}"
+                             for c, v in entry["controls"].items())
+        print(f"{titles[name]} (K={result['K']}): full {100 * full:.2f}% -> cross-fit {100 * fit:.2f}%, gain "
+              f"{pp(gain['mean'])} pp [{pp(gain['low'])}, {pp(gain['high'])}] over {gain.get('n')} problems"
+              + (f"; {controls}" if controls else ""))
+    headline = result["variants"][result["headline"]]
+    if headline["by_benchmark"]:
+        print(f"gain by benchmark ({result['headline']}, pp): " + ", ".join(
+            f"{label} {pp(cell['gain']['mean'])} ({cell['n_problems']} problems)"
+            for label, cell in headline["by_benchmark"].items()))
+    if result.get("note"):
+        print(result["note"])
+    if result["n_excluded_problems"]:
+        shown = result["excluded_problems"][:5]
+        print(f"{result['n_excluded_problems']} incomplete problems excluded, e.g. " + "; ".join(
+            f"{one_line(e['problem_id'], 80)} (" + ", ".join(part for part in (
+                None if e["message_id"] is None else f"message {e['message_id']}",
+                None if e["block"] is None else f"block {e['block']}", e["reason"]) if part) + ")" for e in shown))
     print(f"stored in {result['path']}")
     return 0

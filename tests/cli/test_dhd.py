@@ -54,8 +54,9 @@ class Solver:
             i = int(re.search(r"Role(\d+)", req.field("role")).group(1))
             return {"proposed_answer": gold if i == 1 else "0.001", "reasoning_direction": f"MARK{i}X",
                     "key_idea": "k", "critical_assumption": "a", "what_to_check": "c", "confidence": 0.5}
-        if "equivalent" in fields:
-            return {"equivalent": False}
+        if "verdict" in fields:  # the judge: right iff the gold answer is in the response
+            response = req.field("response") or ""
+            return {"final_answer": response[-20:], "verdict": "correct" if gold in response else "incorrect"}
         if "answer" in fields:
             helped = "MARK0X" in (req.field("messages") or "")
             return {"reasoning": "r", "answer": gold if helped else "0.001"}
@@ -124,10 +125,12 @@ def test_generate_replay_analyze_crossfit_mask(tmp_path, lm, capsys):
     before = lm.engine.calls
     assert run(["mask", "--sample", "3", "--repeats", "2", "--labels", str(analysis / "labels.jsonl"), *common]) == 0
     out = capsys.readouterr().out
-    assert lm.engine.calls == before + 3 * 2 * 6
-    assert "| wrong-helpful" in out and "hide_reasoning" in out
-    assert run(["mask", "--sample", "3", "--repeats", "2", "--labels", str(analysis / "labels.jsonl"), *common]) == 0
-    assert lm.engine.calls == before + 3 * 2 * 6  # resumed
+    assert lm.engine.calls == before + 3 * 2 * 8  # eight outcomes per message and repetition
+    assert "| Diagnostic sample (n) | Full | Repeat | Remove | Neutral replacement | Hide answer" in out
+    assert "| Wrong-helpful (2) | 100 | 100 | 0 | 0 | 100 | 0 |" in out  # message 0: its reasoning helps
+    assert "sample: 3 messages (Wrong-helpful 2, Indeterminate 1)" in out and "sample.json" in out
+    assert run(["mask", "--sample", "3", "--repeats", "2", *common]) == 0  # --labels defaults to the analysis
+    assert lm.engine.calls == before + 3 * 2 * 8  # resumed on the same fixed sample
 
 
 def test_bad_problem_file_is_one_line_exit_2(tmp_path, lm, capsys):
@@ -154,3 +157,59 @@ def test_steps_out_of_order_are_one_line_errors(tmp_path, lm, capsys):
     with pytest.raises(SystemExit) as info:
         parser().parse_args(["dhd", "replay", "--cache", str(cache), "--mode", "both"])
     assert info.value.code == 2
+
+
+def read_configs(runs) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for path in sorted(runs.glob("*/config.json")):
+        config = json.loads(path.read_text())
+        out.setdefault(config["program"], []).append(config)
+    return out
+
+
+def test_temperature_and_evaluator_options_reach_the_calls_and_the_run_config(tmp_path, lm, capsys, monkeypatch):
+    seen: list[tuple[str, float | None]] = []
+    complete = lm.engine.complete
+    stages = {"roles": "recruiter", "proposed_answer": "hypothesizer", "answer": "integrator", "verdict": "judge"}
+
+    def spy(request):
+        fields = ((request.config.response_format or {}).get("schema") or {}).get("properties", {})
+        seen.append((next(s for f, s in stages.items() if f in fields), request.config.temperature))
+        return complete(request)
+
+    lm.engine.complete = spy
+    cache = tmp_path / "cache"
+    common = ["--cache", str(cache), "--no-progress"]
+    assert run(["generate", "--problems", str(SCIBENCH), "--k", "2", "--recruiter-temperature", "0.1",
+                "--hypothesizer-temperature", "0.9", *common]) == 0
+    assert {(s, t) for s, t in seen} == {("recruiter", 0.1), ("hypothesizer", 0.9)}  # rules: no judge calls
+    (generated,) = read_configs(cache / "runs")["dhd-generate"]
+    assert generated["temperatures"] == {"recruiter": 0.1, "hypothesizer": 0.9, "judge": None}
+    assert generated["evaluator"] == "rules" and "judge" not in generated
+
+    del seen[:]
+    replay = ["replay", "--mode", "loo", "--k", "2", *common]
+    assert run([*replay, "--sample-temperature", "0.3"]) == 0  # the earlier name of --integrator-temperature
+    assert {t for s, t in seen} == {0.3} and {s for s, _ in seen} == {"integrator"}
+    (replayed,) = read_configs(cache / "runs")["dhd-replay-loo"]
+    assert replayed["temperatures"] == {"recruiter": 0.1, "hypothesizer": 0.9, "integrator": 0.3, "judge": None}
+    calls = lm.engine.calls
+    assert run([*replay, "--integrator-temperature", "0.3"]) == 0 and lm.engine.calls == calls  # the same run
+    assert run([*replay, "--no-judge"]) == 0 and lm.engine.calls > calls  # integrator 0 (default): another run
+    assert len(read_configs(cache / "runs")["dhd-replay-loo"]) == 2
+    capsys.readouterr()
+
+    assert run([*replay, "--no-judge", "--evaluator", "judge"]) == 2
+    assert "contradict" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        parser().parse_args(["dhd", *replay, "--judge-temperature", "3"])
+    capsys.readouterr()
+
+    monkeypatch.setattr("groundstate.lm.config.get_lm", lambda spec, **options: lm)
+    del seen[:]
+    assert run(["replay", "--mode", "single", "--k", "2", "--judge-lm", "some/judge", "--judge-temperature", "0.2",
+                *common]) == 0
+    judged = [t for s, t in seen if s == "judge"]
+    assert judged and set(judged) == {0.2}  # a judge LM given: judge mode by default, at the chosen temperature
+    (single,) = read_configs(cache / "runs")["dhd-replay-single"]
+    assert single["evaluator"] == "judge" and single["temperatures"]["judge"] == 0.2 and single["judge_lm"]

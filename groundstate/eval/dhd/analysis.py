@@ -4,13 +4,17 @@
 replay mode, at the main pool size (the largest replayed ``K`` unless given), computes with the statistics
 modules of :mod:`groundstate.eval.dhd`:
 the full-pool disagreement rate (LOO), per-message values and groups, the hierarchical bootstrap of wrong- vs
-correct-answer messages, the within-block permutation null of the separated counts, the BH/BY selections, the
-strict counts and the flip direction by proposal correctness; and, over all LOO pool sizes, the per-message LOO
-rates by ``K``. It writes into ``out``:
+correct-answer messages, the within-block permutation null of the separated counts, the problem-level BH/BY
+selections (:mod:`~groundstate.eval.dhd.multiplicity`, the paper's Table 19 column; per-message BH/BY on exact
+p-values stay in ``fdr`` as a secondary view), the strict counts, the failed calls
+(:mod:`~groundstate.eval.dhd.completeness`) and the flip direction by proposal correctness; and, over all LOO pool
+sizes, the per-message LOO rates by ``K``. The block effect is the paper's ``(A + B) / 2 - removal`` unless
+``full="a"``. It writes into ``out``:
 
 - ``labels.jsonl``: one line per problem, message and mode (value estimate, interval, p-value, label, group,
   proposal correctness, blocks): training data for programs that learn when to listen;
 - ``pairs.jsonl``: the matched pair rows themselves (one per problem, message, mode, K and block);
+- ``multiplicity.jsonl``: one line per mode and complete problem (family statistics and p-values);
 - ``report.json`` and ``report.md``; ``flip_direction.png`` and ``loo_rates.png`` (with matplotlib).
 
 :func:`crossfit` runs :func:`~groundstate.eval.dhd.crossfit.crossfit_keep_or_remove` on the LOO table, once with the
@@ -54,13 +58,25 @@ def _need_rows(cache: MessageCache, rows: list) -> None:
 def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str | Path | None = None,
             run_ids: Sequence[str] | None = None, k: int | None = None, seed: int = 0, n_permutations: int = 5000,
             n_resamples: int = 2000, q: float = 0.05, confidence: float = 0.95,
-            method: str = "bootstrap") -> dict[str, Any]:
+            method: str = "bootstrap", full: str = "mean", null: str = "block",
+            n_multiplicity: int = 100_000) -> dict[str, Any]:
     """Compute the DHD statistics and write the labels, the report and the charts (see the module notes).
 
+    ``full`` is the LOO block effect (``"mean"``: ``(A + B) / 2 - removal``, the paper's; ``"a"``: replicate A
+    only), ``null`` the permutation null of the counts (``"block"`` or the miscalibrated ``"sign-flip"``) and
+    ``n_multiplicity`` the permutations per pattern of the problem-level max-statistic analysis.
+
     Returns the report (JSON-able) with ``paths`` naming what was written.
+
+    Raises:
+        InputError: a replay block without one of its arms, an old cache without the second full-pool call and
+            ``full="mean"``, or malformed pair rows (one line naming the problem, message and block), before
+            anything is written.
     """
     from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
+    from groundstate.eval.dhd.completeness import replay_inventory
     from groundstate.eval.dhd.effects import disagreement_rate, pair_effects
+    from groundstate.eval.dhd.multiplicity import multiplicity
     from groundstate.eval.dhd.report import flip_direction, loo_rates_by_K, plot_flip_direction, plot_loo_rates
     from groundstate.eval.dhd.values import (
         fdr_selection,
@@ -75,15 +91,25 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
     out = Path(out) if out is not None else cache.dir / "analysis"
     rows, blocks = collect_pairs(cache, runs_dir, run_ids)
     _need_rows(cache, rows)
+    entries = cache.entries()
+    tables, inventories = {}, {}
+    for mode in ("loo", "single"):  # every check before anything is written
+        main_k = _main_k(rows, mode, k)
+        if main_k is None:
+            continue
+        inventories[mode] = replay_inventory(blocks, entries, mode, main_k, full)
+        try:
+            tables[mode] = pair_effects(rows, mode=mode, K=main_k, full=full)
+            tables[mode].block_outcomes()
+        except ValueError as exc:
+            raise InputError(f"{cache.dir}: {exc}") from None
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"cache": str(cache.dir), "n_problems": len({r["problem_id"] for r in rows}),
                               "n_blocks": len(blocks), "arms": arm_accuracy(blocks), "modes": {}}
     labels: list[dict[str, Any]] = []
-    for mode in ("loo", "single"):
-        main_k = _main_k(rows, mode, k)
-        if main_k is None:
-            continue
-        table = pair_effects(rows, mode=mode, K=main_k)
+    problem_rows: list[dict[str, Any]] = []
+    for mode, table in tables.items():
+        main_k = table.K
         values = message_values(table, confidence=confidence, method=method)
         strata = table.strata is not None and len(set(table.strata)) > 1
         fdr = fdr_selection(values["p_value"], q=q, values=values)
@@ -93,20 +119,29 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
             "bootstrap": hierarchical_bootstrap(table, values, n_resamples=n_resamples, seed=seed,
                                                    stratify=True if strata else None, confidence=confidence),
             "permutation_null": permutation_null(table, n_permutations=n_permutations, seed=seed,
-                                                    confidence=confidence, method=method),
+                                                    confidence=confidence, method=method, null=null),
             "fdr": {key: fdr[key] for key in ("q", "n_tests", "n_bh", "n_by", "counts") if key in fdr},
+            "effect": {"full": full if mode == "loo" else None, "definition": (
+                ("(A + B) / 2 - removal: mean of the block's two full-pool calls minus the removal call"
+                 if full == "mean" else "A - removal: replicate A of the full pool only") if mode == "loo"
+                else "only - independent")},
+            "failures": inventories[mode],
             "strict": strict_counts(table, values),
             "flip_direction": flip_direction(table),
             "rule": values.attrs.get("rule"),
         }
         section["fdr"]["selected_bh"] = [list(table.keys[i]) for i, s in enumerate(fdr["bh"]) if s]
         section["fdr"]["selected_by"] = [list(table.keys[i]) for i, s in enumerate(fdr["by"]) if s]
+        section["fdr"]["view"] = "secondary: BH/BY on per-message exact sign-flip p-values"
+        problem_level = multiplicity(table, n_permutations=n_multiplicity, seed=seed, q=q)
+        section["multiplicity"] = {key: v for key, v in problem_level.items() if key != "problems"}
+        problem_rows.extend({"mode": mode, "K": main_k, **entry} for entry in problem_level["problems"])
         if mode == "loo":
             section["disagreement"] = disagreement_rate(repeat_pairs(blocks, main_k))
         report["modes"][mode] = section
         labels.extend(labels_rows(table, values))
     paths = {"labels": out / "labels.jsonl", "pairs": out / "pairs.jsonl", "json": out / "report.json",
-             "markdown": out / "report.md"}
+             "markdown": out / "report.md", "multiplicity": out / "multiplicity.jsonl"}
     if "loo" in report["modes"]:
         report["loo_rates_by_K"] = loo_rates_by_K(rows)
         chart = out / "loo_rates.png"
@@ -117,6 +152,7 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
             paths["flip_direction_chart"] = chart
     write_jsonl(paths["labels"], labels)
     write_jsonl(paths["pairs"], rows)
+    write_jsonl(paths["multiplicity"], problem_rows)
     report["paths"] = {name: str(path) for name, path in paths.items()}
     report = jsonable(report)
     write_json(paths["json"], report)
@@ -126,31 +162,44 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
 
 def crossfit(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str | Path | None = None,
              run_ids: Sequence[str] | None = None, k: int | None = None, seed: int = 0, n_resamples: int = 2000,
-             n_shuffles: int = 1000, complete_only: bool = True, confidence: float = 0.95) -> dict[str, Any]:
-    """The cross-fitted keep-or-remove choice on the LOO replays (replicate A, and B when present).
+             n_shuffles: int = 1000, complete_only: bool = True, confidence: float = 0.95,
+             control_draw: str = "problem") -> dict[str, Any]:
+    """The cross-fitted one-removal analysis on the LOO replays (the paper's Tables 24-26).
 
-    Writes ``crossfit.json`` into ``out`` (default ``<cache>/analysis``) and returns it.
+    One call of :func:`~groundstate.eval.dhd.crossfit.crossfit_keep_or_remove` at the main pool size: variants
+    ``main`` (full pool = mean of replicates A and B), ``A`` and ``B``, each with its shuffled controls and gains by
+    benchmark, and the excluded incomplete problems. Writes ``crossfit.json`` (those fields, ``K`` the pool size)
+    into ``out`` (default ``<cache>/analysis``) and returns it with ``path``.
+
+    Failed calls exclude their problem (listed in ``excluded_problems``); a block stored without one of its arms is
+    refused by :func:`~groundstate.eval.dhd.completeness.replay_inventory`. A cache replayed without the second
+    full-pool call gets variant ``A`` only (with a ``note``).
+
+    Raises:
+        InputError: a replay block without one of its arms (one line naming the problem, message and block).
+        ConfigError: fewer than two replay blocks, or a malformed table (one line naming the problem and block).
     """
+    from groundstate.eval.dhd.completeness import replay_inventory
     from groundstate.eval.dhd.crossfit import crossfit_keep_or_remove
     from groundstate.eval.dhd.effects import pair_effects
 
     cache.require()
-    rows, _ = collect_pairs(cache, runs_dir, run_ids)
+    rows, blocks = collect_pairs(cache, runs_dir, run_ids)
     loo = [r for r in rows if r["mode"] == "loo"]
     _need_rows(cache, loo)
     main_k = _main_k(loo, "loo", k)
-    result: dict[str, Any] = {"K": main_k, "replicates": {}}
-    variants = {"A": loo}
-    if any(r.get("with_correct_b") is not None for r in loo if r["K"] == main_k):
-        variants["B"] = [{**r, "with_correct": r.get("with_correct_b")} for r in loo]
-    for name, variant in variants.items():
-        table = pair_effects(variant, mode="loo", K=main_k)
-        try:
-            result["replicates"][name] = crossfit_keep_or_remove(
-                table, seed=seed, n_resamples=n_resamples, n_shuffles=n_shuffles, complete_only=complete_only,
-                confidence=confidence)
-        except ValueError as exc:
-            raise ConfigError(f"cross-fitting needs more replays: {exc}") from None
+    has_b = any(a["arm"] == "full_b" for b in blocks if b["mode"] == "loo" and int(b["K"]) == main_k
+                for a in b["arms"])
+    replay_inventory(blocks, cache.entries(), "loo", main_k, "mean" if has_b else "a")  # refuses a missing arm
+    try:
+        # cross-fitting forms its variants from the arms (A, B, removals), not from the table's block effect;
+        # full="a" keeps a cache replayed without the second full-pool call readable (then only variant A)
+        table = pair_effects(loo, mode="loo", K=main_k, full="a")
+        result = {**crossfit_keep_or_remove(table, seed=seed, n_resamples=n_resamples, n_shuffles=n_shuffles,
+                                            complete_only=complete_only, confidence=confidence,
+                                            control_draw=control_draw), "K": main_k}
+    except ValueError as exc:
+        raise ConfigError(f"{cache.dir}: {exc}") from None
     out = Path(out) if out is not None else cache.dir / "analysis"
     out.mkdir(parents=True, exist_ok=True)
     result = jsonable(result)
@@ -192,16 +241,32 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                          f"({d.get('n_failed')} with a failed replay).")
             lines.append("")
         null = section["permutation_null"]
-        lines += ["| group | observed | permutation null (95%) | BH | BY | strict |", "|---|---|---|---|---|---|"]
-        counts = section["fdr"].get("counts", {})
+        if "effect" in section:
+            lines += [f"Block effect: {section['effect']['definition']}.", ""]
+        failures = section.get("failures")
+        if failures:
+            lines += [f"Failed calls: {failures['n_failed_calls']} (never imputed): "
+                      f"{failures['blocks_without_baseline']} problem-blocks without their full-pool outcome(s), "
+                      f"{failures['message_blocks_lost']} message-blocks not evaluable; "
+                      f"{failures['n_missing_blocks']} blocks not finished.", ""]
+        multi = section.get("multiplicity", {})
+        lines += ["| group | observed | permutation null (95%) | BH (problems) | BY (problems) | strict |",
+                  "|---|---|---|---|---|---|"]
         for group in ("W+", "W-", "C+", "C-", "separated"):
             rng = null["null"][group]
             lines.append(f"| {group} | {null['observed'][group]} | [{rng['low']}, {rng['high']}] | "
-                         f"{counts.get('bh', {}).get(group, '-')} | {counts.get('by', {}).get(group, '-')} | "
+                         f"{multi.get('bh', {}).get(group, '-')} | {multi.get('by', {}).get(group, '-')} | "
                          f"{section['strict'].get(group, '-')} |")
+        kind = "within-block permutations" if null.get("null_kind", "block") == "block" else "per-message sign flips"
         lines += ["", f"Permutation p-value of the separated count: {null['p_value']:.4f} "
-                  f"({null['n_permutations']} within-block sign flips). Strict messages (every block evaluable): "
+                  f"({null['n_permutations']} {kind}). Strict messages (every block evaluable): "
                   f"{section['strict']['n_strict']} of {section['strict']['n_messages']}.", ""]
+        if multi:
+            lines += [f"BH/BY: problem-level max statistics ({multi['n_tested_problems']} complete problems, "
+                      f"{multi['n_excluded']} excluded; {multi['n_permutations']} permutations per pattern, "
+                      f"q = {multi['q']}); off-diagonal BH {multi['bh']['off_diagonal']}, any-effect BH "
+                      f"{multi['bh']['any_effect']}. Per-message exact tests (secondary view): BH "
+                      f"{section['fdr']['n_bh']}, BY {section['fdr']['n_by']} of {section['fdr']['n_tests']}.", ""]
         boot = section["bootstrap"]
         lines += ["| mean value estimate (pp) | wrong-answer messages | correct-answer messages | correct - wrong |",
                   "|---|---|---|---|",

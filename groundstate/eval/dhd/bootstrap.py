@@ -1,5 +1,11 @@
 """Hierarchical (problems, then matched blocks) bootstrap of mean trajectory value by proposal correctness.
 
+The paper's Table 18 and the authors' ``analyze_repeated_effect_by_correctness.py``: resample problems within each
+benchmark, then blocks within each drawn problem, all of the problem's messages sharing the sampled block indices;
+a message's value is the mean of its block effects (``(A + B) / 2 - removal`` for LOO, see
+:mod:`groundstate.eval.dhd.effects`), a group's statistic the mean over its messages. ``bench/dhd_calibration.py``
+measures the interval's coverage of the true group means on the real design.
+
 Why not ``scipy.stats.bootstrap``: it resamples observations along one axis (optionally paired across samples), a
 single level. The paper's interval needs two nested levels: draw problems with replacement (keeping each problem's
 messages together), then, *independently for every drawn copy of a problem*, draw its replay blocks with replacement

@@ -16,13 +16,19 @@ the pool of ``K+1``).
 ``0`` hidden, and for component masking ``a`` (answer hidden), ``r`` (reasoning hidden), ``n`` (neutral
 replacement). The rollout key is ``dhd|<problem>|<mode>|K<K>|<pattern>|b<block>|r<repeat>``; the integrator
 turns it into DSPy's ``rollout_id`` (see :mod:`groundstate.programs.dhd.deliberation`), so the cache key always
-includes the mask pattern, the block and the repeat. Two repeats of one input are two samples; re-running the
-same key is served by the cache.
+includes the mask pattern, the block and the repeat. Two repeats of one input are two calls; re-running the
+same key is served by the cache. This holds at temperature 0 too (the default): the rollout id is part of
+DSPy's cache key at any temperature, so repeats are separate calls to the model.
 
-**Outcomes.** Each arm stores ``correct`` (1/0) or, on an operational failure, ``correct=None`` with
-``failure`` saying why: ``lm-error: ...`` (the LM call raised, including unparseable LM output),
-``no-answer`` (no answer could be read from the integrator's output) or ``judge-error``. A failure is never
-counted as wrong: pairs with a failed arm get ``label=None``.
+**Outcomes.** Each arm's answer is graded by the evaluator
+(:class:`~groundstate.programs.dhd.evaluator.AnswerEvaluator`): in ``judge`` mode the judge sees the problem and
+the integrator's whole response (reasoning and final answer); in ``rules`` mode the final answer is checked by
+rule. Each arm stores ``answer``, ``response`` (the whole response, what a judge grades), ``correct`` (1/0),
+``method`` and ``value`` (what the evaluator read as the final answer). An answer with no usable value
+(``method="no-answer"``) or with several candidate values (``"hedged"``) is a *wrong* answer, ``correct=0``, like
+any other. Only an operational failure gives ``correct=None``, with ``failure`` saying why: ``lm-error: ...`` (the
+integrator call raised, including unparseable LM output) or ``judge-error: ...`` (the judge call failed or its
+verdict could not be parsed). A failure is never counted as wrong: pairs with a failed arm get ``label=None``.
 """
 
 from __future__ import annotations
@@ -94,7 +100,7 @@ def replay_arms(problem_id: str, pool_ids: Sequence[int], mode: str, k: int, blo
 
 def run_arm(program: DiverseHypothesisDeliberation, evaluator: AnswerEvaluator, problem: Problem,
             messages: Mapping[int, HypothesisMessage], arm: Arm) -> dict[str, Any]:
-    """Run one arm and evaluate its answer; failures are recorded on the arm, never raised."""
+    """Run one arm and evaluate its answer; LM and judge failures are recorded on the arm, never raised."""
     row: dict[str, Any] = {"arm": arm.name, "message_id": arm.message_id, "pattern": arm.pattern,
                            "shown": list(arm.shown), "key": arm.key}
     try:
@@ -104,9 +110,14 @@ def run_arm(program: DiverseHypothesisDeliberation, evaluator: AnswerEvaluator, 
         logger.debug("arm %s failed: %s", arm.key, exc)
         return {**row, "answer": None, "correct": None, "method": None,
                 "failure": f"lm-error: {type(exc).__name__}: {exc}"[:500]}
-    verdict = evaluator.evaluate(problem, out.answer)
-    failure = None if verdict.correct is not None else verdict.method
-    return {**row, "answer": out.answer, "correct": verdict.correct, "method": verdict.method, "failure": failure}
+    response = out.get("response") or out.answer
+    verdict = evaluator.evaluate(problem, out.answer, response=response)
+    failure = None
+    if verdict.correct is None:
+        failure = f"{verdict.method}: {verdict.get('error') or 'no verdict'}"[:500]
+    value = verdict.get("value")
+    return {**row, "answer": out.answer, "response": response, "correct": verdict.correct, "method": verdict.method,
+            "value": value if isinstance(value, str | int | float | list) else None, "failure": failure}
 
 
 class BlockProgram:

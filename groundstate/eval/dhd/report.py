@@ -23,7 +23,9 @@ CLASSES = (("wrong", 0), ("correct", 1), ("unknown", -1))
 def flip_direction(table: EffectTable) -> dict[str, dict[str, Any]]:
     """Direction of the pairs that flip final correctness, by the message's proposal correctness.
 
-    Every evaluable pair (message x block) is one observation. Among flips (effect != 0), ``helpful_share`` is the
+    Every evaluable pair (message x block) is one observation, with one full-pool realization (replicate A for
+    LOO: :meth:`~groundstate.eval.dhd.effects.EffectTable.realization_effects`), as the paper's single-realization
+    flip statistics count final-correctness changes. Among flips (effect != 0), ``helpful_share`` is the
     share with effect +1 (with the message correct, without it wrong; for LOO: the full pool is right and the reduced
     pool wrong) and ``harmful_share`` the share with -1; they sum to 1. ``flip_rate`` is flips over all evaluable
     pairs (neutral ones included) and ``helpful_rate`` helpful flips over all evaluable pairs.
@@ -34,7 +36,7 @@ def flip_direction(table: EffectTable) -> dict[str, dict[str, Any]]:
         ``helpful_share_ci`` (Wilson 95%, ``{"mean", "low", "high", "n"}``).
     """
     code = table.proposal_code
-    effects = table.effects
+    effects = table.realization_effects()
     out = {}
     for name, c in (*CLASSES, ("all", None)):
         rows = effects if c is None else effects[code == c]
@@ -52,7 +54,7 @@ def flip_direction(table: EffectTable) -> dict[str, dict[str, Any]]:
 
 def _rates(table: EffectTable) -> dict[str, Any]:
     code = table.proposal_code[:, None]
-    effects = table.effects
+    effects = table.realization_effects()
     eligible = ~np.isnan(effects) & (code >= 0)
     n = int(eligible.sum())
     counts = {"W+": int(((code == 0) & (effects == 1)).sum()), "W-": int(((code == 0) & (effects == -1)).sum()),
@@ -65,8 +67,9 @@ def loo_rates_by_K(rows: Any, by: str | None = None) -> dict[Any, Any]:
     """Per pool size K, the shares of W+, W-, C+, C- among eligible in-pool LOO observations (paper Fig. 8).
 
     An eligible observation is an evaluable LOO pair of a message whose proposal correctness is known (one per
-    message with a single block; one per message and block with repeats). W+/C+: removal breaks a correct full-pool
-    result (effect +1) for a wrong/correct proposal; W-/C-: removal fixes a wrong one (effect -1).
+    message with a single block; one per message and block with repeats; replicate A is the full pool). W+/C+:
+    removal breaks a correct full-pool result (effect +1) for a wrong/correct proposal; W-/C-: removal fixes a wrong
+    one (effect -1).
 
     Args:
         rows: pair rows (mappings or a DataFrame); only ``mode == "loo"`` rows are used.
@@ -81,7 +84,7 @@ def loo_rates_by_K(rows: Any, by: str | None = None) -> dict[Any, Any]:
         groups = dict.fromkeys(str(r.get(by)) for r in records)
         return {g: loo_rates_by_K([r for r in records if str(r.get(by)) == g]) for g in groups}
     sizes = sorted({int(r["K"]) for r in records})
-    return {k: _rates(pair_effects(records, mode="loo", K=k)) for k in sizes}
+    return {k: _rates(pair_effects(records, mode="loo", K=k, full="a")) for k in sizes}
 
 
 def _pyplot() -> Any:

@@ -4,12 +4,16 @@ Every step is a durable run of :class:`~groundstate.eval.runner.Runner` (resumab
 finished work item), stored under ``<cache>/runs/`` unless another ``out`` is given:
 
 - :func:`generate`: one record per problem not yet in the cache: the recruiter, then ``K`` hypothesizers
-  concurrently, then each proposal is evaluated (the evaluator sees the proposed answer, never the reasoning).
-  Finished problems are stored in the :class:`~groundstate.eval.dhd.cache.MessageCache` and never regenerated.
+  concurrently, then each proposal is evaluated (the evaluator, judge or rules, sees the problem and the proposed
+  answer, never the reasoning). Finished problems are stored in the
+  :class:`~groundstate.eval.dhd.cache.MessageCache` with the settings they were made with and never regenerated;
+  a cache holds messages of one setting (temperatures, evaluator) only.
 - :func:`replay`: one record per ``(problem, mode, K, block)`` (see :mod:`groundstate.eval.dhd.replay`). The run
-  configuration holds the cache id, the mode, the LM and the sampling settings, but not ``K`` or the number of
-  blocks, so asking for more blocks later reuses the same run directory and runs only the new blocks.
-- :func:`mask`: component masking on a sample of ``(problem, message)`` pairs (see :mod:`groundstate.eval.dhd.masking`).
+  configuration holds the cache id, the mode, the LM, the temperatures, the evaluator and the seed setting (see
+  :mod:`groundstate.eval.dhd.settings`), but not ``K`` or the number of blocks, so asking for more blocks later
+  reuses the same run directory and runs only the new blocks.
+- :func:`mask`: component masking (Table 23) on a sample fixed from repeated LOO labels (see
+  :mod:`groundstate.eval.dhd.masking`).
 
 :func:`load_blocks` gathers the finished replay blocks of a cache (all replay runs of the same configuration,
 shards and merged shards included, each block once) and :func:`collect_pairs` turns them into the pair rows of
@@ -31,15 +35,18 @@ import dspy
 from groundstate.concurrency import thread_map
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.dhd.cache import MessageCache, PoolEntry
-from groundstate.eval.dhd.masking import (
-    MaskProgram,
-    categories_from_labels,
-    categories_from_pairs,
-    mask_records,
-    mask_table,
-    select_sample,
+from groundstate.eval.dhd.mask_sample import (
+    RepeatedLabels,
+    default_labels_path,
+    fix_sample,
+    label_candidates,
+    load_repeated_labels,
+    resolve_quotas,
+    sample_document,
 )
+from groundstate.eval.dhd.masking import MaskProgram, mask_records, mask_table, write_table
 from groundstate.eval.dhd.replay import MODES, ReplayProgram, block_outputs, pair_rows, replay_records
+from groundstate.eval.dhd.settings import cache_generation, check_generation, generation_settings, replay_settings
 from groundstate.eval.results import CONFIG, RESULTS, read_results
 from groundstate.eval.runner import RunResult, RunSettings, durable_run, run_config
 from groundstate.files import read_json
@@ -145,8 +152,10 @@ def generate(cache: MessageCache, problems: Sequence[Problem], *, program: Diver
         return None, counts
     program = program or DiverseHypothesisDeliberation(k=k, max_workers=options.workers)
     evaluator = evaluator or AnswerEvaluator()
-    result = _run(cache, GenerateProgram(program, evaluator, k, options.workers), "dhd-generate", {"k": k}, options,
-                  todo, inputs=lambda p: {"problem": p}, scorer=_generate_scores,
+    settings = generation_settings(program, evaluator)
+    check_generation(cache_generation(have, f"the cache {cache.dir}"), settings, bool(have), f"the cache {cache.dir}")
+    result = _run(cache, GenerateProgram(program, evaluator, k, options.workers), "dhd-generate",
+                  {"k": k, **settings}, options, todo, inputs=lambda p: {"problem": p}, scorer=_generate_scores,
                   outputs=lambda pred: {k_: pred[k_] for k_ in ("roles", "padded_roles", "messages",
                                                                 "proposal_correct", "proposal_method")},
                   description="dhd generate")
@@ -158,8 +167,8 @@ def generate(cache: MessageCache, problems: Sequence[Problem], *, program: Diver
         out = row["outputs"]
         entry = PoolEntry(problem_id=row["id"], roles=out["roles"], padded_roles=out.get("padded_roles", 0),
                           messages=out["messages"], proposal_correct=out["proposal_correct"],
-                          proposal_method=out["proposal_method"], generator={"run_id": result.run_id,
-                                                                             "lm": options.lm})
+                          proposal_method=out["proposal_method"],
+                          generator={"run_id": result.run_id, "lm": options.lm, "settings": settings})
         counts["failed_messages"] += sum(1 for m in entry.messages if m.error is not None)
         entries.append(entry)
     counts["generated"] = cache.put(entries)
@@ -181,9 +190,13 @@ def _block_outputs(pred: Any) -> dict[str, Any]:
 
 def replay(cache: MessageCache, mode: str, ks: Sequence[int], repeats: int, *,
            program: DiverseHypothesisDeliberation | None = None, evaluator: AnswerEvaluator | None = None,
-           options: RunOptions | None = None, temperature: float | None = 0.7,
+           options: RunOptions | None = None, temperature: float | None = None,
            vary_seed: bool = False) -> tuple[RunResult, dict[int, int]]:
     """Replay the cached messages: ``repeats`` blocks per problem and pool size (nested pools of the first ``K``).
+
+    ``temperature`` (the integrator's) and ``vary_seed`` build the default program (integrator temperature 0 when
+    ``temperature`` is ``None``); a given ``program`` keeps its own. The run configuration records the program's
+    and the evaluator's settings (:func:`~groundstate.eval.dhd.settings.replay_settings`).
 
     Returns ``(run result, {K: problems left out for having fewer than K usable messages})``.
     """
@@ -193,8 +206,6 @@ def replay(cache: MessageCache, mode: str, ks: Sequence[int], repeats: int, *,
         raise ConfigError("--repeats must be at least 1")
     if not ks or any(k < 1 for k in ks):
         raise ConfigError("--k needs pool sizes of at least 1")
-    if temperature is not None and temperature <= 0:
-        logger.warning("replays at temperature %s are not independent samples of the integrator", temperature)
     cache.require()
     options = options or RunOptions()
     problems = cache.problem_map()
@@ -203,11 +214,12 @@ def replay(cache: MessageCache, mode: str, ks: Sequence[int], repeats: int, *,
         raise ConfigError(f"the cache {cache.dir} holds no messages yet; run `groundstate dhd generate` first")
     program = program or DiverseHypothesisDeliberation(temperature=temperature, vary_seed=vary_seed)
     evaluator = evaluator or AnswerEvaluator()
+    settings = replay_settings(program, evaluator, cache_generation(entries, f"the cache {cache.dir}"))
     records, short = replay_records(entries, [p for p in problems if p in entries], mode, sorted(set(ks)), repeats)
     if not records:
         raise ConfigError(f"no problem in {cache.dir} has {min(ks)} usable messages")
     result = _run(cache, ReplayProgram(program, evaluator, problems, entries, options.workers), f"dhd-replay-{mode}",
-                  {"mode": mode, "temperature": temperature, "vary_seed": vary_seed}, options, records,
+                  {"mode": mode, **settings, "vary_seed": vary_seed}, options, records,
                   inputs=lambda r: {"work": r}, scorer=_replay_scores, outputs=_block_outputs,
                   description=f"dhd replay {mode}")
     return result, short
@@ -255,6 +267,20 @@ def replay_run_dirs(cache: MessageCache, runs_dir: str | Path | None = None, run
     return out
 
 
+SETTING_KEYS: tuple[str, ...] = ("temperatures", "evaluator", "judge_lm", "vary_seed", "lm")
+
+
+def replay_run_settings(cache: MessageCache, runs_dir: str | Path | None = None,
+                        run_ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per replay mode, what its runs were made with: :data:`SETTING_KEYS` of their run configuration (one
+    configuration per mode, see :func:`replay_run_dirs`; a key an older run lacks is ``None``)."""
+    out = {}
+    for mode, paths in replay_run_dirs(cache, runs_dir, run_ids).items():
+        config = read_json(paths[0] / CONFIG)
+        out[mode] = {key: config.get(key) for key in SETTING_KEYS}
+    return out
+
+
 def load_blocks(cache: MessageCache, runs_dir: str | Path | None = None, run_ids: Sequence[str] | None = None,
                 prefix: str = "dhd-replay-") -> list[dict[str, Any]]:
     """Every finished block of this cache's replay runs (or mask runs with ``prefix="dhd-mask"``), once each."""
@@ -277,44 +303,78 @@ def collect_pairs(cache: MessageCache, runs_dir: str | Path | None = None,
 
 
 # -- mask ------------------------------------------------------------------------------------------------------------
-def mask(cache: MessageCache, n: int, repeats: int, *, program: DiverseHypothesisDeliberation | None = None,
-         evaluator: AnswerEvaluator | None = None, options: RunOptions | None = None, seed: int = 0,
-         labels: Sequence[Mapping[str, Any]] | None = None, k: int | None = None, temperature: float | None = 0.7,
-         vary_seed: bool = False, runs_dir: str | Path | None = None,
-         run_ids: Sequence[str] | None = None) -> tuple[RunResult, dict[str, Any], list[dict[str, Any]]]:
-    """Component masking on ``n`` sampled ``(problem, message)`` pairs, ``repeats`` times each.
+def mask(cache: MessageCache, repeats: int = 5, *, per_category: int | Sequence[int] | Mapping[str, int] | None = None,
+         sample_size: int | None = None, labels: RepeatedLabels | str | Path | None = None, seed: int = 0,
+         one_per_problem: bool = True, k: int | None = None, program: DiverseHypothesisDeliberation | None = None,
+         evaluator: AnswerEvaluator | None = None, options: RunOptions | None = None, temperature: float | None = None,
+         vary_seed: bool = False) -> tuple[RunResult, dict[str, Any], dict[str, Any]]:
+    """Component masking (the paper's Table 23) on a sample fixed from repeated LOO labels, ``repeats`` times each.
 
-    Categories come from ``labels`` (rows of a labels file) when given, else from the finished LOO replays, else
-    the sample is unclassified (see :mod:`groundstate.eval.dhd.masking`). Returns ``(run result, table, sample)``.
+    ``labels`` is the labels file of ``groundstate dhd analyze`` (default ``<cache>/analysis/labels.jsonl``) or
+    its :class:`~groundstate.eval.dhd.mask_sample.RepeatedLabels`; ``per_category`` (default the paper's
+    10/3/3/2/4) or ``sample_size`` (spread round-robin) sizes the stratified draw; ``k`` defaults to the labels'
+    pool size. The sample is written to ``sample.json`` in the run directory before the first call and reused on
+    resume (see :mod:`groundstate.eval.dhd.mask_sample`). ``temperature`` (the integrator's) and ``vary_seed``
+    build the default program, as for :func:`replay`; the run configuration records the temperatures and the
+    evaluator (:func:`~groundstate.eval.dhd.settings.replay_settings`). Returns ``(run result, table, sample
+    document)``; the table (:mod:`groundstate.eval.dhd.masking`) is also written as ``mask_table.json`` and
+    ``mask_table.md`` in the run directory.
+
+    Raises:
+        ConfigError: no labels from repeated LOO replay, or a resumed run whose labels now give another sample.
     """
-    if n < 1:
-        raise ConfigError("--sample must be at least 1")
+    from groundstate.eval.runner import fingerprint
+
     if repeats < 1:
         raise ConfigError("--repeats must be at least 1")
     cache.require()
+    if not isinstance(labels, RepeatedLabels):
+        labels = load_repeated_labels(labels if labels is not None else default_labels_path(cache.dir), k=k,
+                                      cache_dir=cache.dir)
+    elif k is not None and k != labels.K:
+        raise ConfigError(f"the labels are at K={labels.K}, not --k {k}")
     options = options or RunOptions()
     problems = cache.problem_map()
     entries = {pid: e for pid, e in cache.entries().items() if pid in problems}
-    if not entries:
-        raise ConfigError(f"the cache {cache.dir} holds no messages yet; run `groundstate dhd generate` first")
-    if labels is not None:
-        categories = categories_from_labels(labels)
-    else:
-        rows, _ = collect_pairs(cache, runs_dir, run_ids)
-        categories = categories_from_pairs(rows)
-    sample = select_sample(entries, n, seed=seed, categories=categories, k=k)
+    candidates, excluded = label_candidates(labels, entries)
+    available = {c: sum(1 for x in candidates if x["category"] == c) for c in {x["category"] for x in candidates}}
+    quotas = resolve_quotas(per_category, sample_size, available)
+    document = sample_document(labels, candidates, excluded, quotas, seed, one_per_problem)
+    if not document["pairs"]:
+        raise ConfigError(f"{labels.path}: no labelled message with at least 2 evaluable LOO blocks in the requested "
+                          f"categories (candidates: {available or 'none'})")
     program = program or DiverseHypothesisDeliberation(temperature=temperature, vary_seed=vary_seed)
     evaluator = evaluator or AnswerEvaluator()
-    result = _run(cache, MaskProgram(program, evaluator, problems, entries, options.workers, k=k), "dhd-mask",
-                  {"k": k, "temperature": temperature, "vary_seed": vary_seed}, options, mask_records(sample, repeats),
-                  inputs=lambda r: {"work": r}, scorer=_mask_scores,
-                  outputs=lambda p: {f: p[f] for f in ("problem_id", "message_id", "repeat", "category", "K", "arms")},
-                  description="dhd mask")
-    table = mask_table(block_outputs(result.rows))
-    return result, table, sample
+    fields = {"k": labels.K, **replay_settings(program, evaluator, cache_generation(entries, f"the cache {cache.dir}")),
+              "vary_seed": vary_seed, "sample": {"design": "eight outcomes per repetition", "seed": seed,
+                                                 "per_category": quotas, "one_per_problem": one_per_problem}}
+    # the config as _run builds it, so the run directory (where sample.json goes first) is known before the run
+    config = run_config("dhd-mask", **fields, cache=cache.cache_id, lm=options.lm, **(options.extra or {}))
+    named = {**config, "limit": options.limit, "shard": list(options.shard) if options.shard else None}
+    run_dir = Path(options.out or cache.runs_dir) / f"dhd-mask-{fingerprint(named)}"  # the runner's own naming
+    document = fix_sample(run_dir, document)
+    settings = RunSettings(out=options.out or cache.runs_dir, threads=options.threads, limit=options.limit,
+                           shard=options.shard, max_error_rate=options.max_error_rate, progress=options.progress)
+    result = durable_run(MaskProgram(program, evaluator, problems, entries, options.workers, k=labels.K), config,
+                         mask_records(document["pairs"], repeats), settings, inputs=lambda r: {"work": r},
+                         scorer=_mask_scores, description="dhd mask",
+                         outputs=lambda p: {f: p[f] for f in ("problem_id", "message_id", "repeat", "category",
+                                                              "group", "K", "arms")})
+    if Path(result.run_dir) != run_dir:
+        raise RuntimeError(f"the mask run went to {result.run_dir}, not {run_dir} where its sample is fixed")
+    table = mask_table(block_outputs(result.rows), document)
+    table["failed_records"] = sum(1 for row in result.rows if row.get("error"))
+    write_table(result.run_dir, table)
+    return result, table, document
 
 
 def _mask_scores(work: Any, prediction: Any) -> dict[str, float | None]:
     if prediction is None:
         return {}
-    return {f"{a['arm']}_correct": a["correct"] for a in prediction.arms}
+    scores: dict[str, list[int]] = {}
+    for arm in prediction.arms:
+        if arm["correct"] is not None:
+            scores.setdefault(f"{arm['variant']}_correct", []).append(int(arm["correct"]))
+    out: dict[str, float | None] = {name: sum(v) / len(v) for name, v in scores.items()}
+    out["failed_arms"] = float(sum(1 for arm in prediction.arms if arm["correct"] is None))
+    return out

@@ -1,6 +1,6 @@
 """Diverse Hypothesis Deliberation's programs: the recruiter, the hypothesizers, the integrator and the
-independent solver (``deliberation``), and the answer evaluator with its rule checks and LM judge
-(``evaluator``). Replays, masking and statistics are in :mod:`groundstate.eval.dhd`.
+independent solver (``deliberation``), and the answer evaluator with its two modes, an LM judge of the whole
+response and rule checks (``evaluator``). Replays, masking and statistics are in :mod:`groundstate.eval.dhd`.
 
 They import signatures, ``programs.common`` and records only.
 """

@@ -18,13 +18,23 @@ The stages, each usable alone and composed by :class:`DiverseHypothesisDeliberat
 The evaluator is :class:`~groundstate.programs.dhd.evaluator.AnswerEvaluator`; it lives apart because it
 needs the gold answer, which no stage here ever receives.
 
-**Independent samples.** A replay repeated on the same input must be a fresh sample, not DSPy's cached copy.
-:meth:`Integrator.forward` and :meth:`IndependentSolver.forward` take a ``rollout`` key (any string; callers
-build it from the problem, the mask pattern, the block and the repeat). With a key, the call runs at the
-program's ``temperature`` (default 0.7) with ``rollout_id`` set to a stable hash of the key, so DSPy's cache
-keeps one entry per key: distinct keys are distinct samples, the same key is served from the cache (a resumed
-run costs nothing). ``vary_seed`` also sends the hash as the sampling ``seed``, for engines such as the embedded
-llama.cpp one that would otherwise repeat the same sample for the same prompt.
+**Temperatures.** Each stage has its own sampling temperature, sent with every one of its calls (it overrides the
+LM's own ``temperature``; ``None`` keeps the LM's). The defaults are the authors' public configuration: recruiter
+0 (:data:`DEFAULT_RECRUITER_TEMPERATURE`), hypothesizers 0.7 (:data:`DEFAULT_HYPOTHESIZER_TEMPERATURE`),
+integrator 0 (:data:`DEFAULT_INTEGRATOR_TEMPERATURE`); the independent solver, the integrator's no-message
+case, uses the integrator's temperature. (The judge's, also 0, is the evaluator's.)
+
+**Independent calls.** A replay repeated on the same input must be a fresh call to the model, not DSPy's cached
+copy of the first. :meth:`Integrator.forward` and :meth:`IndependentSolver.forward` take a ``rollout`` key (any
+string; callers build it from the problem, the mask pattern, the block and the repeat). With a key, the call
+carries ``rollout_id`` = a stable hash of the key. DSPy puts the rollout id in its cache key at every
+temperature, so distinct keys are distinct calls that reach the model and the same key is served from the
+cache (a resumed run costs nothing). DSPy warns once that "rollout_id has no effect when temperature=0"; for
+DSPy 3.4's cache that is not so (the tests check that repeats at temperature 0 reach the engine), though greedy
+decoding may of course return the same text. At the default temperature 0 the variation between repeats is
+therefore the model's own (batching, numerics), as in the paper, not sampling noise. ``vary_seed`` also sends
+the hash as the sampling ``seed``, for engines such as the embedded llama.cpp one that would otherwise repeat the
+same sample for the same prompt at a temperature above 0.
 """
 
 from __future__ import annotations
@@ -46,7 +56,11 @@ from groundstate.signatures.deliberation import IntegrateHypotheses, ProposeHypo
 logger = logging.getLogger(__name__)
 
 DEFAULT_K = 5
-DEFAULT_TEMPERATURE = 0.7
+DEFAULT_RECRUITER_TEMPERATURE = 0.0
+DEFAULT_HYPOTHESIZER_TEMPERATURE = 0.7
+DEFAULT_INTEGRATOR_TEMPERATURE = 0.0
+DEFAULT_TEMPERATURE = DEFAULT_INTEGRATOR_TEMPERATURE
+"""The integrator's default (kept for callers of the single ``temperature`` of earlier versions)."""
 VIEWS: tuple[str, ...] = ("full", "hide_answer", "hide_reasoning", "neutral")
 """How a message is shown to the integrator: whole; without its proposed answer; only its proposed answer; or
 replaced by a neutral placeholder of similar length that says nothing about the problem."""
@@ -139,15 +153,22 @@ def rollout_number(key: str) -> int:
 
 
 def sampling_config(rollout: str | None, temperature: float | None, vary_seed: bool = False) -> dict[str, Any]:
-    """The per-call ``config`` of a replay call: ``{}`` without a key, else rollout id and temperature (+ seed)."""
-    if rollout is None:
-        return {}
-    config: dict[str, Any] = {"rollout_id": rollout_number(rollout)}
-    if temperature is not None:
-        config["temperature"] = float(temperature)
-    if vary_seed:
-        config["seed"] = rollout_number(rollout) % (2**31 - 1)
+    """The per-call ``config``: the ``temperature`` (unless ``None``), and with a rollout key its rollout id
+    (and, with ``vary_seed``, a seed derived from it)."""
+    config: dict[str, Any] = {} if temperature is None else {"temperature": float(temperature)}
+    if rollout is not None:
+        config["rollout_id"] = rollout_number(rollout)
+        if vary_seed:
+            config["seed"] = rollout_number(rollout) % (2**31 - 1)
     return config
+
+
+def full_response(reasoning: str, answer: str) -> str:
+    """The integrator's whole response as the judge reads it: its reasoning, then its final answer."""
+    reasoning, answer = str(reasoning or "").strip(), str(answer or "").strip()
+    if not reasoning:
+        return answer
+    return f"{reasoning}\n\nFinal answer: {answer}" if answer else reasoning
 
 
 def _clean_roles(roles: Any, k: int) -> list[str]:
@@ -174,16 +195,18 @@ def _confidence(value: Any) -> float:
 # -- the stages ----------------------------------------------------------------------------------------------------
 @saveable
 class Recruiter(dspy.Module):
-    """``Recruiter()(problem, answer_format, k=5)`` -> ``Prediction(roles, padded)``: ``k`` distinct roles."""
+    """``Recruiter(temperature=0)(problem, answer_format, k=5)`` -> ``Prediction(roles, padded)``: ``k`` roles."""
 
-    def __init__(self):
+    def __init__(self, temperature: float | None = DEFAULT_RECRUITER_TEMPERATURE):
         super().__init__()
+        self.temperature = temperature
         self.recruit = dspy.Predict(RecruitRoles)
 
     def forward(self, problem: str, answer_format: str = "", k: int = DEFAULT_K) -> dspy.Prediction:
         if k < 1:
             raise ValueError("k must be at least 1")
-        out = self.recruit(problem=problem, answer_format=answer_format, n_roles=k)
+        out = self.recruit(problem=problem, answer_format=answer_format, n_roles=k,
+                           config=sampling_config(None, self.temperature))
         roles = _clean_roles(out.roles, k)
         padded = 0
         for fallback in FALLBACK_ROLES * (k // len(FALLBACK_ROLES) + 1):
@@ -197,14 +220,16 @@ class Recruiter(dspy.Module):
 
 @saveable
 class Hypothesizer(dspy.Module):
-    """``Hypothesizer()(problem, answer_format, role)`` -> ``Prediction`` with the six message fields."""
+    """``Hypothesizer(temperature=0.7)(problem, answer_format, role)`` -> ``Prediction``: the six message fields."""
 
-    def __init__(self):
+    def __init__(self, temperature: float | None = DEFAULT_HYPOTHESIZER_TEMPERATURE):
         super().__init__()
+        self.temperature = temperature
         self.propose = dspy.Predict(ProposeHypothesis)
 
     def forward(self, problem: str, answer_format: str, role: str) -> dspy.Prediction:
-        out = self.propose(problem=problem, answer_format=answer_format, role=role)
+        out = self.propose(problem=problem, answer_format=answer_format, role=role,
+                           config=sampling_config(None, self.temperature))
         fields = {name: " ".join(str(getattr(out, name) or "").split()) for name, _ in _FIELD_LABELS}
         return dspy.Prediction(proposed_answer=str(out.proposed_answer or "").strip(), **fields,
                                confidence=_confidence(out.confidence))
@@ -215,14 +240,14 @@ class Integrator(dspy.Module):
     """Synthesizes a subset of messages into a final answer.
 
     Args:
-        temperature: sampling temperature of calls with a ``rollout`` key.
+        temperature: sampling temperature of every call (default 0; ``None``: the LM's own).
         vary_seed: also derive the sampling seed from the rollout key.
 
     ``forward(problem, answer_format, messages, views=None, rollout=None)`` -> ``Prediction(answer, reasoning,
-    rollout_id)``.
+    response, rollout_id)``; ``response`` is :func:`full_response` (what the judge grades).
     """
 
-    def __init__(self, temperature: float | None = DEFAULT_TEMPERATURE, vary_seed: bool = False):
+    def __init__(self, temperature: float | None = DEFAULT_INTEGRATOR_TEMPERATURE, vary_seed: bool = False):
         super().__init__()
         self.temperature, self.vary_seed = temperature, vary_seed
         self.integrate = dspy.Predict(IntegrateHypotheses)
@@ -232,15 +257,15 @@ class Integrator(dspy.Module):
         config = sampling_config(rollout, self.temperature, self.vary_seed)
         out = self.integrate(problem=problem, answer_format=answer_format, messages=render_pool(messages, views),
                              config=config)
-        return dspy.Prediction(answer=str(out.answer or "").strip(), reasoning=str(out.reasoning or ""),
-                               rollout_id=config.get("rollout_id"))
+        return _answer(out, config)
 
 
 @saveable
 class IndependentSolver(dspy.Module):
-    """Answers with no messages: ``forward(problem, answer_format, rollout=None)`` -> ``Prediction(answer, ...)``."""
+    """Answers with no messages: ``forward(problem, answer_format, rollout=None)`` -> ``Prediction(answer, ...)``
+    as the :class:`Integrator`'s (same temperature default)."""
 
-    def __init__(self, temperature: float | None = DEFAULT_TEMPERATURE, vary_seed: bool = False):
+    def __init__(self, temperature: float | None = DEFAULT_INTEGRATOR_TEMPERATURE, vary_seed: bool = False):
         super().__init__()
         self.temperature, self.vary_seed = temperature, vary_seed
         self.solve = dspy.Predict(SolveProblem)
@@ -248,8 +273,13 @@ class IndependentSolver(dspy.Module):
     def forward(self, problem: str, answer_format: str, rollout: str | None = None) -> dspy.Prediction:
         config = sampling_config(rollout, self.temperature, self.vary_seed)
         out = self.solve(problem=problem, answer_format=answer_format, config=config)
-        return dspy.Prediction(answer=str(out.answer or "").strip(), reasoning=str(out.reasoning or ""),
-                               rollout_id=config.get("rollout_id"))
+        return _answer(out, config)
+
+
+def _answer(out: Any, config: dict[str, Any]) -> dspy.Prediction:
+    answer, reasoning = str(out.answer or "").strip(), str(out.reasoning or "")
+    return dspy.Prediction(answer=answer, reasoning=reasoning, response=full_response(reasoning, answer),
+                           rollout_id=config.get("rollout_id"))
 
 
 @saveable
@@ -258,24 +288,36 @@ class DiverseHypothesisDeliberation(dspy.Module):
 
     Args:
         k: roles and messages per problem (default 5).
-        temperature: sampling temperature of integrator/solver calls that carry a rollout key.
+        recruiter_temperature, hypothesizer_temperature, integrator_temperature: each stage's sampling temperature
+            (defaults 0, 0.7, 0; ``None``: the LM's own; see the module notes). The solver uses the integrator's.
         vary_seed: derive the sampling seed from the rollout key too (see the module notes).
         max_workers: threads for the concurrent hypothesizer calls.
+        temperature: the earlier single setting, an alias of ``integrator_temperature`` (used when given).
 
     ``forward(problem, answer_format="", k=None)`` -> ``Prediction(roles, messages, answer, reasoning, trace)``.
     The stages are also available alone: :meth:`generate`, :meth:`integrate`, :meth:`solve`.
     """
 
-    def __init__(self, k: int = DEFAULT_K, temperature: float | None = DEFAULT_TEMPERATURE, vary_seed: bool = False,
-                 max_workers: int = 8):
+    def __init__(self, k: int = DEFAULT_K, *, recruiter_temperature: float | None = DEFAULT_RECRUITER_TEMPERATURE,
+                 hypothesizer_temperature: float | None = DEFAULT_HYPOTHESIZER_TEMPERATURE,
+                 integrator_temperature: float | None = DEFAULT_INTEGRATOR_TEMPERATURE, vary_seed: bool = False,
+                 max_workers: int = 8, temperature: float | None = None):
         super().__init__()
         if k < 1:
             raise ValueError("k must be at least 1")
+        if temperature is not None:
+            integrator_temperature = temperature
         self.k, self.max_workers = k, max_workers
-        self.recruiter = Recruiter()
-        self.hypothesizer = Hypothesizer()
-        self.integrator = Integrator(temperature=temperature, vary_seed=vary_seed)
-        self.solver = IndependentSolver(temperature=temperature, vary_seed=vary_seed)
+        self.recruiter = Recruiter(temperature=recruiter_temperature)
+        self.hypothesizer = Hypothesizer(temperature=hypothesizer_temperature)
+        self.integrator = Integrator(temperature=integrator_temperature, vary_seed=vary_seed)
+        self.solver = IndependentSolver(temperature=integrator_temperature, vary_seed=vary_seed)
+
+    @property
+    def temperatures(self) -> dict[str, float | None]:
+        """``{"recruiter", "hypothesizer", "integrator"}``: the temperature each stage sends."""
+        return {"recruiter": self.recruiter.temperature, "hypothesizer": self.hypothesizer.temperature,
+                "integrator": self.integrator.temperature}
 
     def generate(self, problem: str, answer_format: str = "", k: int | None = None,
                  problem_id: str = "") -> dspy.Prediction:

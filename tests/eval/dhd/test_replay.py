@@ -12,11 +12,10 @@ import pytest
 
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.dhd.cache import MessageCache, PoolEntry
-from groundstate.eval.dhd.masking import categories_from_pairs, mask_arms, select_sample
 from groundstate.eval.dhd.replay import flip_label, pair_rows, repeat_pairs, replay_arms
-from groundstate.eval.dhd.run import RunOptions, collect_pairs, generate, load_blocks, mask, replay
+from groundstate.eval.dhd.run import RunOptions, collect_pairs, generate, load_blocks, replay
 from groundstate.eval.results import read_results
-from groundstate.programs.dhd.deliberation import render_pool
+from groundstate.programs.dhd.evaluator import AnswerEvaluator
 from groundstate.records import HypothesisMessage, Problem
 from groundstate.testing import scripted_lm
 
@@ -46,8 +45,12 @@ class World:
             i = int(re.search(r"Role(\d+)", req.field("role")).group(1))
             return {"proposed_answer": proposal(i), "reasoning_direction": f"MARK{i}X", "key_idea": f"idea {i}",
                     "critical_assumption": "none", "what_to_check": "units", "confidence": 0.5}
-        if "equivalent" in fields:
-            return {"equivalent": False}
+        if "verdict" in fields:  # the judge: right iff the gold number is in the response; JUDGE-FAIL breaks it
+            response = req.field("response") or ""
+            if "JUDGE-FAIL" in response:
+                return RuntimeError("judge down")
+            gold = req.field("reference_answer").split()[0]
+            return {"final_answer": response[-20:], "verdict": "correct" if gold in response else "incorrect"}
         if "answer" in fields:
             shown = shown_set(req)
             if shown in self.failing:
@@ -234,8 +237,10 @@ def test_failures_are_recorded_apart_from_wrong_answers(world_cache):
     by_message = {(r["problem_id"], r["message_id"]): r for r in rows}
     lost = by_message[("w-0", 2)]
     assert lost["without_correct"] is None and lost["label"] is None and lost["without_failure"].startswith("lm-error")
-    unparsed = by_message[("w-0", 3)]
-    assert unparsed["without_correct"] is None and unparsed["without_failure"] == "no-answer"
+    unparsed = by_message[("w-0", 3)]  # no number in the answer: a wrong answer, not a failure
+    assert (unparsed["without_correct"], unparsed["without_failure"], unparsed["label"]) == (0, None, "helpful")
+    arms = {(b["problem_id"], a["arm"], a["message_id"]): a for b in blocks for a in b["arms"]}
+    assert arms[("w-0", "without", 3)]["method"] == "no-answer"
     helpful = by_message[("w-0", 0)]
     assert (helpful["with_correct"], helpful["without_correct"], helpful["label"]) == (1, 0, "helpful")
     assert helpful["proposal_correct"] is False and helpful["benchmark"] == "tiny"  # wrong but useful
@@ -243,7 +248,27 @@ def test_failures_are_recorded_apart_from_wrong_answers(world_cache):
     assert neutral["label"] == "neutral" and neutral["with_correct_b"] == 1
     table = effects.pair_effects(rows, mode="loo", K=5)
     flips = report.flip_direction(table)
-    assert flips["all"]["n_evaluable"] == 10 - 4 and flips["wrong"]["helpful"] == 2 and flips["all"]["harmful"] == 0
+    assert flips["all"]["n_evaluable"] == 10 - 2 and flips["wrong"]["helpful"] == 4 and flips["all"]["harmful"] == 0
+
+
+def test_judge_mode_grades_the_whole_response_and_judge_failures_stay_failures(world_cache):
+    pool = frozenset(range(5))
+    failing = {pool - {2}: RuntimeError("LM down"), pool - {3}: "JUDGE-FAIL", pool - {4}: "I cannot say"}
+    lm = scripted_lm(World(failing=failing), cache=True)
+    result, _ = within(lm, lambda: replay(world_cache, "loo", [5], 1, evaluator=AnswerEvaluator(mode="judge")))
+    assert result.config["evaluator"] == "judge" and result.config["temperatures"]["judge"] == 0.0
+    rows, blocks = collect_pairs(world_cache)
+    by_message = {(r["problem_id"], r["message_id"]): r for r in rows}
+    assert by_message[("w-0", 2)]["without_failure"].startswith("lm-error")
+    judge_lost = by_message[("w-0", 3)]
+    assert judge_lost["without_correct"] is None and judge_lost["label"] is None
+    assert judge_lost["without_failure"].startswith("judge-error: ") and "judge down" in judge_lost["without_failure"]
+    assert by_message[("w-0", 4)]["without_correct"] == 0  # judged wrong, not a failure
+    assert by_message[("w-0", 0)]["label"] == "helpful"
+    judged = [r for r in lm.engine.requests if "verdict" in r.output_fields]
+    full = next(a for b in blocks if b["problem_id"] == "w-0" for a in b["arms"] if a["arm"] == "full")
+    assert full["response"] == f"r\n\nFinal answer: {GOLD}" and full["method"] == "judge"
+    assert any(r.field("response") == full["response"] and "Problem w-0" in r.field("problem") for r in judged)
 
 
 def test_flip_label():
@@ -254,7 +279,7 @@ def test_flip_label():
 def test_pair_rows_contract_and_repeat_pairs():
     arms = [{"arm": "full", "correct": 1}, {"arm": "full_b", "correct": 0},
             {"arm": "without", "message_id": 0, "correct": 0}, {"arm": "without", "message_id": 1, "correct": None,
-                                                                "failure": "no-answer"}]
+                                                                "failure": "judge-error: verdict 'maybe'"}]
     single = [{"arm": "independent", "correct": 0}, {"arm": "only", "message_id": 1, "correct": 1}]
     entry = PoolEntry(problem_id="p", roles=["a", "b"], proposal_correct=[0, 1],
                       messages=[HypothesisMessage(problem_id="p", index=i, role="r") for i in range(2)])
@@ -267,7 +292,7 @@ def test_pair_rows_contract_and_repeat_pairs():
          "without_failure": None, "with_correct_b": 0},
         {"problem_id": "p", "message_id": 1, "mode": "loo", "K": 2, "block": 0, "with_correct": 1,
          "without_correct": None, "proposal_correct": True, "label": None, "with_failure": None,
-         "without_failure": "no-answer", "with_correct_b": 0},
+         "without_failure": "judge-error: verdict 'maybe'", "with_correct_b": 0},
         {"problem_id": "p", "message_id": 1, "mode": "single", "K": 2, "block": 3, "with_correct": 1,
          "without_correct": 0, "proposal_correct": True, "label": "helpful", "with_failure": None,
          "without_failure": None}]
@@ -318,73 +343,7 @@ def test_replay_needs_messages_and_valid_options(tmp_path):
         replay(empty, "loo", [5], 0)
 
 
-# -- component masking ---------------------------------------------------------------------------------------------
-def test_mask_variants_show_the_intended_components(world_cache):
-    lm = scripted_lm(World(), cache=True)
-    within(lm, lambda: replay(world_cache, "loo", [5], 2))
-    before = lm.engine.calls
-    result, table, sample = within(lm, lambda: mask(world_cache, 2, 2, seed=1))
-    assert len(sample) == 2 and lm.engine.calls == before + 2 * 2 * 6  # nothing collapsed, full == repeat text
-    assert {s["category"] for s in sample} == {"wrong-helpful", "indeterminate"}  # message 0 is wrong but helpful
-    entries = world_cache.entries()
-    codes = {"1": "full", "a": "hide_answer", "r": "hide_reasoning", "n": "neutral"}
-    expected: Counter = Counter()
-    for row in result.rows:
-        out = row["outputs"]
-        pool = entries[out["problem_id"]].pool()
-        marker, answer = f"MARK{out['message_id']}X", proposal(out["message_id"])
-        for arm in out["arms"]:
-            shown = [m for m, c in zip(pool, arm["pattern"], strict=True) if c != "0"]
-            text = render_pool(shown, [codes[c] for c in arm["pattern"] if c != "0"])
-            expected[text] += 1
-            headers = len(re.findall(r"^Message \d+", text, re.M))
-            seen = {"full": (True, True, 5), "repeat": (True, True, 5), "remove": (False, False, 4),
-                    "neutral": (False, False, 5), "hide_answer": (True, False, 5), "hide_reasoning": (False, True, 5)}
-            assert (marker in text, answer in text, headers) == seen[arm["arm"]]
-    actual = Counter(r.field("messages") for r in lm.engine.requests[before:])
-    assert actual == expected  # the integrator saw exactly the intended variants, each one as often as intended
-    keys = [a["key"] for row in result.rows for a in row["outputs"]["arms"]]
-    assert len(keys) == len(set(keys)) == 2 * 2 * 6
-    rows = table["rows"]
-    assert rows["wrong-helpful"]["full"]["success"] == 100.0 and rows["all"]["full"]["n"] == 4
-    helpful = next(s for s in sample if s["category"] == "wrong-helpful")
-    assert helpful["message_id"] == 0 and rows["wrong-helpful"]["remove"]["success"] == 0.0
-    assert rows["wrong-helpful"]["hide_answer"]["success"] == 100.0  # its reasoning carries the effect
-    assert rows["wrong-helpful"]["hide_reasoning"]["success"] == 0.0
-
-    again = lm.engine.calls
-    within(lm, lambda: mask(world_cache, 2, 2, seed=1))
-    assert lm.engine.calls == again  # resumed: nothing re-run
-
-
-def test_mask_arms_patterns():
-    arms = {a.name: a for a in mask_arms("p", [0, 1, 2], 1, 0)}
-    assert {n: a.pattern for n, a in arms.items()} == {"full": "111", "repeat": "111", "remove": "101",
-                                                       "neutral": "1n1", "hide_answer": "1a1",
-                                                       "hide_reasoning": "1r1"}
-    assert arms["full"].key != arms["repeat"].key and arms["hide_answer"].views == ("full", "hide_answer", "full")
-
-
-def test_sample_is_round_robin_over_categories():
-    rows = []
-    for pid in ("a", "b"):
-        for mid in range(3):
-            effect = {0: (1, 0), 1: (0, 1), 2: (1, 1)}[mid]
-            rows.append({"problem_id": pid, "message_id": mid, "mode": "loo", "K": 3, "block": 0,
-                         "with_correct": effect[0], "without_correct": effect[1], "proposal_correct": pid == "a"})
-    categories = categories_from_pairs(rows)
-    assert categories[("a", 0)] == "correct-helpful" and categories[("b", 1)] == "wrong-harmful"
-    assert categories[("a", 2)] == "indeterminate"
-    entries = {pid: PoolEntry(problem_id=pid, roles=["r"] * 3,
-                              messages=[HypothesisMessage(problem_id=pid, index=i, role="r") for i in range(3)])
-               for pid in ("a", "b")}
-    sample = select_sample(entries, 5, seed=0, categories=categories)
-    assert [s["category"] for s in sample] == ["wrong-helpful", "correct-helpful", "wrong-harmful",
-                                               "correct-harmful", "indeterminate"]
-    assert select_sample(entries, 5, seed=0, categories=categories) == sample
-    assert {s["category"] for s in select_sample(entries, 3, seed=0)} == {"unclassified"}
-
-
+# component masking: tests/eval/dhd/test_masking.py
 def test_results_rows_are_json(world_cache):
     lm = scripted_lm(World(), cache=True)
     result, _ = within(lm, lambda: replay(world_cache, "single", [3], 1))

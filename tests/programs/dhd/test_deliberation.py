@@ -1,10 +1,12 @@
-"""DHD program stages: who sees what, message rendering, sampling config, and the evaluator."""
+"""DHD program stages: who sees what, message rendering, temperatures and rollout ids (the evaluator has its own
+test module)."""
 
 from __future__ import annotations
 
 import re
 import threading
 import time
+import warnings
 
 import dspy
 import pytest
@@ -20,13 +22,7 @@ from groundstate.programs.dhd.deliberation import (
     rollout_number,
     sampling_config,
 )
-from groundstate.programs.dhd.evaluator import (
-    AnswerEvaluator,
-    extract_number,
-    numbers_match,
-    option_letters,
-    unit_scale,
-)
+from groundstate.programs.dhd.evaluator import AnswerEvaluator
 from groundstate.records import HypothesisMessage, Problem
 from groundstate.testing import scripted_lm
 
@@ -72,8 +68,8 @@ def hyp_responder(roles=None, proposals=None, fail_role=None, active=None):
             answer = (proposals or {}).get(i, str(10 + i))
             return {"proposed_answer": answer, "reasoning_direction": f"OUT{i}-direction", "key_idea": f"OUT{i}-idea",
                     "critical_assumption": "a", "what_to_check": "c", "confidence": 0.4}
-        if "equivalent" in fields:
-            return {"equivalent": False}
+        if "verdict" in fields:
+            return {"final_answer": "x", "verdict": "incorrect"}
         return None
 
     return respond
@@ -160,97 +156,93 @@ def test_answer_format_never_contains_the_answer():
 
 
 def test_sampling_config_rollout_temperature_and_seed():
-    assert sampling_config(None, 0.7) == {}
+    assert sampling_config(None, None) == {} and sampling_config(None, 0.7) == {"temperature": 0.7}
     config = sampling_config("dhd|p|loo|K5|11011|b0|r0", 0.7, vary_seed=True)
     assert config["temperature"] == 0.7 and config["rollout_id"] == rollout_number("dhd|p|loo|K5|11011|b0|r0")
     assert 0 <= config["seed"] < 2**31
+    assert "seed" not in sampling_config("k", 0.0) and sampling_config("k", None) == {"rollout_id": rollout_number("k")}
     assert rollout_number("dhd|p|loo|K5|11011|b0|r0") != rollout_number("dhd|p|loo|K5|11101|b0|r0")
 
 
-def test_rollout_sets_temperature_and_seed_on_the_engine_request():
-    seen = []
-    lm = scripted_lm(cache=True)
+def spy_requests(lm) -> list[tuple[tuple[str, ...], float | None, int | None]]:
+    """Record (output fields, temperature, seed) of every request that reaches ``lm``'s engine."""
+    seen: list = []
     complete = lm.engine.complete
 
     def spy(request):
-        seen.append((request.config.temperature, request.config.seed))
+        schema = (request.config.response_format or {}).get("schema") or {}
+        seen.append((tuple(schema.get("properties", {})), request.config.temperature, request.config.seed))
         return complete(request)
 
     lm.engine.complete = spy
-    program = DiverseHypothesisDeliberation(temperature=0.9, vary_seed=True)
-    run(lm, lambda: [program.solve("Q?", "a number", rollout=key) for key in ("k1", "k2", "k1")])
-    assert len(seen) == 2 and {t for t, _ in seen} == {0.9} and seen[0][1] != seen[1][1]  # k1 again: cached
-    run(lm, lambda: DiverseHypothesisDeliberation().solve("Q?", "a number"))
-    assert seen[-1] == (0.0, None)  # no rollout key: the LM's own settings
+    return seen
 
 
-# -- the evaluator --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("text", "value"), [
-    ("3.2 \\times 10^{-3}", 3.2e-3), ("$3.2 \\times 10^{-3}$ mol", 3.2e-3), ("1.2e-3", 1.2e-3), ("2.5 × 10³", 2500),
-    ("ΔH = +65.49 kJ/mol", 65.49), ("p(C2H6) = 50.7 atm", 50.7), ("\\boxed{\\frac{3}{2}}", 1.5), ("1,250 m", 1250),
-    ("10^{5} Pa", 1e5), ("−4.1", -4.1), ("no idea", None), ("", None)])
-def test_extract_number(text, value):
-    got = extract_number(text)
-    assert got == pytest.approx(value) if value is not None else got is None
+def temperatures_by_stage(seen) -> dict[str, set]:
+    stages = {"roles": "recruiter", "proposed_answer": "hypothesizer", "answer": "integrator", "verdict": "judge"}
+    out: dict[str, set] = {}
+    for fields, temperature, _ in seen:
+        stage = next(name for field, name in stages.items() if field in fields)
+        out.setdefault(stage, set()).add(temperature)
+    return out
 
 
-def test_numeric_tolerance_and_unit_scale():
-    assert numbers_match(4.80, 4.93, 0.05) and not numbers_match(4.50, 4.93, 0.05)
-    assert numbers_match(2.255, 2.25, 0.0, 0.01) and not numbers_match(2.27, 2.25, 0.0, 0.01)
-    assert unit_scale("$10^{-19} \\mathrm{~J}$") == pytest.approx(1e-19) and unit_scale("$\\mathrm{atm}$") is None
-    evaluator = AnswerEvaluator()
-    problem = Problem(id="x", question="q", answer="3.52", kind="number", unit="$10^{-19} \\mathrm{~J}$")
-    lm = scripted_lm()
-    assert run(lm, lambda: evaluator.evaluate(problem, "3.5")).correct == 1
-    assert run(lm, lambda: evaluator.evaluate(problem, "3.52 \\times 10^{-19} J")).correct == 1
-    assert run(lm, lambda: evaluator.evaluate(problem, "4.1")).correct == 0
-    assert lm.engine.calls == 0  # numbers never need the judge
+def test_default_temperatures_are_the_papers_and_reach_every_call():
+    lm = scripted_lm(hyp_responder())
+    seen = spy_requests(lm)
+    program = DiverseHypothesisDeliberation(k=3)
+    assert program.temperatures == {"recruiter": 0.0, "hypothesizer": 0.7, "integrator": 0.0}
+    judge = AnswerEvaluator(mode="judge")
+    run(lm, lambda: GenerateProgram(program, judge, k=3)(PROBLEM))
+    run(lm, lambda: program.integrate("Q?", "a number", [MESSAGE], rollout="k"))
+    run(lm, lambda: program.solve("Q?", "a number"))
+    assert temperatures_by_stage(seen) == {"recruiter": {0.0}, "hypothesizer": {0.7}, "integrator": {0.0},
+                                           "judge": {0.0}}
 
 
-@pytest.mark.parametrize(("text", "letters"), [("B", {"B"}), ("(b)", {"B"}), ("Options A and C", {"A", "C"}),
-                                               ("ACD", {"A", "C", "D"}), ("A sensible choice is C", {"C"}),
-                                               ("The answer is (D)", {"D"}), ("none of them", None)])
-def test_option_letters(text, letters):
-    assert option_letters(text) == letters
+def test_chosen_temperatures_reach_their_stage_and_none_keeps_the_lms_own():
+    lm = scripted_lm(hyp_responder())
+    seen = spy_requests(lm)
+    program = DiverseHypothesisDeliberation(k=2, recruiter_temperature=0.2, hypothesizer_temperature=1.1,
+                                            integrator_temperature=0.4)
+    run(lm, lambda: program.generate("Q?", "a number"))
+    run(lm, lambda: [program.integrate("Q?", "a number", [MESSAGE], rollout="k"), program.solve("Q?", "n")])
+    assert temperatures_by_stage(seen) == {"recruiter": {0.2}, "hypothesizer": {1.1}, "integrator": {0.4}}
+    alias = DiverseHypothesisDeliberation(temperature=0.9)  # the earlier single setting is the integrator's
+    assert alias.temperatures["integrator"] == 0.9 and alias.solver.temperature == 0.9
+    lm.kwargs["temperature"] = 0.35  # the LM's own setting
+    lm_own = DiverseHypothesisDeliberation(integrator_temperature=None)
+    run(lm, lambda: [lm_own.solve("Q?", "a number", rollout="k"), program.solve("Q?", "a number", rollout="k")])
+    assert [t for _, t, _ in seen[-2:]] == [0.35, 0.4]  # None keeps the LM's; a stage temperature overrides it
 
 
-def test_option_sets_and_failures():
-    evaluator = AnswerEvaluator()
-    multi = Problem(id="m", question="q", answer="ACD", kind="options")
-    lm = scripted_lm()
-    results = run(lm, lambda: [evaluator.evaluate(multi, t) for t in ("A, C and D", "AC", "DCA", "unsure")])
-    assert [r.correct for r in results] == [1, 0, 1, None]
-    assert results[3].method == "no-answer"
-    number = Problem(id="n", question="q", answer="12", kind="number")
-    verdict = run(lm, lambda: evaluator.evaluate(number, "I cannot tell"))
-    assert verdict.correct is None and verdict.method == "no-answer"  # a failure, not a wrong answer
-    assert lm.engine.calls == 0
+def test_fresh_integrator_calls_at_temperature_zero_are_separate_calls_not_cache_hits():
+    lm = scripted_lm(cache=True)  # DSPy's cache is on
+    seen = spy_requests(lm)
+    program = DiverseHypothesisDeliberation(vary_seed=True)
+    assert program.integrator.temperature == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # DSPy's "rollout_id has no effect when temperature=0"
+        run(lm, lambda: [program.integrate("Q?", "a number", [MESSAGE], rollout=key) for key in ("k1", "k2", "k1")])
+        run(lm, lambda: [program.solve("Q?", "a number", rollout=key) for key in ("s1", "s2", "s1")])
+    assert len(seen) == 4  # k1, k2, s1, s2 reached the engine; the repeated keys came from the cache
+    assert {t for _, t, _ in seen} == {0.0} and len({s for _, _, s in seen}) == 4
+    texts = [r.text for r in lm.engine.requests]
+    assert texts[0] == texts[1] and texts[2] == texts[3]  # the same prompt, yet two calls each
 
 
-def test_judge_only_when_needed_and_sees_only_the_answers():
+def test_proposals_are_judged_from_the_proposed_answer_only():
     def respond(req):
-        assert req.output_fields == ["equivalent"]
-        return {"equivalent": req.field("candidate") == "(x+1)"}
+        if "verdict" in req.output_fields:
+            return {"final_answer": req.field("response"),
+                    "verdict": "correct" if req.field("response") == GOLD else "incorrect"}
+        return hyp_responder(proposals={0: GOLD})(req)
 
     lm = scripted_lm(respond)
-    evaluator = AnswerEvaluator()
-    expr = Problem(id="e", question="Simplify QUESTION-TOKEN", answer="x + 1", kind="expression")
-    assert run(lm, lambda: evaluator.evaluate(expr, "X+1")).method == "exact"
-    assert lm.engine.calls == 0
-    verdict = run(lm, lambda: evaluator.evaluate(expr, "(x+1)"))
-    assert (verdict.correct, verdict.method) == (1, "judge") and lm.engine.calls == 1
-    request = lm.engine.requests[0]
-    assert request.field("gold") == "x + 1" and request.field("candidate") == "(x+1)"
-    assert "QUESTION-TOKEN" not in request.text
-    assert run(lm, lambda: evaluator.evaluate(expr, "x - 1")).correct == 0 and lm.engine.calls == 2
-    plain = Problem(id="t", question="q", answer="42", kind="text")
-    assert run(lm, lambda: evaluator.evaluate(plain, "about 42")).method == "numeric" and lm.engine.calls == 2
-
-
-def test_judge_failure_is_an_operational_failure():
-    lm = scripted_lm(lambda req: RuntimeError("judge down"))
-    expr = Problem(id="e", question="q", answer="x + 1", kind="expression")
-    verdict = run(lm, lambda: AnswerEvaluator().evaluate(expr, "1 + x"))
-    assert verdict.correct is None and verdict.method == "judge-error"
-    off = run(lm, lambda: AnswerEvaluator(use_judge=False).evaluate(expr, "1 + x"))
-    assert off.correct is None and off.method == "judge-off"
+    out = run(lm, lambda: GenerateProgram(DiverseHypothesisDeliberation(k=5), AnswerEvaluator(mode="judge"), k=5)(
+        PROBLEM))
+    judged = by_stage(lm, "verdict")
+    assert len(judged) == 5 and out.proposal_correct == [1, 0, 0, 0, 0] and set(out.proposal_method) == {"judge"}
+    for request in judged:
+        assert "OUT" not in request.text and "PROBLEM-TEXT" in request.field("problem")  # no reasoning, the problem
+        assert request.field("reference_answer") == f"{GOLD} m"

@@ -1,0 +1,64 @@
+"""``groundstate dhd simulate``: a replay cache drawn from a generative model of the real DHD design.
+
+Parses the options of :class:`~groundstate.eval.dhd.simulate.DesignSpec`, writes the cache with
+:func:`~groundstate.eval.dhd.simulate.write_cache` (through the durable runner, like ``dhd replay``) and prints
+where it is; ``groundstate dhd analyze --cache DIR`` then runs on it unchanged. Calibration and power studies
+(``bench/dhd_calibration.py``) use the same model in memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(dhd_sub: Any) -> None:
+    """Add ``simulate`` to the ``dhd`` command group."""
+    p = dhd_sub.add_parser("simulate", help="write a replay cache simulated from the real design (calibration, power)",
+                           description="Simulate LOO replays: problems with their own full-pool accuracy "
+                           "(Beta-distributed), per block two full-pool calls and one removal call per message, "
+                           "all iid Bernoulli(problem accuracy) under the null, plus planted effects that shift "
+                           "chosen messages' removal accuracy. Writes a cache in the normal format (analyze runs "
+                           "on it unchanged) and simulation.json with the ground truth.")
+    p.add_argument("--out", required=True, metavar="DIR", help="the new cache directory (must not exist or be empty)")
+    p.add_argument("--problems", type=int, default=200, metavar="N", help="problems (default 200)")
+    p.add_argument("--blocks", type=int, default=5, metavar="B", help="replay blocks per problem (default 5)")
+    p.add_argument("--k", type=int, default=5, help="messages per problem (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--effects", nargs="+", default=[], metavar="GROUP:SHARE:SIZE",
+                   help="planted effects, e.g. W+:0.05:0.6 (5%% of wrong-proposal messages are helpful: their "
+                        "removal lowers accuracy by 0.6) C-:0.05:0.6 (default: none, the null)")
+    p.add_argument("--accuracy", type=float, nargs=2, default=(2.0, 1.0), metavar=("ALPHA", "BETA"),
+                   help="Beta shape of the problems' full-pool accuracy (default 2 1)")
+    p.add_argument("--accuracy-range", type=float, nargs=2, default=(0.0, 1.0), metavar=("LO", "HI"),
+                   help="the Beta draw is scaled into [LO, HI] (default 0 1)")
+    p.add_argument("--hard-share", type=float, default=0.0,
+                   help="share of problems drawn from the hard accuracy distribution instead (default 0)")
+    p.add_argument("--hard-accuracy", type=float, nargs=2, default=(1.0, 3.0), metavar=("ALPHA", "BETA"),
+                   help="Beta shape of the hard problems' accuracy (default 1 3)")
+    p.add_argument("--proposal-correct", type=float, default=0.6,
+                   help="probability that a message's proposal is correct (default 0.6)")
+    p.add_argument("--fail-rate", type=float, default=0.0,
+                   help="probability that a call fails operationally (default 0)")
+    p.add_argument("--benchmarks", nargs="+", default=["sim"], metavar="NAME",
+                   help="benchmark labels assigned to problems in turn (default: one, 'sim')")
+    p.set_defaults(func=cmd_simulate)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from groundstate.errors import ConfigError
+    from groundstate.eval.dhd.simulate import DesignSpec, PlantedEffect, simulate, write_cache
+
+    try:
+        spec = DesignSpec(n_problems=args.problems, n_blocks=args.blocks, k=args.k, accuracy=tuple(args.accuracy),
+                          accuracy_range=tuple(args.accuracy_range), hard_share=args.hard_share,
+                          hard_accuracy=tuple(args.hard_accuracy), proposal_correct=args.proposal_correct,
+                          effects=tuple(PlantedEffect.parse(e) for e in args.effects), fail_rate=args.fail_rate,
+                          benchmarks=tuple(args.benchmarks))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    written = write_cache(simulate(spec, args.seed), args.out)
+    print(f"simulated {written['n_problems']} problems x {written['k']} messages x {written['n_blocks']} blocks "
+          f"({written['n_planted']} planted effects) into {written['cache']}; ground truth {written['truth']}")
+    print(f"next: groundstate dhd analyze --cache {written['cache']}")
+    return 0
