@@ -113,6 +113,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--q", type=float, default=0.05, help="false-discovery level for BH/BY (default 0.05)")
     p.add_argument("--method", choices=("bootstrap", "sign-flip"), default="bootstrap",
                    help="separation rule of the message groups (default bootstrap)")
+    p.add_argument("--label", default=None, metavar="NAME",
+                   help="model name in the paper-layout tables (default: the cache directory's name)")
+    p.add_argument("--no-tables", action="store_true",
+                   help="skip the cross-fit and the paper-layout tables (tables.md, tables.json, two charts)")
     p.set_defaults(func=cmd_analyze)
 
     p = dhd_sub.add_parser("mask", help="component masking (the paper's Table 23) on messages labelled by repeated "
@@ -162,8 +166,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_crossfit)
 
     from groundstate.cli.dhd_simulate import register as register_simulate
+    from groundstate.cli.dhd_tables import register as register_tables
 
     register_simulate(dhd_sub)
+    register_tables(dhd_sub)
 
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
@@ -330,7 +336,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     report = analyze(MessageCache(args.cache), args.out, runs_dir=args.runs, run_ids=args.run, k=args.k,
                      seed=args.seed, n_permutations=args.permutations, n_resamples=args.resamples, q=args.q,
                      method=args.method, full=args.full, null=args.null,
-                     n_multiplicity=args.multiplicity_permutations)
+                     n_multiplicity=args.multiplicity_permutations, label=args.label, with_tables=not args.no_tables)
     for mode, section in report["modes"].items():
         groups = section["groups"]
         line = (f"{mode} K={section['K']}: {section['n_messages']} messages x {section['n_blocks']} blocks; "

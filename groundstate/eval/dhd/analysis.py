@@ -17,8 +17,14 @@ sizes, the per-message LOO rates by ``K``. The block effect is the paper's ``(A 
 - ``multiplicity.jsonl``: one line per mode and complete problem (family statistics and p-values);
 - ``report.json`` and ``report.md``; ``flip_direction.png`` and ``loo_rates.png`` (with matplotlib).
 
-:func:`crossfit` runs :func:`~groundstate.eval.dhd.crossfit.crossfit_keep_or_remove` on the LOO table, once with the
-first full-pool replicate (A) and, when the blocks hold it, once with the repeat (B), as a sensitivity check.
+- ``report.json`` also records the replay runs' settings (temperatures, evaluator, judge LM: ``settings``) and, for
+  LOO replays over several benchmarks, ``by_benchmark`` (groups, disagreement and bootstrap per benchmark);
+- ``crossfit.json`` and the paper-layout ``tables.md`` / ``tables.json`` with ``table18.png`` and ``table24.png``
+  (:mod:`~groundstate.eval.dhd.tables`), unless ``with_tables=False``.
+
+:func:`crossfit` runs :func:`~groundstate.eval.dhd.crossfit.crossfit_keep_or_remove` once at the main K: rows
+``main`` (full pool scored as the mean of replicates A and B), ``A`` and ``B``, each with its shuffled controls, gains
+by benchmark and the excluded problems.
 """
 
 from __future__ import annotations
@@ -31,10 +37,10 @@ from typing import Any
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.dhd.cache import MessageCache
 from groundstate.eval.dhd.replay import arm_accuracy, repeat_pairs
-from groundstate.eval.dhd.run import collect_pairs
+from groundstate.eval.dhd.run import collect_pairs, replay_run_dirs, replay_run_settings
 from groundstate.eval.io import write_jsonl
 from groundstate.eval.results import write_json
-from groundstate.files import jsonable
+from groundstate.files import jsonable, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +65,12 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
             run_ids: Sequence[str] | None = None, k: int | None = None, seed: int = 0, n_permutations: int = 5000,
             n_resamples: int = 2000, q: float = 0.05, confidence: float = 0.95,
             method: str = "bootstrap", full: str = "mean", null: str = "block",
-            n_multiplicity: int = 100_000) -> dict[str, Any]:
+            n_multiplicity: int = 100_000, label: str | None = None, with_tables: bool = True) -> dict[str, Any]:
     """Compute the DHD statistics and write the labels, the report and the charts (see the module notes).
+
+    With ``with_tables`` (default) it also cross-fits the LOO replays (:func:`crossfit`, same seed and resamples) and
+    writes the paper-layout tables (:mod:`~groundstate.eval.dhd.tables`) with the model name ``label`` (default:
+    the cache directory's name); a cache too small to cross-fit gets its tables without Tables 24-26 and a note.
 
     ``full`` is the LOO block effect (``"mean"``: ``(A + B) / 2 - removal``, the paper's; ``"a"``: replicate A
     only), ``null`` the permutation null of the counts (``"block"`` or the miscalibrated ``"sign-flip"``) and
@@ -138,6 +148,9 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
         problem_rows.extend({"mode": mode, "K": main_k, **entry} for entry in problem_level["problems"])
         if mode == "loo":
             section["disagreement"] = disagreement_rate(repeat_pairs(blocks, main_k))
+            if strata:
+                section["by_benchmark"] = _by_benchmark(table, values, blocks, n_resamples=n_resamples, seed=seed,
+                                                        confidence=confidence)
         report["modes"][mode] = section
         labels.extend(labels_rows(table, values))
     paths = {"labels": out / "labels.jsonl", "pairs": out / "pairs.jsonl", "json": out / "report.json",
@@ -153,11 +166,75 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
     write_jsonl(paths["labels"], labels)
     write_jsonl(paths["pairs"], rows)
     write_jsonl(paths["multiplicity"], problem_rows)
+    report["settings"] = replay_run_settings(cache, runs_dir, run_ids)
     report["paths"] = {name: str(path) for name, path in paths.items()}
     report = jsonable(report)
+    if with_tables:
+        report["paths"].update(_write_tables(cache, out, report, label=label, runs_dir=runs_dir, run_ids=run_ids,
+                                             k=k, seed=seed, n_resamples=n_resamples, confidence=confidence))
     write_json(paths["json"], report)
     paths["markdown"].write_text(report_markdown(report), encoding="utf-8")
     return report
+
+
+def _by_benchmark(table: Any, values: Any, blocks: Sequence[Mapping[str, Any]], *, n_resamples: int, seed: int,
+                  confidence: float) -> dict[str, dict[str, Any]]:
+    """Per benchmark (the table's strata): group counts, full-pool disagreement and the hierarchical bootstrap of
+    its messages alone (the rows of the paper's Tables 17 and 18)."""
+    import numpy as np
+
+    from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
+    from groundstate.eval.dhd.effects import disagreement_rate
+    from groundstate.eval.dhd.values import group_counts
+
+    labels = np.asarray(table.strata, dtype=object)[table.problem_index]
+    out = {}
+    for stratum in dict.fromkeys(table.strata):
+        mask = labels == stratum
+        part = table.select(mask)
+        part_values = values[mask].reset_index(drop=True)
+        problems = set(part.problems)
+        mine = [b for b in blocks if b["problem_id"] in problems]
+        out[str(stratum)] = {
+            "n_problems": len(problems), "n_messages": part.n_messages,
+            "groups": group_counts(part_values["group"]),
+            "disagreement": disagreement_rate(repeat_pairs(mine, table.K)),
+            "bootstrap": hierarchical_bootstrap(part, part_values, n_resamples=n_resamples, seed=seed,
+                                                confidence=confidence),
+        }
+    return out
+
+
+def _latest_mask_table(cache: MessageCache, runs_dir: str | Path | None) -> dict[str, Any] | None:
+    """The ``mask_table.json`` of the cache's most recent masking run, or ``None``."""
+    found = [path / "mask_table.json" for paths in replay_run_dirs(cache, runs_dir, None, "dhd-mask").values()
+             for path in paths if (path / "mask_table.json").is_file()]
+    if not found:
+        return None
+    return read_json(max(found, key=lambda p: p.stat().st_mtime))
+
+
+def _write_tables(cache: MessageCache, out: Path, report: Mapping[str, Any], *, label: str | None,
+                  runs_dir: str | Path | None, run_ids: Sequence[str] | None, k: int | None, seed: int,
+                  n_resamples: int, confidence: float) -> dict[str, str]:
+    from groundstate.eval.dhd.tables import TableSource, write_tables
+
+    fitted, note = None, None
+    if "loo" in report["modes"]:
+        try:
+            fitted = crossfit(cache, out, runs_dir=runs_dir, run_ids=run_ids, k=k, seed=seed,
+                              n_resamples=n_resamples, confidence=confidence)
+        except (ConfigError, InputError) as exc:
+            note = str(exc)
+            logger.warning("no cross-fit for the tables: %s", exc)
+    else:
+        note = "no LOO replays"
+    source = TableSource(label=label or cache.dir.resolve().name, report=report, crossfit=fitted,
+                         mask=_latest_mask_table(cache, runs_dir), crossfit_note=note)
+    paths = write_tables(out, [source])
+    if fitted is not None:
+        paths["crossfit"] = fitted["path"]
+    return paths
 
 
 def crossfit(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str | Path | None = None,

@@ -3,9 +3,10 @@
 A replay *pair row* (shared contract with the DHD program and its message cache) is a mapping with
 ``problem_id`` (str), ``message_id`` (int, the message's index in its problem's pool), ``mode`` (``"loo"``: full
 pool vs pool without the message; ``"single"``: only the message vs independent solving), ``K`` (pool size),
-``block`` (repeat index ``b = 0..B-1``), ``with_correct`` / ``without_correct`` (1, 0, or ``None`` when that arm
-failed operationally: no parseable answer or an LM error) and ``proposal_correct`` (True/False, or ``None`` when the
-message's own proposed answer could not be judged). ``"loo"`` rows also carry ``with_correct_b``: the second
+``block`` (repeat index ``b = 0..B-1``), ``with_correct`` / ``without_correct`` (1, 0, or ``None`` only when that arm
+failed operationally: the LM call failed, including unparseable LM output, or the judge's verdict could not be had;
+an answer with no usable value, or a hedged one, is a wrong answer, 0) and ``proposal_correct`` (True/False, or
+``None`` when the hypothesizer or the judging of its proposal failed). ``"loo"`` rows also carry ``with_correct_b``: the second
 full-pool call of the same block (replicate B; ``with_correct`` is replicate A). An optional ``benchmark`` field is
 kept per problem (the default stratum of :func:`groundstate.eval.dhd.bootstrap.hierarchical_bootstrap`).
 

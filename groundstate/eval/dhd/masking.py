@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -57,6 +56,14 @@ import dspy
 from groundstate.concurrency import thread_map
 from groundstate.eval.dhd.replay import Arm, BlockProgram, make_arm, run_arm
 from groundstate.eval.results import write_json
+from groundstate.programs.dhd.views import (  # noqa: F401  (re-exported: the masking names users know)
+    ANSWER_FIELDS,
+    FILLED,
+    NEUTRAL_CONFIDENCE,
+    REASONING_FIELDS,
+    filler,
+    masked_message,
+)
 from groundstate.records import HypothesisMessage
 
 logger = logging.getLogger(__name__)
@@ -71,34 +78,7 @@ CATEGORIES: tuple[str, ...] = ("wrong-helpful", "correct-helpful", "wrong-harmfu
 CATEGORY_TITLES: dict[str, str] = {c: c.capitalize() for c in CATEGORIES}
 GROUP_CATEGORY: dict[str, str] = {"W+": "wrong-helpful", "C+": "correct-helpful", "W-": "wrong-harmful",
                                   "C-": "correct-harmful", "indeterminate": "indeterminate"}
-ANSWER_FIELDS: tuple[str, ...] = ("proposed_answer",)
-REASONING_FIELDS: tuple[str, ...] = ("reasoning_direction", "key_idea", "critical_assumption", "what_to_check")
-FILLED: dict[str, tuple[str, ...]] = {"hide_answer": ANSWER_FIELDS, "hide_reasoning": REASONING_FIELDS,
-                                      "neutral": ("role", *ANSWER_FIELDS, *REASONING_FIELDS)}
-"""The fields each masked view fills."""
-NEUTRAL_CONFIDENCE = 0.5
-FILLER_WORD = "masked"
 TABLE_FILES = ("mask_table.json", "mask_table.md")
-
-
-# -- filler and the masked message -----------------------------------------------------------------------------------
-def _filler_word(n: int) -> str:
-    return FILLER_WORD[:n] if n <= len(FILLER_WORD) else FILLER_WORD + "-" * (n - len(FILLER_WORD))
-
-
-def filler(text: str) -> str:
-    """Content-free text with exactly the length and the word count of ``text`` (whitespace kept)."""
-    return re.sub(r"\S+", lambda m: _filler_word(len(m.group(0))), text or "")
-
-
-def masked_message(message: HypothesisMessage, view: str) -> HypothesisMessage:
-    """``message`` with the fields of ``view`` (``hide_answer``, ``hide_reasoning``, ``neutral``) filled."""
-    if view not in FILLED:
-        raise ValueError(f"unknown masked view '{view}' (choose from {', '.join(FILLED)})")
-    update: dict[str, Any] = {name: filler(getattr(message, name)) for name in FILLED[view]}
-    if view == "neutral":
-        update["confidence"] = NEUTRAL_CONFIDENCE
-    return message.model_copy(update=update)
 
 
 # -- the arms of one repetition --------------------------------------------------------------------------------------

@@ -87,7 +87,8 @@ def loo_rates_by_K(rows: Any, by: str | None = None) -> dict[Any, Any]:
     return {k: _rates(pair_effects(records, mode="loo", K=k, full="a")) for k in sizes}
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, or ``None`` when matplotlib is not installed."""
     try:
         import matplotlib
     except ImportError:
@@ -103,7 +104,7 @@ def plot_flip_direction(stats: dict[str, dict[str, Any]], path: str | Path,
                         classes: Sequence[str] = ("wrong", "correct", "unknown")) -> bool:
     """Horizontal 100% bars of helpful vs harmful shares among flips per proposal class; ``False`` without
     matplotlib. Row labels carry the flip rate among all evaluable pairs; bar labels the event counts."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return False
     names = [c for c in classes if stats.get(c, {}).get("n_flips")]
@@ -131,7 +132,7 @@ def plot_flip_direction(stats: dict[str, dict[str, Any]], path: str | Path,
 def plot_loo_rates(stats: dict[Any, dict[str, Any]], path: str | Path) -> bool:
     """Grouped bars of W+, W-, C+, C- shares per K (output of :func:`loo_rates_by_K` without ``by``);
     ``False`` without matplotlib."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return False
     sizes = list(stats)

@@ -50,6 +50,7 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.common import as_data, saveable
+from groundstate.programs.dhd.views import masked_message
 from groundstate.records import HypothesisMessage, Problem
 from groundstate.signatures.deliberation import IntegrateHypotheses, ProposeHypothesis, RecruitRoles, SolveProblem
 
@@ -62,8 +63,9 @@ DEFAULT_INTEGRATOR_TEMPERATURE = 0.0
 DEFAULT_TEMPERATURE = DEFAULT_INTEGRATOR_TEMPERATURE
 """The integrator's default (kept for callers of the single ``temperature`` of earlier versions)."""
 VIEWS: tuple[str, ...] = ("full", "hide_answer", "hide_reasoning", "neutral")
-"""How a message is shown to the integrator: whole; without its proposed answer; only its proposed answer; or
-replaced by a neutral placeholder of similar length that says nothing about the problem."""
+"""How a message is shown to the integrator: whole; with its proposed answer hidden; with its reasoning hidden; or
+replaced by neutral filler. Hidden parts are filled with content-free text of the same length and the message keeps
+its slot (:mod:`groundstate.programs.dhd.views`)."""
 
 FALLBACK_ROLES: tuple[str, ...] = (
     "Direct solver: works the problem step by step from first principles",
@@ -71,12 +73,6 @@ FALLBACK_ROLES: tuple[str, ...] = (
     "Estimator: bounds the answer with order-of-magnitude reasoning",
     "Alternative-method solver: reaches the answer by a different route than the obvious one",
     "Theorist: identifies the governing principle or formula and its conditions",
-)
-NEUTRAL_SENTENCES: tuple[str, ...] = (
-    "This is a placeholder note from the panel.",
-    "It proposes no answer, no method and no assumption.",
-    "It makes no reference to the quantities or conditions in the problem.",
-    "It can be set aside when forming a solution.",
 )
 _FIELD_LABELS: tuple[tuple[str, str], ...] = (
     ("reasoning_direction", "reasoning direction"),
@@ -107,33 +103,20 @@ def problem_inputs(problem: Problem) -> dict[str, str]:
 
 
 def render_message(message: HypothesisMessage, number: int, view: str = "full") -> str:
-    """One message as the integrator reads it, under ``view`` (one of :data:`VIEWS`)."""
+    """One message as the integrator reads it, under ``view`` (one of :data:`VIEWS`).
+
+    ``hide_answer``, ``hide_reasoning`` and ``neutral`` render the message with those fields replaced by filler of
+    the same length (:func:`groundstate.programs.dhd.views.masked_message`), so the message keeps its slot and its
+    shape."""
     if view not in VIEWS:
         raise ValueError(f"unknown view '{view}' (choose from {', '.join(VIEWS)})")
-    if view == "hide_reasoning":
-        return f"Message {number}\n- proposed answer: {as_data(message.proposed_answer) or '(none)'}"
-    if view == "neutral":
-        body_length = len(render_message(message, number, "full")) - len(f"Message {number}\n")
-        return f"Message {number}\n{neutral_text(body_length)}"
-    lines = [f"Message {number} (role: {as_data(message.role)})"]
-    if view == "full":
-        lines.append(f"- proposed answer: {as_data(message.proposed_answer) or '(none)'}")
+    if view != "full":
+        message = masked_message(message, view)
+    lines = [f"Message {number} (role: {as_data(message.role)})",
+             f"- proposed answer: {as_data(message.proposed_answer) or '(none)'}"]
     lines += [f"- {label}: {as_data(getattr(message, name)) or '(none)'}" for name, label in _FIELD_LABELS]
     lines.append(f"- confidence: {message.confidence:.2f}")
     return "\n".join(lines)
-
-
-def neutral_text(length: int) -> str:
-    """Content-free sentences whose total length is as close to ``length`` characters as whole sentences allow."""
-    sentences: list[str] = []
-    total = -1
-    while True:
-        sentence = NEUTRAL_SENTENCES[len(sentences) % len(NEUTRAL_SENTENCES)]
-        grown = total + 1 + len(sentence)
-        if sentences and abs(grown - length) >= abs(total - length):
-            return " ".join(sentences)
-        sentences.append(sentence)
-        total = grown
 
 
 def render_pool(messages: Sequence[HypothesisMessage], views: Sequence[str] | None = None) -> str:

@@ -16,7 +16,6 @@ from groundstate.programs.dhd.deliberation import (
     FALLBACK_ROLES,
     DiverseHypothesisDeliberation,
     answer_format,
-    neutral_text,
     render_message,
     render_pool,
     rollout_number,
@@ -131,12 +130,14 @@ def test_views_show_the_intended_components():
     assert all(t in full for t in ("ANSWER-TOKEN", "REASON-TOKEN", "IDEA-TOKEN", "Kinematics", "0.80"))
     hidden_answer = render_message(MESSAGE, 1, "hide_answer")
     assert "ANSWER-TOKEN" not in hidden_answer and "REASON-TOKEN" in hidden_answer and "IDEA-TOKEN" in hidden_answer
-    only_answer = render_message(MESSAGE, 1, "hide_reasoning")
-    assert "ANSWER-TOKEN" in only_answer and not any(t in only_answer for t in ("REASON", "IDEA", "Kinematics"))
+    hidden_reasoning = render_message(MESSAGE, 1, "hide_reasoning")
+    assert "ANSWER-TOKEN" in hidden_reasoning and "Kinematics" in hidden_reasoning
+    assert not any(t in hidden_reasoning for t in ("REASON", "IDEA", "ASSUME", "CHECK"))
     neutral = render_message(MESSAGE, 1, "neutral")
-    assert not any(t in neutral for t in ("ANSWER", "REASON", "IDEA", "Kinematics", "ASSUME", "CHECK"))
-    assert abs(len(neutral) - len(full)) < 0.35 * len(full)
-    assert 80 <= len(neutral_text(100)) <= 130
+    assert not any(t in neutral for t in ("ANSWER", "REASON", "IDEA", "Kinematics", "ASSUME", "CHECK", "0.80"))
+    for view in (hidden_answer, hidden_reasoning, neutral):  # the slot and the length are kept
+        assert view.startswith("Message 1 (role: ") and len(view) == len(full)
+        assert view.count("\n") == full.count("\n")
     with pytest.raises(ValueError, match="unknown view"):
         render_message(MESSAGE, 1, "blur")
 
