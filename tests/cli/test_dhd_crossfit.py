@@ -31,7 +31,7 @@ def test_crossfit_reports_main_and_both_replicates(tmp_path, lm, capsys):  # noq
 
 def test_crossfit_refuses_a_block_without_one_of_its_arms(tmp_path, lm, capsys):  # noqa: F811
     cache = _replayed(tmp_path, capsys)
-    results = next((cache / "runs").glob("*/results.jsonl"))
+    results = next((cache / "runs").glob("dhd-replay-*/results.jsonl"))
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     damaged = next(r for r in lines if r.get("outputs", {}).get("arms"))
     damaged["outputs"]["arms"] = [a for a in damaged["outputs"]["arms"] if a["arm"] != "full_b"]

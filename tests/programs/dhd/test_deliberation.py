@@ -8,7 +8,6 @@ import threading
 import time
 import warnings
 
-import dspy
 import pytest
 
 from groundstate.eval.dhd.run import GenerateProgram
@@ -24,21 +23,12 @@ from groundstate.programs.dhd.deliberation import (
 from groundstate.programs.dhd.evaluator import AnswerEvaluator
 from groundstate.records import HypothesisMessage, Problem
 from groundstate.testing import scripted_lm
+from tests.programs.dhd.conftest import run
 
 GOLD = "987.65"
 PROBLEM = Problem(id="p1", question="How far does the cart roll? PROBLEM-TEXT", answer=GOLD, kind="number", unit="m")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dspy_cache():
-    dspy.cache.reset_memory_cache()
-    yield
-    dspy.cache.reset_memory_cache()
-
-
-def run(lm, fn):
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        return fn()
 
 
 def by_stage(lm, name: str):

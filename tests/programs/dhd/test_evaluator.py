@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dspy
 import pytest
 
 from groundstate.programs.dhd.evaluator import (
@@ -15,18 +14,7 @@ from groundstate.programs.dhd.evaluator import (
 )
 from groundstate.records import Problem
 from groundstate.testing import scripted_lm
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dspy_cache():
-    dspy.cache.reset_memory_cache()
-    yield
-    dspy.cache.reset_memory_cache()
-
-
-def run(lm, fn):
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        return fn()
+from tests.programs.dhd.conftest import run
 
 
 def configs(lm) -> list[tuple[tuple[str, ...], float | None]]:
