@@ -1,0 +1,164 @@
+"""The Ray backend of the durable runner: same results as threads, dead workers, secrets, bad addresses.
+
+One local Ray (2 CPUs) is started for the module and shut down after it; skipped when Ray is not installed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+ray = pytest.importorskip("ray")
+cloudpickle = pytest.importorskip("cloudpickle")
+
+import tests.helpers as helpers  # noqa: E402
+from groundstate.errors import ConfigError  # noqa: E402
+from groundstate.eval import ray_backend  # noqa: E402
+from groundstate.eval.ray_backend import RayOptions  # noqa: E402
+from groundstate.eval.results import RESULTS, read_results  # noqa: E402
+from groundstate.eval.runner import Runner, RunSettings, durable_run  # noqa: E402
+from groundstate.programs.qa import QuestionAnswering  # noqa: E402
+from tests.helpers import ROOT, echo_number_lm, json_adapter, qa_records, qa_score  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    # this module's and the helpers' functions travel by value: Ray workers need not import the tests package
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(helpers)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}})
+    yield
+    ray.shutdown()
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    cloudpickle.unregister_pickle_by_value(helpers)
+
+
+def scripted_setup():
+    """Worker setup: the deterministic scripted LM (built once per worker process)."""
+    return {"lm": echo_number_lm(), "adapter": json_adapter()}
+
+
+def question(record):
+    return {"question": record["question"]}
+
+
+class CrashOn(QuestionAnswering):
+    """Kills its worker process (``os._exit``) on one question while a marker file exists."""
+
+    def __init__(self, needle: str, marker: str):
+        super().__init__()
+        self.needle, self.marker = needle, marker
+
+    def forward(self, question):
+        if self.needle in question and os.path.exists(self.marker):
+            os._exit(1)
+        return super().forward(question=question)
+
+
+def ray_runner(tmp_path, program=None, **kwargs):
+    return Runner(program or QuestionAnswering(), {"program": "qa", "data": "test"}, out=tmp_path / "runs",
+                  threads=2, inputs=question, scorer=qa_score,
+                  ray=RayOptions(worker_setup=scripted_setup, **kwargs))
+
+
+def test_threads_and_ray_give_the_same_records_and_scores(tmp_path):
+    records = qa_records(12, fail={4})
+    threads = Runner(QuestionAnswering(), {"program": "qa", "data": "test"}, out=tmp_path / "threads", threads=2,
+                     inputs=question, scorer=qa_score, lm=echo_number_lm(), adapter=json_adapter()).run(records)
+    settings = RunSettings(out=tmp_path / "ray", threads=2, backend="ray", worker_setup=scripted_setup)
+    on_ray = durable_run(QuestionAnswering(), {"program": "qa", "data": "test"}, records, settings,
+                         inputs=question, scorer=qa_score)
+    assert on_ray.run_id == threads.run_id  # the backend is not part of the run's identity
+
+    def by_id(result):
+        return {r["id"]: (r["outputs"], r["scores"], bool(r["error"]), r["lm_calls"], r["input_tokens"],
+                          r["output_tokens"]) for r in read_results(result.run_dir / RESULTS)}
+
+    assert by_id(on_ray) == by_id(threads)
+    assert len(by_id(on_ray)) == 12
+    assert on_ray.row("r001")["lm_calls"] == 1 and on_ray.row("r001")["input_tokens"] == 10  # metered on workers
+    assert on_ray.summary["scores"] == threads.summary["scores"]
+    assert on_ray.summary["tokens"] == threads.summary["tokens"]
+
+
+def test_a_dead_worker_is_that_records_error_and_resume_retries_it(tmp_path):
+    marker = tmp_path / "crash"
+    marker.write_text("x")
+    program = CrashOn("question number 3", str(marker))
+    records = qa_records(6)
+    first = ray_runner(tmp_path, program).run(records)
+    errors = {r["id"]: r["error"] for r in first.rows if r["error"]}
+    assert set(errors) == {"r003"}
+    assert "record r003" in errors["r003"] and "worker died" in errors["r003"] and "node" in errors["r003"]
+    assert "unknown node" not in errors["r003"]
+    assert first.row("r003")["scores"] == {"exact_match": 0.0}
+    assert sum(1 for r in first.rows if not r["error"]) == 5
+
+    marker.unlink()
+    again = ray_runner(tmp_path, program).run(records)
+    assert again.run_id == first.run_id and again.skipped == 5
+    assert again.summary["n_error"] == 0 and again.row("r003")["attempt"] == 2
+    lines = [row["id"] for row in read_results(again.run_dir / RESULTS)]
+    assert Counter(lines) == Counter(r["id"] for r in records)  # every id exactly once
+
+
+class HoldsKey(QuestionAnswering):
+    def __init__(self, key: str):
+        super().__init__()
+        self.key = key
+
+
+def test_secret_env_values_never_reach_payloads_or_files(tmp_path, monkeypatch):
+    canary = "canary-" + os.urandom(8).hex()
+    monkeypatch.setenv("GROUNDSTATE_CANARY_API_KEY", canary)
+    password = "pw-" + os.urandom(8).hex()
+    monkeypatch.setenv("CANARY_PASSWORD", password)
+    seen: list[bytes] = []
+    original = ray_backend.check_payload
+
+    def recording(payload, what):
+        seen.append(payload)
+        original(payload, what)
+
+    monkeypatch.setattr(ray_backend, "check_payload", recording)
+    result = ray_runner(tmp_path).run(qa_records(4))
+    assert result.summary["n_error"] == 0
+    assert len(seen) == 5  # the job and each of the four records
+    assert not any(canary.encode() in blob for blob in seen)
+    for path in result.run_dir.iterdir():
+        if path.is_file():
+            assert canary not in path.read_text(encoding="utf-8", errors="replace")
+
+    seen.clear()
+    with pytest.raises(ConfigError) as info:
+        ray_runner(tmp_path, HoldsKey(password)).run(qa_records(2))
+    message = str(info.value)
+    assert "refusing to send the program" in message and "$CANARY_PASSWORD" in message
+    assert password not in message and "\n" not in message
+    assert len(seen) == 1  # refused before any record was submitted
+
+
+def test_unreachable_ray_address_is_one_line_exit_2(tmp_path):
+    data = tmp_path / "qa.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in qa_records(2)))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([sys.executable, "-m", "groundstate.cli", "run", "qa", "--data", str(data), "--lm",
+                           "openai/gpt-4o-mini", "--out", str(tmp_path / "runs"), "--no-progress", "--backend", "ray",
+                           "--ray-address", "127.0.0.1:9"], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--ray-address 127.0.0.1:9" in lines[0] and "ray start --head" in lines[0]
+
+
+def test_missing_ray_is_a_config_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ConfigError, match=r"pip install 'groundstate\[ray\]'"):
+        ray_backend.require_ray()
