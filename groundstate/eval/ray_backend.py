@@ -143,8 +143,11 @@ _JOBS: dict[str, tuple[WorkerJob, dict[str, Any]] | str] = {}
 """Per worker process: job id -> (job, overrides) or the setup error text (so the LM is built once)."""
 
 
-def run_task(job_id: str, job_blob: bytes, rid: str, record_blob: bytes, tracker: Any) -> dict[str, Any]:
-    """A Ray task: one record's row (or ``{"setup_error": ...}`` if this worker cannot build its LMs)."""
+def run_task(job_id: str, job_ref: list, rid: str, record_blob: bytes, tracker: Any) -> dict[str, Any]:
+    """A Ray task: one record's row (or ``{"setup_error": ...}`` if this worker cannot build its LMs).
+
+    ``job_ref`` is ``[ObjectRef]`` of the job's bytes: nested, so Ray fetches them only on a worker's first task.
+    """
     import cloudpickle
     import ray
 
@@ -152,7 +155,7 @@ def run_task(job_id: str, job_blob: bytes, rid: str, record_blob: bytes, tracker
         ray.get(tracker.started.remote(rid, node_label(ray)))
     if job_id not in _JOBS:
         try:
-            job = cloudpickle.loads(job_blob)
+            job = cloudpickle.loads(ray.get(job_ref[0]))
             _JOBS[job_id] = (job, job.overrides())
         except Exception as exc:  # reported once per run by the driver: the LM cannot be built here
             _JOBS[job_id] = scrub_secrets(f"{type(exc).__name__}: {exc}")
@@ -164,10 +167,15 @@ def run_task(job_id: str, job_blob: bytes, rid: str, record_blob: bytes, tracker
     return job.run_record(record, overrides, failed)
 
 
+_NODE: list[str] = []
+"""This process's node label, computed once."""
+
+
 def node_label(ray) -> str:
     """``ip (node id prefix)`` of the node this code runs on."""
-    context = ray.get_runtime_context()
-    return f"{ray.util.get_node_ip_address()} (node {context.get_node_id()[:12]})"
+    if not _NODE:
+        _NODE.append(f"{ray.util.get_node_ip_address()} (node {ray.get_runtime_context().get_node_id()[:12]})")
+    return _NODE[0]
 
 
 class NodeTracker:
@@ -209,7 +217,7 @@ def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
                 rid = queue.pop()
                 blob = cloudpickle.dumps((records[rid], {rid: failed[rid]} if rid in failed else {}))
                 check_payload(blob, f"record {rid}")
-                pending[task.remote(job_id, job_ref, rid, blob, tracker)] = rid
+                pending[task.remote(job_id, [job_ref], rid, blob, tracker)] = rid
             finished, _ = ray.wait(list(pending), num_returns=1)
             for ref in finished:
                 rid = pending.pop(ref)
