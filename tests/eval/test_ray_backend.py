@@ -162,3 +162,39 @@ def test_missing_ray_is_a_config_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"pip install 'groundstate\[ray\]'"):
         ray_backend.require_ray()
+
+
+def broken_setup():
+    from groundstate.errors import LMSetupError
+
+    raise LMSetupError("model file /nowhere/model.gguf not found")
+
+
+def test_a_worker_that_cannot_build_its_lm_stops_the_run_with_one_line_keeping_results(tmp_path):
+    from groundstate.errors import LMSetupError
+
+    runner = Runner(QuestionAnswering(), {"program": "qa", "data": "test"}, out=tmp_path / "runs", threads=2,
+                    inputs=question, scorer=qa_score, ray=RayOptions(worker_setup=broken_setup))
+    with pytest.raises(LMSetupError) as info:
+        runner.run(qa_records(3))
+    message = str(info.value)
+    assert "a Ray worker cannot build the LM" in message and "/nowhere/model.gguf" in message
+    assert "Ray node" in message and "\n" not in message
+    assert LMSetupError("x").exit_code == 2
+
+
+def test_run_options_reach_run_settings_with_lm_specs_and_no_keys(monkeypatch):
+    from groundstate.cli import build_parser
+    from groundstate.cli.options import run_settings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-000000000000")
+    args = build_parser().parse_args(["run", "qa", "--backend", "ray", "--ray-address", "head:6379",
+                                      "--max-inflight", "3", "--lm", "openai/gpt-4o-mini", "--temperature", "0.5"])
+    settings = run_settings(args)
+    assert (settings.backend, settings.ray_address, settings.max_inflight) == ("ray", "head:6379", 3)
+    assert settings.lm_spec["default"] == {"model": "openai/gpt-4o-mini", "temperature": 0.5}
+    assert "sk-canary" not in json.dumps(settings.lm_spec)
+    options = settings.ray_options()
+    assert options.address == "head:6379" and options.max_inflight == 3
+    threads = run_settings(build_parser().parse_args(["run", "qa"]))
+    assert threads.backend == "threads" and threads.ray_options() is None and threads.lm_spec is None
