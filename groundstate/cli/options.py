@@ -37,7 +37,7 @@ def add_lm_options(parser: argparse.ArgumentParser) -> None:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--out``, ``--max-error-rate``,
-    ``--no-progress``, ``--backend``, ``--ray-address``, ``--max-inflight`` and ``--allow-empty``."""
+    ``--no-progress``, ``--backend``, ``--ray-address``, ``--ray-workers``, ``--max-inflight`` and ``--allow-empty``."""
     add_lm_options(parser)
     parser.add_argument("--threads", type=int, default=4, help="records run concurrently (default 4)")
     parser.add_argument("--limit", type=int, default=None, help="run only the first N records")
@@ -54,8 +54,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray-address", default=None, metavar="ADDR",
                         help="with --backend ray: the cluster's head (HOST:6379, or 'auto'); default: start or "
                              "join a local Ray cluster (RAY_ADDRESS if set)")
+    parser.add_argument("--ray-workers", type=int, default=None, metavar="N",
+                        help="with --backend ray: N worker processes, each running --threads records at once "
+                             "(default: the cluster's CPUs)")
     parser.add_argument("--max-inflight", type=int, default=None, metavar="N",
-                        help="with --backend ray: at most N records in flight at once (default: --threads)")
+                        help="with --backend ray: at most N concurrent requests per LM across the cluster "
+                             "(default: unbounded)")
     add_allow_empty(parser)
 
 
@@ -100,6 +104,7 @@ def run_settings(args: argparse.Namespace, out: Any = None):
                        max_error_rate=getattr(args, "max_error_rate", None),
                        progress=not getattr(args, "no_progress", True) and sys.stderr.isatty(),
                        backend=backend, ray_address=getattr(args, "ray_address", None),
+                       ray_workers=getattr(args, "ray_workers", None),
                        max_inflight=getattr(args, "max_inflight", None), lm_spec=lm_spec)
 
 

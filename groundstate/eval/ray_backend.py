@@ -1,20 +1,26 @@
-"""Running a durable run's records as Ray tasks (``--backend ray``); the driver stays the single writer.
+"""Running a durable run's records on Ray worker actors (``--backend ray``); the driver stays the single writer.
 
 :class:`~groundstate.eval.runner.Runner` hands this module two callables: ``run_record(record, overrides,
 failed)`` (the row of one record, built on a worker exactly as the threads backend builds it, token and call
-counts included) and ``error_row(record, error, failed)`` (the row of a record whose task never returned).
-:func:`execute_on_ray` submits one task per record, at most ``max_inflight`` at a time, and yields rows as they
-finish; the runner writes them, so every durability promise of the threads backend holds unchanged.
+counts included) and ``error_row(record, error, failed)`` (the row of a record whose worker died).
+:func:`execute_on_ray` sends records to long-lived threaded actors (:mod:`groundstate.eval.ray_workers`: one per
+worker process, ``--ray-workers``, each running ``--threads`` records at once), keeps at most ``workers x
+threads`` records in flight and yields rows as they finish; the runner writes them, so every durability promise
+of the threads backend holds unchanged.
 
 - **Nothing secret leaves the driver.** The job (program, scorer, LM *specs*) and every record are serialized
   with cloudpickle once, and the exact bytes that go to Ray are searched for the value of every environment
   variable named like a secret (``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``); a match refuses the run with one
   line (:func:`check_payload`). Keys come only from each worker's own environment.
 - **LMs are built on the workers** from the LM specs (:class:`~groundstate.lm.config.LMConfig` fields, keys
-  stripped), once per worker process, and reach the program as DSPy overrides (never ``dspy.configure``).
-- **A dead worker is a recorded error, not a lost line.** Tasks run with ``max_retries=0``; a task whose worker
-  died becomes that record's error naming the record and the node it ran on (tasks report their node to a
-  small actor when they start), and a resume retries it like any failed record.
+  stripped), once per actor and job, and reach the program as DSPy overrides (never ``dspy.configure``). An LM
+  that cannot be built stops the run only when a record calls it (simulated agents need none).
+- **A dead worker is a recorded error, not a lost line.** Actors run with no restarts or retries; every record
+  in flight on an actor that died becomes that record's error naming the record and the actor's node, a new
+  actor takes the slot for the remaining records, and a resume retries the failed ones like any failed record.
+- **``--max-inflight N``** bounds concurrent requests per LM across the cluster with one named semaphore actor
+  per (key-free LM spec, N) (:func:`inflight_limit`); its cost is two small actor calls per LM call.
+- The actors are kept for the driver's later runs on the same cluster (``compare`` runs several programs).
 - Ray is imported lazily; without it, or with an unreachable ``--ray-address``, :class:`ConfigError` says what
   is wrong and how to fix it (exit 2).
 """
@@ -22,6 +28,7 @@ finish; the runner writes them, so every durability promise of the threads backe
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -31,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundstate.errors import ConfigError, LMSetupError, scrub_secrets
+from groundstate.eval.ray_workers import LIMIT_NAMESPACE, InflightLimit, RecordWorker, WorkerJob
 
 logger = logging.getLogger(__name__)
 
@@ -48,18 +56,21 @@ class RayOptions:
     Attributes:
         address: the cluster (``host:port``, ``auto``, ``ray://...``); ``None`` starts a local cluster or joins
             the one ``RAY_ADDRESS`` names.
-        max_inflight: tasks submitted and not yet finished (default: the run's ``threads``).
+        workers: record actors (one worker process each; default: the cluster's CPUs), each running ``threads``
+            records at once, so ``workers x threads`` records are in flight.
+        max_inflight: concurrent requests per LM across the cluster (``None``: unbounded); a named semaphore actor.
         lm_spec: ``{"default": {...}, "roles": {...}}``, the LM settings each worker builds its LMs from.
         worker_setup: a picklable ``() -> dict`` of DSPy overrides (``lm``, ``adapter``), called once per worker
             process instead of ``lm_spec`` (scripted LMs in tests and benchmarks).
-        num_cpus: CPUs one task reserves (1: the embedded model is CPU-bound; lower it for hosted LMs).
+        num_cpus: CPUs one worker actor reserves (0: LM work is I/O-bound; raise it for an embedded model).
     """
 
     address: str | None = None
+    workers: int | None = None
     max_inflight: int | None = None
     lm_spec: dict[str, Any] | None = None
     worker_setup: Callable[[], dict[str, Any]] | None = None
-    num_cpus: float = 1.0
+    num_cpus: float = 0.0
 
 
 def require_ray():
@@ -118,131 +129,117 @@ def check_payload(payload: bytes, what: str) -> None:
 
 
 @dataclass
-class WorkerJob:
-    """What every task of one run shares: the record function and how to build the worker's LMs."""
+class WorkerPool:
+    """The record actors of one driver, kept across the driver's runs (a job loads once per actor)."""
 
-    run_record: Callable[[Any, dict, dict], dict[str, Any]]
-    lm_spec: dict[str, Any] | None
-    worker_setup: Callable[[], dict[str, Any]] | None
+    actors: list
+    nodes: list
+    threads: int
+    num_cpus: float
 
-    def overrides(self) -> dict[str, Any]:
-        """DSPy overrides for this worker process (LM and adapter from the specs, or ``worker_setup``)."""
-        if self.worker_setup is not None:
-            return dict(self.worker_setup())
-        if not self.lm_spec:
-            return {}
-        from groundstate.lm.config import LMConfig
-        from groundstate.lm.specs import default_adapter
+    def start(self, ray, slot: int) -> None:
+        """(Re)start the actor of ``slot``; its node is asked for now and read when needed."""
+        actor = ray.remote(RecordWorker).options(max_concurrency=self.threads, num_cpus=self.num_cpus,
+                                                  max_restarts=0, max_task_retries=0,
+                                                  scheduling_strategy="SPREAD").remote()
+        if slot < len(self.actors):
+            self.actors[slot], self.nodes[slot] = actor, actor.node.remote()
+        else:
+            self.actors.append(actor)
+            self.nodes.append(actor.node.remote())
 
-        config = LMConfig(default=dict(self.lm_spec["default"]), roles=dict(self.lm_spec.get("roles") or {}))
-        lm = config.lm_for(None)
-        return {"lm": lm, "adapter": default_adapter(lm)}
-
-
-_JOBS: dict[str, tuple[WorkerJob, dict[str, Any]] | str] = {}
-"""Per worker process: job id -> (job, overrides) or the setup error text (so the LM is built once)."""
-
-
-def run_task(job_id: str, job_ref: list, rid: str, record_blob: bytes, tracker: Any) -> dict[str, Any]:
-    """A Ray task: one record's row (or ``{"setup_error": ...}`` if this worker cannot build its LMs).
-
-    ``job_ref`` is ``[ObjectRef]`` of the job's bytes: nested, so Ray fetches them only on a worker's first task.
-    """
-    import cloudpickle
-    import ray
-
-    if tracker is not None:  # waited for (about a millisecond): a worker that dies next must be findable
-        ray.get(tracker.started.remote(rid, node_label(ray)))
-    if job_id not in _JOBS:
+    def node_of(self, ray, slot: int) -> str:
         try:
-            job = cloudpickle.loads(ray.get(job_ref[0]))
-            _JOBS[job_id] = (job, job.overrides())
-        except Exception as exc:  # reported once per run by the driver: the LM cannot be built here
-            _JOBS[job_id] = scrub_secrets(f"{type(exc).__name__}: {exc}")
-    entry = _JOBS[job_id]
-    if isinstance(entry, str):
-        return {"setup_error": f"{entry} (on Ray node {node_label(ray)})"}
-    job, overrides = entry
-    record, failed = cloudpickle.loads(record_blob)
-    return job.run_record(record, overrides, failed)
+            return ray.get(self.nodes[slot], timeout=CONNECT_TIMEOUT_S)
+        except Exception:  # the actor died before it could say where it runs
+            return "an unknown node (the worker died while starting)"
 
 
-_NODE: list[str] = []
-"""This process's node label, computed once."""
+_POOLS: dict[tuple, WorkerPool] = {}
+"""This driver's worker pools, by (cluster, workers, threads, CPUs per worker)."""
 
 
-def node_label(ray) -> str:
-    """``ip (node id prefix)`` of the node this code runs on."""
-    if not _NODE:
-        _NODE.append(f"{ray.util.get_node_ip_address()} (node {ray.get_runtime_context().get_node_id()[:12]})")
-    return _NODE[0]
+def worker_pool(ray, workers: int, threads: int, num_cpus: float) -> WorkerPool:
+    """The pool of ``workers`` actors of ``threads`` threads each on the connected cluster (started once)."""
+    context = ray.get_runtime_context()
+    key = (context.get_node_id(), context.get_job_id(), workers, threads, num_cpus)
+    if key not in _POOLS:
+        pool = WorkerPool([], [], threads, num_cpus)
+        for slot in range(workers):
+            pool.start(ray, slot)
+        _POOLS[key] = pool
+    return _POOLS[key]
 
 
-class NodeTracker:
-    """A tiny actor: where each record's task started, so a dead worker's record can name its node."""
-
-    def __init__(self):
-        self.where: dict[str, str] = {}
-
-    def started(self, rid: str, node: str) -> None:
-        self.where[rid] = node
-
-    def node_of(self, rid: str) -> str:
-        return self.where.get(rid, "an unknown node (the task died before it started)")
+def inflight_limit(ray, name_key: str, n: int):
+    """The cluster-wide :class:`InflightLimit` actor of one LM and bound (created by the first driver asking)."""
+    if n < 1:
+        raise ConfigError("--max-inflight must be at least 1")
+    name = f"groundstate-inflight-{name_key}-{n}"
+    return ray.remote(InflightLimit).options(name=name, namespace=LIMIT_NAMESPACE, get_if_exists=True,
+                                             num_cpus=0, max_concurrency=10_000).remote(n)
 
 
 def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
                    error_row: Callable[[Any, str, dict], dict[str, Any]], todo: Sequence[Any],
                    failed: dict[str, dict[str, Any]], record_id: Callable[[Any], str], options: RayOptions,
                    threads: int) -> Iterator[dict[str, Any]]:
-    """Yield the rows of ``todo`` as their Ray tasks finish (see the module docstring)."""
-    limit = options.max_inflight or threads
-    if limit < 1:
-        raise ConfigError("--max-inflight must be at least 1")
+    """Yield the rows of ``todo`` as they finish on the worker actors (see the module docstring)."""
     ray = connect(options.address)
     import cloudpickle
 
     job_blob = cloudpickle.dumps(WorkerJob(run_record, options.lm_spec, options.worker_setup))
     check_payload(job_blob, "the program")
     job_id = hashlib.sha256(job_blob).hexdigest()[:16]
-    job_ref = ray.put(job_blob)
-    task = ray.remote(max_retries=0, num_cpus=options.num_cpus)(run_task)
-    tracker = ray.remote(num_cpus=0, max_restarts=0)(NodeTracker).remote()
+    limit = None
+    if options.max_inflight is not None:
+        spec = json.dumps(options.lm_spec, sort_keys=True, default=str) if options.lm_spec else f"setup-{job_id}"
+        limit = inflight_limit(ray, hashlib.sha256(spec.encode()).hexdigest()[:16], options.max_inflight)
+    job = [ray.put(job_blob), limit]  # nested: each actor fetches the bytes once, on its first record
+    workers = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    per_worker = max(1, threads)
+    pool = worker_pool(ray, workers, per_worker, options.num_cpus)
     records = {record_id(r): r for r in todo}
     queue = list(reversed(list(records)))
-    pending: dict[Any, str] = {}
+    pending: dict[Any, tuple[str, int, Any]] = {}
+    load = [0] * workers
     try:
         while queue or pending:
-            while queue and len(pending) < limit:
-                rid = queue.pop()
-                blob = cloudpickle.dumps((records[rid], {rid: failed[rid]} if rid in failed else {}))
-                check_payload(blob, f"record {rid}")
-                pending[task.remote(job_id, [job_ref], rid, blob, tracker)] = rid
+            for slot in range(workers):
+                while queue and load[slot] < per_worker:
+                    rid = queue.pop()
+                    blob = cloudpickle.dumps((records[rid], {rid: failed[rid]} if rid in failed else {}))
+                    check_payload(blob, f"record {rid}")
+                    actor = pool.actors[slot]
+                    pending[actor.run.remote(job_id, job, blob)] = (rid, slot, actor)
+                    load[slot] += 1
             finished, _ = ray.wait(list(pending), num_returns=1)
             for ref in finished:
-                rid = pending.pop(ref)
-                yield task_row(ray, ref, rid, records[rid], failed, tracker, error_row)
+                rid, slot, actor = pending.pop(ref)
+                load[slot] -= 1
+                yield task_row(ray, ref, rid, records[rid], failed, pool, slot, actor, error_row)
     finally:
         for ref in pending:
-            ray.cancel(ref)
-        ray.kill(tracker)
+            try:
+                ray.cancel(ref)
+            except Exception:  # best effort: a stopped run discards what is still in flight
+                pass
 
 
-def task_row(ray, ref, rid: str, record: Any, failed: dict, tracker: Any,
+def task_row(ray, ref, rid: str, record: Any, failed: dict, pool: WorkerPool, slot: int, actor: Any,
              error_row: Callable[[Any, str, dict], dict[str, Any]]) -> dict[str, Any]:
-    """The row of a finished task: its result, or an error row if its worker died or it raised."""
-    from ray.exceptions import RayError, RayTaskError
+    """The row of a finished record: its result, or an error row if its worker died or the call raised."""
+    from ray.exceptions import RayActorError, RayError, RayTaskError
 
     try:
         row = ray.get(ref)
-    except RayTaskError as exc:  # the task raised outside the runner's own error handling (e.g. unpickling)
+    except RayTaskError as exc:  # raised outside the runner's own error handling (e.g. unpickling)
         cause = exc.cause if getattr(exc, "cause", None) is not None else exc
         return error_row(record, scrub_secrets(f"Ray task failed: {type(cause).__name__}: {cause}"), failed)
-    except RayError as exc:  # the worker process died (killed, crashed, out of memory) or the node was lost
-        try:
-            node = ray.get(tracker.node_of.remote(rid), timeout=CONNECT_TIMEOUT_S)
-        except Exception:  # the tracker is gone too: say so rather than fail the run
-            node = "an unknown node"
+    except (RayActorError, RayError) as exc:  # the worker process died (killed, crashed, out of memory)
+        node = pool.node_of(ray, slot)
+        if pool.actors[slot] is actor:  # the first of its records to come back: start a replacement
+            pool.start(ray, slot)
         message = f"record {rid}: its Ray worker died on {node} ({type(exc).__name__}); resume to retry it"
         logger.warning(message)
         return error_row(record, message, failed)

@@ -154,7 +154,8 @@ class RunSettings:
         progress: show a progress bar.
         backend: ``"threads"`` (this process) or ``"ray"`` (:mod:`groundstate.eval.ray_backend`).
         ray_address: the Ray cluster (``None``: start or join a local one).
-        max_inflight: Ray tasks in flight at once (default ``threads``).
+        ray_workers: Ray worker actors (default: the cluster's CPUs), each running ``threads`` records at once.
+        max_inflight: with Ray, concurrent requests per LM across the cluster (``None``: unbounded).
         lm_spec: the LM settings Ray workers build their LMs from (``LMConfig.describe()``: no keys).
         worker_setup: instead of ``lm_spec``, a picklable ``() -> dict`` of DSPy overrides run once per worker.
     """
@@ -167,6 +168,7 @@ class RunSettings:
     progress: bool = False
     backend: str = "threads"
     ray_address: str | None = None
+    ray_workers: int | None = None
     max_inflight: int | None = None
     lm_spec: dict[str, Any] | None = None
     worker_setup: Callable[[], dict[str, Any]] | None = None
@@ -177,7 +179,8 @@ class RunSettings:
             return None
         if self.backend != "ray":
             raise ConfigError(f"--backend must be 'threads' or 'ray', got '{self.backend}'")
-        return RayOptions(address=self.ray_address, max_inflight=self.max_inflight, lm_spec=self.lm_spec,
+        return RayOptions(address=self.ray_address, workers=self.ray_workers, max_inflight=self.max_inflight,
+                          lm_spec=self.lm_spec,
                           worker_setup=self.worker_setup)
 
 

@@ -94,15 +94,17 @@ def test_a_dead_worker_is_that_records_error_and_resume_retries_it(tmp_path):
     records = qa_records(6)
     first = ray_runner(tmp_path, program).run(records)
     errors = {r["id"]: r["error"] for r in first.rows if r["error"]}
-    assert set(errors) == {"r003"}
-    assert "record r003" in errors["r003"] and "worker died" in errors["r003"] and "node" in errors["r003"]
-    assert "unknown node" not in errors["r003"]
+    # every record in flight on the dead worker process (r003 and at most one neighbour on its other thread)
+    assert "r003" in errors and len(errors) <= 2
+    for rid, error in errors.items():
+        assert f"record {rid}" in error and "worker died" in error and "node" in error
+        assert "unknown node" not in error
     assert first.row("r003")["scores"] == {"exact_match": 0.0}
-    assert sum(1 for r in first.rows if not r["error"]) == 5
+    assert sum(1 for r in first.rows if not r["error"]) == 6 - len(errors)  # a replacement ran the rest
 
     marker.unlink()
     again = ray_runner(tmp_path, program).run(records)
-    assert again.run_id == first.run_id and again.skipped == 5
+    assert again.run_id == first.run_id and again.skipped == 6 - len(errors)
     assert again.summary["n_error"] == 0 and again.row("r003")["attempt"] == 2
     lines = [row["id"] for row in read_results(again.run_dir / RESULTS)]
     assert Counter(lines) == Counter(r["id"] for r in records)  # every id exactly once
