@@ -4,9 +4,10 @@
 failed)`` (the row of one record, built on a worker exactly as the threads backend builds it, token and call
 counts included) and ``error_row(record, error, failed)`` (the row of a record whose worker died).
 :func:`execute_on_ray` sends records to long-lived threaded actors (:mod:`groundstate.eval.ray_workers`: one per
-worker process, ``--ray-workers``, each running ``--threads`` records at once), keeps at most ``workers x
-threads`` records in flight and yields rows as they finish; the runner writes them, so every durability promise
-of the threads backend holds unchanged.
+worker process, ``--ray-workers``, each running ``--threads`` records at once), keeps ``workers x threads``
+records running plus as many queued at the actors (so no worker thread waits for a round trip to the driver,
+like the threads backend's ``2 x threads`` submitted futures) and yields rows as they finish; the runner writes
+them, so every durability promise of the threads backend holds unchanged.
 
 - **Nothing secret leaves the driver.** The job (program, scorer, LM *specs*) and every record are serialized
   with cloudpickle once, and the exact bytes that go to Ray are searched for the value of every environment
@@ -16,7 +17,7 @@ of the threads backend holds unchanged.
   stripped), once per actor and job, and reach the program as DSPy overrides (never ``dspy.configure``). An LM
   that cannot be built stops the run only when a record calls it (simulated agents need none).
 - **A dead worker is a recorded error, not a lost line.** Actors run with no restarts or retries; every record
-  in flight on an actor that died becomes that record's error naming the record and the actor's node, a new
+  running or queued on an actor that died becomes that record's error naming the record and the actor's node, a new
   actor takes the slot for the remaining records, and a resume retries the failed ones like any failed record.
 - **``--max-inflight N``** bounds concurrent requests per LM across the cluster with one named semaphore actor
   per (key-free LM spec, N) (:func:`inflight_limit`); its cost is two small actor calls per LM call.
@@ -119,9 +120,10 @@ def secret_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if SECRET_NAME.search(k) and v and len(v) >= MIN_SECRET_LENGTH}
 
 
-def check_payload(payload: bytes, what: str) -> None:
-    """Refuse (:class:`ConfigError`) to ship ``payload`` if it holds a secret environment variable's value."""
-    for name, value in secret_env().items():
+def check_payload(payload: bytes, what: str, secrets: dict[str, str] | None = None) -> None:
+    """Refuse (:class:`ConfigError`) to ship ``payload`` if it holds a secret environment variable's value
+    (``secrets``: :func:`secret_env`, read once per run by the caller)."""
+    for name, value in (secret_env() if secrets is None else secrets).items():
         if value.encode("utf-8") in payload:
             raise ConfigError(f"refusing to send {what} to Ray workers: it contains the value of ${name}; give "
                               "the run LM specs (--lm, --lm-config) and set keys in each worker's environment "
@@ -189,16 +191,19 @@ def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
     import cloudpickle
 
     job_blob = cloudpickle.dumps(WorkerJob(run_record, options.lm_spec, options.worker_setup))
-    check_payload(job_blob, "the program")
+    secrets = secret_env()
+    check_payload(job_blob, "the program", secrets)
     job_id = hashlib.sha256(job_blob).hexdigest()[:16]
     limit = None
     if options.max_inflight is not None:
-        spec = json.dumps(options.lm_spec, sort_keys=True, default=str) if options.lm_spec else f"setup-{job_id}"
+        setup = options.worker_setup
+        spec = (json.dumps(options.lm_spec, sort_keys=True, default=str) if options.lm_spec
+                else f"setup-{getattr(setup, '__module__', '')}.{getattr(setup, '__qualname__', job_id)}")
         limit = inflight_limit(ray, hashlib.sha256(spec.encode()).hexdigest()[:16], options.max_inflight)
     job = [ray.put(job_blob), limit]  # nested: each actor fetches the bytes once, on its first record
     workers = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    per_worker = max(1, threads)
-    pool = worker_pool(ray, workers, per_worker, options.num_cpus)
+    per_worker = 2 * max(1, threads)  # one record queued behind each running one: no thread waits a round trip
+    pool = worker_pool(ray, workers, max(1, threads), options.num_cpus)
     records = {record_id(r): r for r in todo}
     queue = list(reversed(list(records)))
     pending: dict[Any, tuple[str, int, Any]] = {}
@@ -209,7 +214,7 @@ def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
                 while queue and load[slot] < per_worker:
                     rid = queue.pop()
                     blob = cloudpickle.dumps((records[rid], {rid: failed[rid]} if rid in failed else {}))
-                    check_payload(blob, f"record {rid}")
+                    check_payload(blob, f"record {rid}", secrets)
                     actor = pool.actors[slot]
                     pending[actor.run.remote(job_id, job, blob)] = (rid, slot, actor)
                     load[slot] += 1
