@@ -94,8 +94,8 @@ def test_a_dead_worker_is_that_records_error_and_resume_retries_it(tmp_path):
     records = qa_records(6)
     first = ray_runner(tmp_path, program).run(records)
     errors = {r["id"]: r["error"] for r in first.rows if r["error"]}
-    # every record in flight on the dead worker process (r003 and at most one neighbour on its other thread)
-    assert "r003" in errors and len(errors) <= 2
+    # every record running or queued on the dead worker process: r003 and at most 3 more (2 threads x 2 each)
+    assert "r003" in errors and len(errors) <= 4
     for rid, error in errors.items():
         assert f"record {rid}" in error and "worker died" in error and "node" in error
         assert "unknown node" not in error
@@ -124,9 +124,9 @@ def test_secret_env_values_never_reach_payloads_or_files(tmp_path, monkeypatch):
     seen: list[bytes] = []
     original = ray_backend.check_payload
 
-    def recording(payload, what):
+    def recording(payload, what, *rest):
         seen.append(payload)
-        original(payload, what)
+        original(payload, what, *rest)
 
     monkeypatch.setattr(ray_backend, "check_payload", recording)
     result = ray_runner(tmp_path).run(qa_records(4))
@@ -200,3 +200,143 @@ def test_run_options_reach_run_settings_with_lm_specs_and_no_keys(monkeypatch):
     assert options.address == "head:6379" and options.max_inflight == 3
     threads = run_settings(build_parser().parse_args(["run", "qa"]))
     assert threads.backend == "threads" and threads.ray_options() is None and threads.lm_spec is None
+
+
+class NoLM(QuestionAnswering):
+    """Answers without an LM (like a simulated agent)."""
+
+    def forward(self, question):
+        import dspy
+
+        return dspy.Prediction(answer=question.split()[-1])
+
+
+def test_a_run_that_needs_no_lm_goes_on_when_workers_cannot_build_one(tmp_path):
+    runner = Runner(NoLM(), {"program": "nolm", "data": "test"}, out=tmp_path / "runs", threads=2,
+                    inputs=question, scorer=qa_score, ray=RayOptions(worker_setup=broken_setup))
+    result = runner.run(qa_records(4))
+    assert result.summary["n_error"] == 0 and result.summary["scores"]["exact_match"]["mean"] == 1.0
+
+
+GAUGE = "groundstate-test-gauge"
+
+
+class Gauge:
+    """Concurrent LM calls right now and at most, across every worker process."""
+
+    def __init__(self):
+        self.now = self.peak = 0
+
+    def enter(self):
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+
+    def leave(self):
+        self.now -= 1
+
+    def max_seen(self):
+        return self.peak
+
+
+def gauged_setup():
+    """A scripted LM (50 ms a call) that reports each call to the :class:`Gauge` actor."""
+    import time
+
+    from groundstate.testing import scripted_lm
+
+    def respond(request):
+        gauge = ray.get_actor(GAUGE, namespace="groundstate-test")
+        ray.get(gauge.enter.remote())
+        time.sleep(0.05)
+        ray.get(gauge.leave.remote())
+        return {"answer": request.user.split("question number")[-1].split()[0].strip()}
+
+    return {"lm": scripted_lm(respond), "adapter": json_adapter()}
+
+
+@pytest.mark.parametrize("bound", [None, 2])
+def test_max_inflight_bounds_concurrent_lm_calls_across_workers(tmp_path, bound):
+    gauge = ray.remote(Gauge).options(name=GAUGE, namespace="groundstate-test", num_cpus=0).remote()
+    try:
+        runner = Runner(QuestionAnswering(), {"program": "qa", "bound": bound}, out=tmp_path / "runs", threads=3,
+                        inputs=question, scorer=qa_score,
+                        ray=RayOptions(worker_setup=gauged_setup, workers=2, max_inflight=bound))
+        result = runner.run(qa_records(18))
+        assert result.summary["n_error"] == 0
+        peak = ray.get(gauge.max_seen.remote())
+    finally:
+        ray.kill(gauge)
+    if bound is None:
+        assert peak > 2  # 2 workers x 3 threads: unbounded, more than two calls overlap
+    else:
+        assert peak == bound
+
+
+DRIVER = '''
+import os, sys
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+import dspy, ray
+from groundstate.eval.runner import RunSettings, durable_run
+from groundstate.programs.qa import QuestionAnswering
+from groundstate.testing import scripted_lm
+
+
+def setup():
+    def respond(request):
+        return {"answer": request.user.split("question number")[-1].split()[0].strip()}
+    return {"lm": scripted_lm(respond, sleep=0.1), "adapter": dspy.JSONAdapter()}
+
+
+def question(record):
+    return {"question": record["question"]}
+
+
+ray.init(address=sys.argv[2], log_to_driver=False,
+         runtime_env={"env_vars": {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}})
+records = [{"id": f"r{i:03d}", "question": f"question number {i}", "answer": str(i)} for i in range(int(sys.argv[3]))]
+settings = RunSettings(out=sys.argv[1], threads=2, backend="ray", ray_workers=2, worker_setup=setup)
+durable_run(QuestionAnswering(), {"program": "qa", "data": "sigkill"}, records, settings, inputs=question)
+'''
+
+
+def resume_setup():
+    return {"lm": echo_number_lm(), "adapter": json_adapter()}
+
+
+def test_sigkill_of_the_driver_then_resume_on_ray_runs_every_record_exactly_once(tmp_path):
+    import signal
+    import time
+
+    n = 80
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    out = tmp_path / "runs"
+    address = ray.get_runtime_context().gcs_address
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen([sys.executable, str(script), str(out), address, str(n)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    written = 0
+    deadline = time.monotonic() + 120
+    try:
+        while written < 6 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            files = list(out.glob(f"*/{RESULTS}"))
+            written = len(files[0].read_text().splitlines()) if files else 0
+        assert proc.poll() is None, proc.stderr.read()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    results = next(out.glob(f"*/{RESULTS}"))
+    before = [row["id"] for row in read_results(results)]
+    assert 6 <= len(before) < n and len(set(before)) == len(before)
+
+    records = qa_records(n)
+    settings = RunSettings(out=out, threads=2, backend="ray", ray_workers=2, worker_setup=resume_setup)
+    again = durable_run(QuestionAnswering(), {"program": "qa", "data": "sigkill"}, records, settings,
+                        inputs=question)
+    assert again.run_dir == results.parent and again.skipped >= len(before) - 1  # a torn last line is re-run
+    lines = [row["id"] for row in read_results(results)]
+    assert Counter(lines) == Counter(r["id"] for r in records)  # every record exactly once
+    assert again.summary["n_done"] == n and again.summary["n_error"] == 0
