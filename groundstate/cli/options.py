@@ -96,16 +96,22 @@ def run_settings(args: argparse.Namespace, out: Any = None):
     """The :class:`~groundstate.eval.runner.RunSettings` of the run options (``out`` overrides ``--out``)."""
     from groundstate.eval.runner import RunSettings, parse_shard
 
-    backend = getattr(args, "backend", "threads") or "threads"
-    lm_spec = lm_config_from_args(args).describe() if backend == "ray" else None  # keys stripped: workers use theirs
     return RunSettings(out=out if out is not None else getattr(args, "out", "runs"),
                        threads=getattr(args, "threads", 1), limit=getattr(args, "limit", None),
                        shard=parse_shard(getattr(args, "shard", None)),
                        max_error_rate=getattr(args, "max_error_rate", None),
                        progress=not getattr(args, "no_progress", True) and sys.stderr.isatty(),
-                       backend=backend, ray_address=getattr(args, "ray_address", None),
-                       ray_workers=getattr(args, "ray_workers", None),
-                       max_inflight=getattr(args, "max_inflight", None), lm_spec=lm_spec)
+                       **backend_settings(args))
+
+
+def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~groundstate.eval.runner.RunSettings` fields of ``--backend``, ``--ray-address``,
+    ``--ray-workers`` and ``--max-inflight`` (with the key-free LM specs Ray workers build their LMs from)."""
+    backend = getattr(args, "backend", "threads") or "threads"
+    lm_spec = lm_config_from_args(args).describe() if backend == "ray" else None  # keys stripped: workers use theirs
+    return {"backend": backend, "ray_address": getattr(args, "ray_address", None),
+            "ray_workers": getattr(args, "ray_workers", None), "max_inflight": getattr(args, "max_inflight", None),
+            "lm_spec": lm_spec}
 
 
 AGENT_KINDS = ("lm", "sim")
