@@ -6,9 +6,10 @@ pool vs pool without the message; ``"single"``: only the message vs independent 
 ``block`` (repeat index ``b = 0..B-1``), ``with_correct`` / ``without_correct`` (1, 0, or ``None`` only when that arm
 failed operationally: the LM call failed, including unparseable LM output, or the judge's verdict could not be had;
 an answer with no usable value, or a hedged one, is a wrong answer, 0) and ``proposal_correct`` (True/False, or
-``None`` when the hypothesizer or the judging of its proposal failed). ``"loo"`` rows also carry ``with_correct_b``: the second
-full-pool call of the same block (replicate B; ``with_correct`` is replicate A). An optional ``benchmark`` field is
-kept per problem (the default stratum of :func:`groundstate.eval.dhd.bootstrap.hierarchical_bootstrap`).
+``None`` when the hypothesizer or the judging of its proposal failed). ``"loo"`` rows also carry
+``with_correct_b``: the second full-pool call of the same block (replicate B; ``with_correct`` is replicate A).
+An optional ``benchmark`` field is kept per problem (the default stratum of
+:func:`groundstate.eval.dhd.bootstrap.hierarchical_bootstrap`).
 
 **The block effect** (the paper's controlled repeat, Tables 17-19; the authors'
 ``problem_blocked_replay_multiplicity.py`` sums ``full1 + full2 - 2 * removal`` per block). A LOO block holds two
