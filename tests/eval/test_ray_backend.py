@@ -191,13 +191,14 @@ def test_run_options_reach_run_settings_with_lm_specs_and_no_keys(monkeypatch):
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-000000000000")
     args = build_parser().parse_args(["run", "qa", "--backend", "ray", "--ray-address", "head:6379",
-                                      "--max-inflight", "3", "--lm", "openai/gpt-4o-mini", "--temperature", "0.5"])
+                                      "--max-inflight", "3", "--ray-workers", "5", "--lm", "openai/gpt-4o-mini",
+                                      "--temperature", "0.5"])
     settings = run_settings(args)
     assert (settings.backend, settings.ray_address, settings.max_inflight) == ("ray", "head:6379", 3)
     assert settings.lm_spec["default"] == {"model": "openai/gpt-4o-mini", "temperature": 0.5}
     assert "sk-canary" not in json.dumps(settings.lm_spec)
     options = settings.ray_options()
-    assert options.address == "head:6379" and options.max_inflight == 3
+    assert options.address == "head:6379" and options.max_inflight == 3 and options.workers == 5
     threads = run_settings(build_parser().parse_args(["run", "qa"]))
     assert threads.backend == "threads" and threads.ray_options() is None and threads.lm_spec is None
 
