@@ -17,7 +17,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[local,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[local,dev,ray]"
 	@touch $(STAMP)
 
 demo: setup

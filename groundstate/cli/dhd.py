@@ -209,6 +209,7 @@ def _add_analysis_options(p: argparse.ArgumentParser) -> None:
 
 # -- shared --------------------------------------------------------------------------------------------------------
 def _options(args: argparse.Namespace, lm: Any, extra: dict[str, Any] | None = None):
+    from groundstate.cli.options import backend_settings
     from groundstate.errors import ConfigError
     from groundstate.eval.dhd.run import RunOptions
     from groundstate.eval.runner import parse_shard
@@ -218,7 +219,8 @@ def _options(args: argparse.Namespace, lm: Any, extra: dict[str, Any] | None = N
         raise ConfigError("--workers must be at least 1")
     return RunOptions(out=args.out, threads=args.threads, workers=args.workers, limit=args.limit,
                       shard=parse_shard(args.shard), max_error_rate=args.max_error_rate,
-                      progress=not args.no_progress and sys.stderr.isatty(), lm=describe_lm(lm), extra=extra)
+                      progress=not args.no_progress and sys.stderr.isatty(), lm=describe_lm(lm), extra=extra,
+                      backend=backend_settings(args))
 
 
 def _programs(args: argparse.Namespace, lm: Any, lm_config: Any, temperature: float | None = None, k: int = 5):

@@ -37,7 +37,7 @@ def add_lm_options(parser: argparse.ArgumentParser) -> None:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--out``, ``--max-error-rate``,
-    ``--no-progress`` and ``--allow-empty``."""
+    ``--no-progress``, ``--backend``, ``--ray-address``, ``--ray-workers``, ``--max-inflight`` and ``--allow-empty``."""
     add_lm_options(parser)
     parser.add_argument("--threads", type=int, default=4, help="records run concurrently (default 4)")
     parser.add_argument("--limit", type=int, default=None, help="run only the first N records")
@@ -48,6 +48,18 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-error-rate", type=float, default=None, metavar="X",
                         help="stop the run once the share of failed records exceeds X (0-1), keeping results")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--backend", choices=("threads", "ray"), default="threads",
+                        help="where records run: 'threads' in this process (default) or 'ray' tasks on a Ray "
+                             "cluster (pip install 'groundstate[ray]'); this process still writes every result")
+    parser.add_argument("--ray-address", default=None, metavar="ADDR",
+                        help="with --backend ray: the cluster's head (HOST:6379, or 'auto'); default: start or "
+                             "join a local Ray cluster (RAY_ADDRESS if set)")
+    parser.add_argument("--ray-workers", type=int, default=None, metavar="N",
+                        help="with --backend ray: N worker processes, each running --threads records at once "
+                             "(default: the cluster's CPUs)")
+    parser.add_argument("--max-inflight", type=int, default=None, metavar="N",
+                        help="with --backend ray: at most N concurrent requests per LM across the cluster "
+                             "(default: unbounded)")
     add_allow_empty(parser)
 
 
@@ -88,7 +100,18 @@ def run_settings(args: argparse.Namespace, out: Any = None):
                        threads=getattr(args, "threads", 1), limit=getattr(args, "limit", None),
                        shard=parse_shard(getattr(args, "shard", None)),
                        max_error_rate=getattr(args, "max_error_rate", None),
-                       progress=not getattr(args, "no_progress", True) and sys.stderr.isatty())
+                       progress=not getattr(args, "no_progress", True) and sys.stderr.isatty(),
+                       **backend_settings(args))
+
+
+def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~groundstate.eval.runner.RunSettings` fields of ``--backend``, ``--ray-address``,
+    ``--ray-workers`` and ``--max-inflight`` (with the key-free LM specs Ray workers build their LMs from)."""
+    backend = getattr(args, "backend", "threads") or "threads"
+    lm_spec = lm_config_from_args(args).describe() if backend == "ray" else None  # keys stripped: workers use theirs
+    return {"backend": backend, "ray_address": getattr(args, "ray_address", None),
+            "ray_workers": getattr(args, "ray_workers", None), "max_inflight": getattr(args, "max_inflight", None),
+            "lm_spec": lm_spec}
 
 
 AGENT_KINDS = ("lm", "sim")

@@ -46,6 +46,8 @@ from typing import Any
 from groundstate.concurrency import current_overrides, overrides
 from groundstate.errors import ConfigError, scrub_secrets
 from groundstate.eval.lock import RunLock
+from groundstate.eval.progress import RunProgress
+from groundstate.eval.ray_backend import RayOptions, execute_on_ray
 from groundstate.eval.results import CONFIG, RESULTS, SUMMARY, read_results, summarize, write_json, write_lines
 from groundstate.files import jsonable
 from groundstate.metering import meter_overrides, new_meter
@@ -150,6 +152,12 @@ class RunSettings:
         shard: ``(i, n)``: run the deterministic shard ``i`` of ``n``.
         max_error_rate: stop once the share of failed records exceeds this.
         progress: show a progress bar.
+        backend: ``"threads"`` (this process) or ``"ray"`` (:mod:`groundstate.eval.ray_backend`).
+        ray_address: the Ray cluster (``None``: start or join a local one).
+        ray_workers: Ray worker actors (default: the cluster's CPUs), each running ``threads`` records at once.
+        max_inflight: with Ray, concurrent requests per LM across the cluster (``None``: unbounded).
+        lm_spec: the LM settings Ray workers build their LMs from (``LMConfig.describe()``: no keys).
+        worker_setup: instead of ``lm_spec``, a picklable ``() -> dict`` of DSPy overrides run once per worker.
     """
 
     out: str | os.PathLike | None = "runs"
@@ -158,6 +166,22 @@ class RunSettings:
     shard: tuple[int, int] | None = None
     max_error_rate: float | None = None
     progress: bool = False
+    backend: str = "threads"
+    ray_address: str | None = None
+    ray_workers: int | None = None
+    max_inflight: int | None = None
+    lm_spec: dict[str, Any] | None = None
+    worker_setup: Callable[[], dict[str, Any]] | None = None
+
+    def ray_options(self) -> RayOptions | None:
+        """The :class:`RayOptions` of a ``ray`` backend run (``None`` for threads)."""
+        if self.backend == "threads":
+            return None
+        if self.backend != "ray":
+            raise ConfigError(f"--backend must be 'threads' or 'ray', got '{self.backend}'")
+        return RayOptions(address=self.ray_address, workers=self.ray_workers, max_inflight=self.max_inflight,
+                          lm_spec=self.lm_spec,
+                          worker_setup=self.worker_setup)
 
 
 def program_state_hash(program: Any) -> str:
@@ -197,7 +221,8 @@ def durable_run(program: Callable[..., Any], config: dict[str, Any], records: Se
                 outputs: Callable[[Any], dict[str, Any]] | None = None, description: str | None = None) -> RunResult:
     """Run ``program`` over ``records`` durably with :class:`Runner` (see the module docstring)."""
     runner = Runner(program, config, out=settings.out or "runs", threads=settings.threads, inputs=inputs,
-                    scorer=scorer, outputs=outputs, max_error_rate=settings.max_error_rate, progress=settings.progress)
+                    scorer=scorer, outputs=outputs, max_error_rate=settings.max_error_rate, progress=settings.progress,
+                    ray=settings.ray_options())
     return runner.run(records, limit=settings.limit, shard=settings.shard, description=description)
 
 
@@ -219,6 +244,7 @@ class Runner:
         progress: show a progress bar (rich) with ETA, errors and tokens.
         lm: an LM to use inside the run (``dspy.context(lm=...)``), or ``None`` for the configured one.
         adapter: an adapter to use inside the run, or ``None``.
+        ray: :class:`~groundstate.eval.ray_backend.RayOptions` to run records as Ray tasks; ``None``: threads.
     """
 
     program: Callable[..., Any]
@@ -232,7 +258,14 @@ class Runner:
     progress: bool = False
     lm: Any = None
     adapter: Any = None
+    ray: RayOptions | None = None
     _write_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:  # a Runner is shipped to Ray workers; its lock is not
+        return {k: v for k, v in self.__dict__.items() if k != "_write_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _write_lock=threading.Lock())
 
     def run(self, records: Sequence[Any], limit: int | None = None, shard: tuple[int, int] | None = None,
             description: str | None = None) -> RunResult:
@@ -306,10 +339,16 @@ class Runner:
 
     def _execute(self, todo: list[Any], failed: dict[str, dict[str, Any]]):
         """Yield result rows as records finish; stop submitting when the consumer stops iterating."""
+        if self.ray is not None:
+            worker = Runner(self.program, {}, inputs=self.inputs, scorer=self.scorer, outputs=self.outputs,
+                            lm=self.lm, adapter=self.adapter)
+            yield from execute_on_ray(worker.run_record, worker.error_row, todo, failed, record_id, self.ray,
+                                      self.threads)
+            return
         parent = current_overrides()
         if self.threads == 1:
             for record in todo:
-                yield self._one(record, parent, failed)
+                yield self.run_record(record, parent, failed)
             return
         pending: set[Future] = set()
         queue = list(reversed(todo))
@@ -317,7 +356,7 @@ class Runner:
         try:
             while queue or pending:
                 while queue and len(pending) < self.threads * 2:
-                    pending.add(pool.submit(self._one, queue.pop(), parent, failed))
+                    pending.add(pool.submit(self.run_record, queue.pop(), parent, failed))
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     yield future.result()
@@ -326,7 +365,16 @@ class Runner:
                 future.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _one(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def error_row(self, record: Any, error: str, failed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """The row of a record that never produced one (its Ray worker died): ``error``, failure scores."""
+        scores = dict(self.scorer(record, None)) if self.scorer is not None else {}
+        rid = record_id(record)
+        return {"id": rid, "outputs": {}, "trace": None, "scores": jsonable(scores), "input_tokens": 0,
+                "output_tokens": 0, "lm_calls": 0, "failed_calls": 0, "cached_calls": 0, "latency_s": 0.0,
+                "error": scrub_secrets(error), "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1}
+
+    def run_record(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """One record's result row (on this thread, with ``parent_overrides`` as DSPy settings)."""
         rid = record_id(record)
         meter = new_meter()
         values = meter_overrides(meter, parent_overrides)
@@ -388,35 +436,4 @@ class Runner:
         return jsonable(data), jsonable(trace)
 
     def _progress(self, description: str, total: int, done: int):
-        return _Progress(description, total, done, enabled=self.progress)
-
-
-class _Progress:
-    """A rich progress bar with ETA, running error count and tokens (a no-op when disabled)."""
-
-    def __init__(self, description: str, total: int, done: int, enabled: bool):
-        self.enabled, self.total, self.done = enabled, total, done
-        self.description = description
-        self._bar = None
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("ETA"), TimeRemainingColumn(),
-                                 TextColumn("errors {task.fields[errors]}  tokens {task.fields[tokens]}"),
-                                 transient=False)
-            self._bar.__enter__()
-            self._task = self._bar.add_task(self.description, total=self.total, completed=self.done,
-                                            errors=0, tokens=0)
-        return self
-
-    def advance(self, errors: int, tokens: int) -> None:
-        if self._bar is not None:
-            self._bar.update(self._task, advance=1, errors=errors, tokens=tokens)
-
-    def __exit__(self, *exc):
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
-        return False
+        return RunProgress(description, total, done, enabled=self.progress)

@@ -73,6 +73,7 @@ class RunOptions:
         progress: show a progress bar.
         lm: a JSON-able description of the LM (part of the run configuration).
         extra: more configuration to record (and fingerprint).
+        backend: the backend fields of :class:`~groundstate.eval.runner.RunSettings` (``--backend ray`` ...).
     """
 
     out: str | Path | None = None
@@ -84,6 +85,7 @@ class RunOptions:
     progress: bool = False
     lm: dict[str, Any] | None = None
     extra: dict[str, Any] | None = None
+    backend: dict[str, Any] | None = None
 
 
 def _run(cache: MessageCache, program: Any, name: str, fields: dict[str, Any], options: RunOptions, records: Any, *,
@@ -91,7 +93,8 @@ def _run(cache: MessageCache, program: Any, name: str, fields: dict[str, Any], o
     """One durable DHD step: the run config (with the cache id and the LM) and the runner, as every step has them."""
     config = run_config(name, **fields, cache=cache.cache_id, lm=options.lm, **(options.extra or {}))
     settings = RunSettings(out=options.out or cache.runs_dir, threads=options.threads, limit=options.limit,
-                           shard=options.shard, max_error_rate=options.max_error_rate, progress=options.progress)
+                           shard=options.shard, max_error_rate=options.max_error_rate, progress=options.progress,
+                           **(options.backend or {}))
     return durable_run(program, config, records, settings, inputs=inputs, scorer=scorer, outputs=outputs,
                        description=description)
 
@@ -354,7 +357,8 @@ def mask(cache: MessageCache, repeats: int = 5, *, per_category: int | Sequence[
     run_dir = Path(options.out or cache.runs_dir) / f"dhd-mask-{fingerprint(named)}"  # the runner's own naming
     document = fix_sample(run_dir, document)
     settings = RunSettings(out=options.out or cache.runs_dir, threads=options.threads, limit=options.limit,
-                           shard=options.shard, max_error_rate=options.max_error_rate, progress=options.progress)
+                           shard=options.shard, max_error_rate=options.max_error_rate, progress=options.progress,
+                           **(options.backend or {}))
     result = durable_run(MaskProgram(program, evaluator, problems, entries, options.workers, k=labels.K), config,
                          mask_records(document["pairs"], repeats), settings, inputs=lambda r: {"work": r},
                          scorer=_mask_scores, description="dhd mask",
