@@ -50,6 +50,12 @@ def _with_overrides(fn: Callable[[T], R], values: dict) -> Callable[[T], R]:
     return run
 
 
+def serial_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """``[fn(x) for x in items]``: the default ``map_fn`` of the loops that accept one (``--backend`` maps are
+    built in :mod:`groundstate.eval.task_map`)."""
+    return [fn(item) for item in items]
+
+
 def thread_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int | None = None) -> list[R]:
     """``[fn(x) for x in items]`` computed on threads, in order; the first exception propagates.
 

@@ -67,6 +67,12 @@ class RunInUseError(GroundstateError):
     """Another groundstate process holds the run directory's lock."""
 
 
+class WorkerLostError(GroundstateError):
+    """A Ray worker process died while it ran in-memory work (``consilience explore`` ...): nothing was written."""
+
+    exit_code = 1
+
+
 class OptimizationFailed(GroundstateError):
     """Every LM call (or metric call) of an optimization failed, so there is nothing worth saving."""
 

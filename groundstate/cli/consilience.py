@@ -30,6 +30,7 @@ from groundstate.cli.consilience_setup import (
     controller_named,
     load_calibrator,
     load_tasks_file,
+    task_map,
     tasks_and_team,
 )
 from groundstate.cli.consilience_studies import cmd_ablate, cmd_coverage, cmd_generalize, cmd_routing
@@ -38,7 +39,7 @@ ABLATIONS = ("actions", "features", "sampling")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_agent_options, add_run_options, add_support_options
+    from groundstate.cli.options import add_agent_options, add_backend_options, add_run_options, add_support_options
     from groundstate.programs.consilience.consilience import SET_SAMPLING
     from groundstate.programs.consilience.control import CONTROLLERS, ROUTERS
     from groundstate.programs.consilience.protocols import PROTOCOLS
@@ -82,6 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     config_options(p, controller=False)
     _lm_options(p)
+    add_backend_options(p, "tasks")
     p.set_defaults(func=cmd_explore)
 
     p = cmds.add_parser("train", help="train the MLP controller on exploration data")
@@ -106,6 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     config_options(p)
     _lm_options(p)
+    add_backend_options(p, "tasks")
     p.set_defaults(func=cmd_calibrate)
 
     def evaluation_options(p: argparse.ArgumentParser, baselines: bool = True) -> None:
@@ -154,6 +157,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     json_out(p)
     config_options(p)
     _lm_options(p)
+    add_backend_options(p, "tasks")
     p.set_defaults(func=cmd_coverage)
 
     p = cmds.add_parser("routing", help="speaker-routing counterfactuals (Table 8): every speaker, same state/action")
@@ -221,7 +225,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
     rows = explore_tasks(tasks, team, max_rounds=args.max_rounds, router=args.router, policy=args.policy,
-                         seed=args.seed)
+                         seed=args.seed, map_fn=task_map(args))
     write_jsonl(args.out, rows)
     print(f"wrote {len(rows)} states x {len(rows[0]['rewards']) if rows else 0} action outcomes to {args.out}")
     return 0
@@ -259,7 +263,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     tasks, _, team, agents, lm = tasks_and_team(args, args.tasks)
     controller = controller_named(args.controller, args.mlp, args)
     config = configuration_for(args, args.controller, controller)
-    calibrator = calibrate(tasks, team, controller, config, alpha=args.alpha, seed=args.seed)
+    calibrator = calibrate(tasks, team, controller, config, alpha=args.alpha, seed=args.seed,
+                           map_fn=task_map(args, args.controller))
     save_params(calibrator, args.out, purpose="consilience round-wise conformal calibration",
                 configuration=config.to_dict(), agents=agents, lm=lm,
                 data={"file": args.tasks, "sha256": file_hash(args.tasks), "tasks": len(tasks)})

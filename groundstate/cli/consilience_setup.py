@@ -23,6 +23,15 @@ def tasks_and_team(args: argparse.Namespace, path: str):
     return tasks, data, team, agents, lm
 
 
+def task_map(args: argparse.Namespace, controller: str | None = None):
+    """The ``map_fn`` of ``--backend``/``--threads`` for per-task episodes; Ray workers get LM specs only when an
+    agent or the controller (``llm...``) calls an LM."""
+    from groundstate.cli.options import backend_map
+
+    needs_lm = getattr(args, "agents", "lm") != "sim" or (controller or "").startswith("llm")
+    return backend_map(args, needs_lm=needs_lm, what="task")
+
+
 def write_json_out(path: str | None, value: Any) -> None:
     if path:
         from groundstate.eval.results import write_json

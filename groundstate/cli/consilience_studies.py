@@ -10,6 +10,7 @@ from groundstate.cli.consilience_setup import (
     configuration_for,
     controller_named,
     load_calibrator,
+    task_map,
     tasks_and_team,
     write_json_out,
 )
@@ -38,18 +39,19 @@ def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
 
 def cmd_coverage(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience.coverage import coverage_report
-    from groundstate.eval.consilience.evaluate import run_tasks
+    from groundstate.optimizers.consilience import EpisodeTrace
 
     tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
     controller = controller_named(args.controller, args.mlp, args)
     config = configuration_for(args, args.controller, controller)
     calibrator = load_calibrator(args.calibrator, config)
     policies = ("calibrated", "deployed") if args.policy == "both" else (args.policy,)
+    map_fn = task_map(args, args.controller)
     traces = {}
     for policy in policies:
         program = config.program(team, controller, calibrator=calibrator if policy == "deployed" else None,
                                  seed=args.seed)
-        traces[policy] = [p.trace for p in run_tasks(program, tasks)]
+        traces[policy] = map_fn(EpisodeTrace(program), tasks)
     report = coverage_report(calibrator, traces.get("calibrated", []), traces.get("deployed", []),
                              args.min_calibration)
     print(f"target coverage 1 - alpha = {report['target']:.2f}; rounds with >= {args.min_calibration} calibration "

@@ -39,7 +39,6 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--out``, ``--max-error-rate``,
     ``--no-progress``, ``--backend``, ``--ray-address``, ``--ray-workers``, ``--max-inflight`` and ``--allow-empty``."""
     add_lm_options(parser)
-    parser.add_argument("--threads", type=int, default=4, help="records run concurrently (default 4)")
     parser.add_argument("--limit", type=int, default=None, help="run only the first N records")
     parser.add_argument("--seed", type=int, default=0, help="seed for anything random (default 0)")
     parser.add_argument("--shard", default=None, metavar="i/N",
@@ -48,19 +47,27 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-error-rate", type=float, default=None, metavar="X",
                         help="stop the run once the share of failed records exceeds X (0-1), keeping results")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_backend_options(parser)
+    add_allow_empty(parser)
+
+
+def add_backend_options(parser: argparse.ArgumentParser, unit: str = "records") -> None:
+    """``--threads``, ``--backend``, ``--ray-address``, ``--ray-workers`` and ``--max-inflight`` (part of
+    :func:`add_run_options`; alone for the commands whose per-item loop is not a durable run, with
+    :func:`backend_map`). ``unit`` names what runs concurrently in the help."""
+    parser.add_argument("--threads", type=int, default=4, help=f"{unit} run concurrently (default 4)")
     parser.add_argument("--backend", choices=("threads", "ray"), default="threads",
-                        help="where records run: 'threads' in this process (default) or 'ray' tasks on a Ray "
+                        help=f"where {unit} run: 'threads' in this process (default) or 'ray' tasks on a Ray "
                              "cluster (pip install 'groundstate[ray]'); this process still writes every result")
     parser.add_argument("--ray-address", default=None, metavar="ADDR",
                         help="with --backend ray: the cluster's head (HOST:6379, or 'auto'); default: start or "
                              "join a local Ray cluster (RAY_ADDRESS if set)")
     parser.add_argument("--ray-workers", type=int, default=None, metavar="N",
-                        help="with --backend ray: N worker processes, each running --threads records at once "
+                        help=f"with --backend ray: N worker processes, each running --threads {unit} at once "
                              "(default: the cluster's CPUs)")
     parser.add_argument("--max-inflight", type=int, default=None, metavar="N",
                         help="with --backend ray: at most N concurrent requests per LM across the cluster "
                              "(default: unbounded)")
-    add_allow_empty(parser)
 
 
 def add_allow_empty(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +119,19 @@ def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
     return {"backend": backend, "ray_address": getattr(args, "ray_address", None),
             "ray_workers": getattr(args, "ray_workers", None), "max_inflight": getattr(args, "max_inflight", None),
             "lm_spec": lm_spec}
+
+
+def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "task"):
+    """The ``map_fn(fn, items)`` of the backend options (:func:`groundstate.eval.task_map.backend_map`);
+    ``needs_lm=False`` (simulated agents) ships no LM specs, so Ray workers build no LM."""
+    from groundstate.eval.runner import RunSettings
+    from groundstate.eval.task_map import backend_map as make
+
+    fields = backend_settings(args)
+    if not needs_lm:
+        fields["lm_spec"] = None
+    settings = RunSettings(out=None, threads=getattr(args, "threads", 1), **fields)
+    return make(settings.backend, settings.threads, settings.ray_options(), what)
 
 
 AGENT_KINDS = ("lm", "sim")

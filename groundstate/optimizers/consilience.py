@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from groundstate.concurrency import serial_map
 from groundstate.errors import ConfigError
 from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.optimizers.controller import MLPActionValue
@@ -57,15 +58,46 @@ def feature_set(name: str, extras: bool = False) -> list[str]:
     return list(FEATURE_SETS[name]) + (list(EXTRA_FEATURES) if extras else [])
 
 
+MapFn = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
+"""``map_fn(fn, items) -> [fn(x) for x in items]`` in order (:func:`~groundstate.concurrency.serial_map` by
+default; ``groundstate.eval.task_map.backend_map`` builds the ``--backend threads|ray`` ones). Each task's episode
+is seeded by the task, so any map gives the serial loop's results."""
+
+
+@dataclass(frozen=True)
+class ExploreEpisode:
+    """One task's exploration rows (a picklable ``task -> rows`` for any ``map_fn``)."""
+
+    team: Callable
+    max_rounds: int = 10
+    weights: LossWeights | None = None
+    router: str = "action-conditional"
+    policy: str = "random"
+    seed: int = 0
+
+    def __call__(self, task: HiddenProfileTask) -> list[dict[str, Any]]:
+        return explore(task, self.team(task), max_rounds=self.max_rounds, weights=self.weights, router=self.router,
+                       policy=self.policy, seed=self.seed)
+
+
+@dataclass(frozen=True)
+class EpisodeTrace:
+    """One task's trajectory trace under ``program`` (a picklable ``task -> trace`` for any ``map_fn``)."""
+
+    program: Any
+
+    def __call__(self, task: HiddenProfileTask) -> list[dict[str, Any]]:
+        return self.program(task=task).trace
+
+
 def explore_tasks(tasks: Sequence[HiddenProfileTask], team: Callable, max_rounds: int = 10,
                   weights: LossWeights | None = None, router: str = "action-conditional", policy: str = "random",
-                  seed: int = 0) -> list[dict[str, Any]]:
-    """Exhaustive action outcomes on every task (see :func:`groundstate.programs.consilience.consilience.explore`)."""
-    rows = []
-    for task in tasks:
-        rows.extend(explore(task, team(task), max_rounds=max_rounds, weights=weights, router=router, policy=policy,
-                            seed=seed))
-    return rows
+                  seed: int = 0, map_fn: MapFn | None = None) -> list[dict[str, Any]]:
+    """Exhaustive action outcomes on every task, in task order (see
+    :func:`groundstate.programs.consilience.consilience.explore`); ``map_fn`` runs the per-task episodes
+    (:data:`MapFn`)."""
+    episode = ExploreEpisode(team, max_rounds, weights, router, policy, seed)
+    return [row for rows in (map_fn or serial_map)(episode, list(tasks)) for row in rows]
 
 
 def train_controller(rows: Sequence[dict[str, Any]], features: Sequence[str] = FEATURES,
@@ -143,10 +175,11 @@ _MISSING = object()
 
 
 def calibrate(tasks: Sequence[HiddenProfileTask], team: Callable, controller: Any, config: Configuration,
-              alpha: float = 0.1, seed: int = 0) -> RoundwiseConformal:
-    """Fit round-wise thresholds from calibration trajectories of ``config`` (every proposal executed)."""
+              alpha: float = 0.1, seed: int = 0, map_fn: MapFn | None = None) -> RoundwiseConformal:
+    """Fit round-wise thresholds from calibration trajectories of ``config`` (every proposal executed);
+    ``map_fn`` runs the per-task trajectories (:data:`MapFn`)."""
     program = config.program(team, controller, calibrator=None, seed=seed)
-    rounds, scores = proposal_scores([program(task=task).trace for task in tasks])
+    rounds, scores = proposal_scores((map_fn or serial_map)(EpisodeTrace(program), list(tasks)))
     if not scores:
         raise ConfigError("the calibration tasks produced no rounds")
     return RoundwiseConformal(alpha=alpha, config=config.to_dict()).fit(rounds, scores)

@@ -1,6 +1,7 @@
 """The Ray backend of the durable runner: same results as threads, dead workers, secrets, bad addresses.
 
-One local Ray (2 CPUs) is started for the module and shut down after it; skipped when Ray is not installed.
+One local Ray (2 CPUs) is shared by the session's Ray modules (``local_ray`` in ``tests/eval/conftest.py``);
+skipped when Ray is not installed.
 """
 
 import json
@@ -12,9 +13,8 @@ from collections import Counter
 import pytest
 
 ray = pytest.importorskip("ray")
-cloudpickle = pytest.importorskip("cloudpickle")
+pytest.importorskip("cloudpickle")
 
-import tests.helpers as helpers  # noqa: E402
 from groundstate.errors import ConfigError  # noqa: E402
 from groundstate.eval import ray_backend  # noqa: E402
 from groundstate.eval.ray_backend import RayOptions  # noqa: E402
@@ -23,20 +23,7 @@ from groundstate.eval.runner import Runner, RunSettings, durable_run  # noqa: E4
 from groundstate.programs.qa import QuestionAnswering  # noqa: E402
 from tests.helpers import ROOT, echo_number_lm, json_adapter, qa_records, qa_score  # noqa: E402
 
-pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    # this module's and the helpers' functions travel by value: Ray workers need not import the tests package
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    cloudpickle.register_pickle_by_value(helpers)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}})
-    yield
-    ray.shutdown()
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-    cloudpickle.unregister_pickle_by_value(helpers)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("local_ray")]
 
 
 def scripted_setup():
