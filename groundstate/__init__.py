@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "ConfigError": "groundstate.errors",
     # running
     "Runner": "groundstate.eval.runner",
+    "load_run": "groundstate.eval.runs",
+    "Run": "groundstate.eval.runs",
     "RunResult": "groundstate.eval.runner",
     "RunAborted": "groundstate.eval.runner",
     "thread_map": "groundstate.concurrency",
@@ -52,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "LMTeam": "groundstate.programs.consilience.agents",
     "run_discussion": "groundstate.programs.consilience.protocols",
     "plurality": "groundstate.programs.common",
+    "coerce_agents": "groundstate.programs.common",
     "load_hidden_tasks": "groundstate.eval.benchmarks.hiddenbench",
     "generate_travel": "groundstate.eval.benchmarks.travel.generator",
     "validate_travel": "groundstate.eval.benchmarks.travel.validator",
@@ -79,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "load_offquery": "groundstate.eval.benchmarks.offquery.published",
     "load_any": "groundstate.eval.benchmarks.offquery.loader",
     "save_instances": "groundstate.eval.benchmarks.offquery.loader",
+    "load_instances": "groundstate.eval.benchmarks.offquery.instances",
     "generate_offquery": "groundstate.eval.benchmarks.offquery.synthetic:generate",
     # metrics
     "LexicalJudge": "groundstate.eval.reground.judges",

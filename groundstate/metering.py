@@ -4,6 +4,11 @@ A :class:`Meter` is both a DSPy callback (it counts calls, cache hits included, 
 a usage tracker (it sums the tokens the LM reports; DSPy's cache hits report none, and neither do failed
 calls, so ``cached = calls - reached the model - failed``). DSPy copies the usage tracker into worker threads
 with ``deepcopy``, which returns the meter itself, so calls made on any thread are counted once.
+
+A meter can also tell a listener about each LM call as it finishes (``meter.listener``, an object with
+``on_lm_call(failed: bool)`` and ``on_lm_usage(input_tokens, output_tokens)``; the durable runner's progress
+display is one), so long records show calls and tokens while they run. The listener is called outside the
+meter's lock, from whichever thread made the call, and must be thread-safe and cheap.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ def meter_class() -> type:
             self.calls = 0
             self.failed = 0
             self.first_error: str | None = None  # the first failed call's exception, secrets scrubbed
+            self.listener = None  # told of each finished call (see the module docstring)
 
         def __deepcopy__(self, memo):
             return self
@@ -37,6 +43,10 @@ def meter_class() -> type:
         def add_usage(self, lm, usage_entry):
             with self.lock:
                 UsageTracker.add_usage(self, lm, usage_entry)
+            if self.listener is not None and usage_entry:
+                entry = dict(usage_entry)
+                self.listener.on_lm_usage(int(entry.get("prompt_tokens") or entry.get("input_tokens") or 0),
+                                          int(entry.get("completion_tokens") or entry.get("output_tokens") or 0))
 
         def on_lm_start(self, call_id, instance, inputs):
             with self.lock:
@@ -48,6 +58,8 @@ def meter_class() -> type:
                     self.failed += 1
                     if self.first_error is None:
                         self.first_error = scrub_secrets(f"{type(exception).__name__}: {exception}")
+            if self.listener is not None:
+                self.listener.on_lm_call(exception is not None)
 
         def cached(self) -> int:
             """Calls DSPy's cache answered: neither failed nor reported usage."""

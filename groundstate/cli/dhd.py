@@ -86,7 +86,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=("loo", "single"), required=True, help="replay mechanism")
     p.add_argument("--repeats", type=int, default=1, metavar="B", help="replay blocks per problem and K (default 1)")
     p.add_argument("--k", type=int, nargs="+", default=None, metavar="K",
-                   help="pool sizes (default: 1 2 3 4 5 for loo, 5 for single)")
+                   help="pool sizes (default from the cache's k: 1..k for loo, k for single; 5 if the cache "
+                        "does not record k)")
     _add_sampling(p)
     add_run_options(p)
     _cache_default_out(p)
@@ -219,7 +220,7 @@ def _options(args: argparse.Namespace, lm: Any, extra: dict[str, Any] | None = N
         raise ConfigError("--workers must be at least 1")
     return RunOptions(out=args.out, threads=args.threads, workers=args.workers, limit=args.limit,
                       shard=parse_shard(args.shard), max_error_rate=args.max_error_rate,
-                      progress=not args.no_progress and sys.stderr.isatty(), lm=describe_lm(lm), extra=extra,
+                      progress=not args.no_progress, lm=describe_lm(lm), extra=extra,
                       backend=backend_settings(args))
 
 
@@ -304,6 +305,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cache_k(cache) -> int:
+    """The cache's pool size: its recorded ``k``, else its largest pool, else 5."""
+    k = cache.meta().get("k")
+    if isinstance(k, int) and not isinstance(k, bool) and k > 0:
+        return k
+    sizes = [len(entry.pool()) for entry in cache.entries().values()]
+    return max(sizes) if sizes and max(sizes) > 0 else 5
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from groundstate.cli.options import configure_lms
     from groundstate.eval.dhd.cache import MessageCache
@@ -311,7 +321,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     cache = MessageCache(args.cache)
     cache.require()
-    ks = args.k or ([1, 2, 3, 4, 5] if args.mode == "loo" else [5])
+    k = _cache_k(cache)
+    ks = args.k or (list(range(1, k + 1)) if args.mode == "loo" else [k])
     lm, lm_config = configure_lms(args)
     program, evaluator, vary_seed = _programs(args, lm, lm_config)
     out = _run(replay, cache, args.mode, ks, args.repeats, program=program, evaluator=evaluator,

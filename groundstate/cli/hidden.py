@@ -2,13 +2,13 @@
 
     groundstate hidden generate travel --n 200 --seed 0 --out data/travel.jsonl
     groundstate hidden validate data/travel.jsonl
-    groundstate hidden run --tasks tasks.jsonl --protocol hidden-post --agents sim --rounds 3
+    groundstate hidden run --tasks tasks.jsonl --protocol hidden-post --rounds 3     # simulated agents (default)
     groundstate hidden run --tasks tasks.jsonl --protocol full-info --agents lm --lm-config team.toml
 
 ``--agents lm`` gives agent ``i`` the LM of role ``agent.i`` in ``--lm-config`` (``[default]`` otherwise), so a
-group can be heterogeneous. ``--agents sim`` runs the seeded LM-free agents of
-:mod:`groundstate.programs.consilience.simulated` (``--seed`` is their seed); every task then needs per-fact
-support. Runs are stored under ``--out`` like any other run (resumable, shardable).
+group can be heterogeneous. ``--agents sim`` (the default of ``hidden run``: offline and fast) runs the seeded
+LM-free agents of :mod:`groundstate.programs.consilience.simulated` (``--seed`` is their seed); every task then
+needs per-fact support. Runs are stored under ``--out`` like any other run (resumable, shardable).
 """
 
 from __future__ import annotations
@@ -38,15 +38,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     gen_sub = gen.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=type(hidden))
     gen_sub.required = True
     p = gen_sub.add_parser("travel", help="group-travel tasks (appendix F): four plans, private preferences",
-                           description="Write group-travel hidden-profile tasks as groundstate JSON Lines. The "
-                           "default builder is deterministic and LM-free; --builder lm has an LM write each task, "
+                           description="Write group-travel hidden-profile tasks as groundstate JSON Lines (or "
+                           "Parquet when --out ends in .parquet). The default builder is deterministic and LM-free; "
+                           "--builder lm has an LM write each task, "
                            "checked by the same validator (generate -> validate -> repair -> review).")
     p.add_argument("--n", type=int, default=20, help="number of tasks (default 20)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--start", type=int, default=0, help="index of the first task (for extending a data set)")
     p.add_argument("--travelers", type=int, choices=(3, 4), default=None,
                    help="travelers per task (default: 3 or 4, varying by task)")
-    p.add_argument("--out", required=True, help="output JSONL of hidden-profile tasks")
+    p.add_argument("--out", required=True,
+                   help="output file of hidden-profile tasks: JSON Lines, or Parquet for a .parquet path")
     p.add_argument("--builder", choices=("rule", "lm"), default="rule",
                    help="rule: deterministic, no LM (default); lm: an LM writes each task")
     p.add_argument("--max-repairs", type=int, default=2, help="LM builder: repair requests per candidate")
@@ -166,7 +168,7 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protocol", choices=PROTOCOLS, default="hidden-post", help="the protocol (default hidden-post)")
     p.add_argument("--rounds", type=int, default=None,
                    help="discussion rounds (default: 3 for hidden-post, 15 for hiddenbench)")
-    add_agent_options(p)
+    add_agent_options(p, default="sim")
     add_support_options(p)
     add_run_options(p)
     p.set_defaults(func=cmd_hidden_run)
@@ -182,6 +184,8 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
 
     settings = run_settings(args)
     tasks, data = load_tasks(args.tasks, args.allow_empty)
+    if args.agents == "sim":
+        print("agents: sim (seeded simulated agents, offline; --agents lm runs LM agents)", file=sys.stderr)
     tasks, team, agents, lm = prepare_team(args, tasks, args.tasks)
     try:
         result = run_protocol(args.protocol, args.rounds, tasks, data, team, agents, lm, args.seed, settings)

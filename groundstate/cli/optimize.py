@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_data_arguments,
         add_reground_arguments,
     )
-    from groundstate.optimizers.tune import OPTIMIZERS, Budget
+    from groundstate.optimizers.tune import MAX_FAILED_SHARE, OPTIMIZERS, Budget
 
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case")
     p.add_argument("file", help="an OffQuery data file")
@@ -49,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=int, default=defaults.num_trials, help="mipro trials")
     p.add_argument("--max-metric-calls", type=int, default=defaults.max_metric_calls, help="gepa budget")
     p.add_argument("--reflection-lm", default=None, help="gepa's reflection LM spec (default: --lm)")
+    p.add_argument("--max-failed-share", type=float, default=MAX_FAILED_SHARE, metavar="X",
+                   help=f"stop (exit 2, nothing saved) when more than this share of metric calls failed "
+                        f"(default {MAX_FAILED_SHARE:g})")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--condition", choices=("reliable", "unreliable"), default="unreliable")
@@ -65,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dir", help="a directory written by `groundstate optimize`")
     p.add_argument("--data", required=True, help="held-out data (OffQuery file or 'synthetic')")
     p.add_argument("--report-dir", default=None, help="where to write evaluate.md/json/png (default: DIR/evaluations)")
+    p.add_argument("--allow-overlap", action="store_true",
+                   help="evaluate even on data that shares instance ids or source cases with the train/val data")
     add_data_arguments(p)
     add_run_options(p)
     p.set_defaults(func=cmd_evaluate, condition=None)
@@ -101,6 +106,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         print(f"{split}: {metric} {fmt(values.get('before'))} -> {fmt(values.get('after'))}")
     print(f"{result.lm_calls} LM calls, {result.input_tokens + result.output_tokens} tokens, "
           f"{result.seconds:.0f}s; saved to {args.out}")
+    if result.unchanged:
+        print(f"warning: '{args.optimizer}' left the program unchanged (same instructions and demos as the "
+              "unoptimized program; flagged in manifest.json)")
     return 0
 
 
@@ -114,11 +122,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     settings = run_settings(args)
     lm, lm_config = configure_lms(args)
-    summaries, data, title = evaluate_saved(args, lm, lm_config, settings)
+    summaries, data, title, warnings = evaluate_saved(args, lm, lm_config, settings)
     rows = comparison_rows(summaries)
     report_dir = Path(args.report_dir or Path(args.dir) / "evaluations" / fingerprint(data, 10))
     paths = write_report(rows, report_dir, config={"artifact": str(args.dir), "data": data}, title=title,
                          stem="evaluate")
     print(markdown_table(rows, title=title))
     print("wrote " + ", ".join(paths.values()))
+    for warning in warnings:
+        print(f"warning: {warning}")
     return 0

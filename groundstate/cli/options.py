@@ -46,7 +46,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs", help="directory of run directories (default runs/)")
     parser.add_argument("--max-error-rate", type=float, default=None, metavar="X",
                         help="stop the run once the share of failed records exceeds X (0-1), keeping results")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress display (a bar on a terminal; otherwise a line on stderr every 30 s, "
+                             "GROUNDSTATE_PROGRESS_INTERVAL seconds if set, and at the end)")
     add_backend_options(parser)
     add_allow_empty(parser)
 
@@ -107,7 +109,7 @@ def run_settings(args: argparse.Namespace, out: Any = None):
                        threads=getattr(args, "threads", 1), limit=getattr(args, "limit", None),
                        shard=parse_shard(getattr(args, "shard", None)),
                        max_error_rate=getattr(args, "max_error_rate", None),
-                       progress=not getattr(args, "no_progress", True) and sys.stderr.isatty(),
+                       progress=not getattr(args, "no_progress", True),
                        **backend_settings(args))
 
 
@@ -137,7 +139,7 @@ def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "ta
 AGENT_KINDS = ("lm", "sim")
 
 
-def add_agent_options(p: argparse.ArgumentParser) -> None:
+def add_agent_options(p: argparse.ArgumentParser, default: str = "lm") -> None:
     """``--agents lm|sim``, ``--sim-preset`` and the simulated agents' parameters (hidden-profile and Consilience
     commands). Every ``--sim-*`` parameter defaults to ``None``, meaning the preset's value, so an explicit one
     overrides the preset (:func:`sim_params`)."""
@@ -152,8 +154,9 @@ def add_agent_options(p: argparse.ArgumentParser) -> None:
             raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {text!r}") from None
 
     ideal, limited = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
-    p.add_argument("--agents", choices=AGENT_KINDS, default="lm",
-                   help="'lm' (agent i uses role agent.i of --lm-config) or 'sim' (seeded simulated agents)")
+    p.add_argument("--agents", choices=AGENT_KINDS, default=default,
+                   help="'lm' (agent i uses role agent.i of --lm-config) or 'sim' (seeded simulated agents, "
+                        f"offline and fast); default {default}")
     sim = p.add_argument_group("simulated agents (--agents sim)",
                                "each parameter defaults to the value of --sim-preset (shown for 'ideal')")
     sim.add_argument("--sim-preset", choices=tuple(SIM_PRESETS), default="ideal",

@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run_sub.required = True
     for task in load_builtin_tasks().values():
         p = run_sub.add_parser(task.name, help=task.help, description=task.help)
-        p.add_argument("--data", default=None, help="data file (OffQuery programs: a file or 'synthetic', the default)")
+        p.add_argument("--data", default=None,
+                       help="data file, or a shipped example ('example:qa', or a bare name that is not a file); "
+                            "OffQuery programs: a file or 'synthetic', the default")
         if task.add_arguments:
             task.add_arguments(p)
         add_run_options(p)
@@ -25,9 +27,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from groundstate.errors import ConfigError
     from groundstate.eval.runner import RunAborted
     from groundstate.eval.tasks import run_task
+    from groundstate.examples import resolve
 
+    try:
+        args.data = resolve(args.data)
+    except FileNotFoundError as exc:
+        raise ConfigError(str(exc)) from None
     settings = run_settings(args)
     lm, lm_config = configure_lms(args)
     try:

@@ -13,7 +13,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     runs = sub.add_parser("runs", help="stored runs: list, show, merge shards")
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=Parser)
     runs_sub.required = True
-    p = runs_sub.add_parser("list", help="list stored runs")
+    p = runs_sub.add_parser("list", help="list stored runs and their state",
+                            description="One row per run: records done/selected, errors and its state: running "
+                            "(a live process holds the run's lock), killed (ended without its final summary), "
+                            "stopped (with the reason), incomplete or complete.")
     p.add_argument("--out", default="runs", help="directory of run directories")
     p.set_defaults(func=cmd_runs_list)
     p = runs_sub.add_parser("show", help="show one run's configuration and summary")
@@ -39,12 +42,12 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         print(f"no runs under {args.out}/")
         return 0
     table = Table()
-    for col in ("run id", "program", "LM", "records", "errors", "complete"):
+    for col in ("run id", "program", "LM", "records", "errors", "state"):
         table.add_column(col)
     for run in runs:
         s = run["summary"]
         table.add_row(run["run_id"], str(run["config"].get("program")), str(run["config"].get("lm", {}).get("model")),
-                      f"{s.get('n_done')}/{s.get('n_selected')}", str(s.get("n_error")), str(s.get("complete")))
+                      f"{s.get('n_done')}/{s.get('n_selected')}", str(s.get("n_error")), run["state"])
     Console().print(table)
     return 0
 

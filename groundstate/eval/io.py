@@ -9,6 +9,7 @@ from typing import Any
 
 from groundstate import files
 from groundstate.errors import InputError
+from groundstate.eval.sources import Records, as_source, write_jsonl  # noqa: F401  (write_jsonl: re-exported)
 from groundstate.files import json_lines
 
 
@@ -57,18 +58,6 @@ def read_records(path: str | Path, allow_empty: bool = False, **kwargs: Any) -> 
     return require_records(read_jsonl(path, **kwargs), path, allow_empty)
 
 
-def write_jsonl(path: str | Path, rows: list[Any]) -> None:
-    """Write records (dicts or pydantic models) as JSON Lines, atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for row in rows:
-            data = row.model_dump(mode="json") if hasattr(row, "model_dump") else row
-            handle.write(json.dumps(data, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-
-
 # -- records of groundstate's own formats ------------------------------------------------------------------
 first_char = files.first_char
 
@@ -103,8 +92,12 @@ def first_list_item(path: Path) -> Any:
         return None
 
 
-def iter_rows(path: Path) -> Iterator[tuple[str, Any, InputError | None]]:
-    """``(where, row, error)`` per record: ``where`` is ``at line N`` (JSON Lines) or ``at position N`` (list)."""
+def iter_rows(path: Path | Records) -> Iterator[tuple[str, Any, InputError | None]]:
+    """``(where, row, error)`` per record: ``where`` is ``at line N`` (JSON Lines) or ``at position N`` (list,
+    Parquet or in-memory :class:`~groundstate.eval.sources.Records`)."""
+    if isinstance(path, Records):
+        yield from path.iter_rows()
+        return
     if first_char(path) == "[":
         data = read_json(path)
         if not isinstance(data, list):  # pragma: no cover - first_char said '['
@@ -137,14 +130,14 @@ def require_records(records: list[Any], path: str | Path, allow_empty: bool, wha
                      file=str(path))
 
 
-def load_models(path: str | Path, model: type, to_error: Callable[[Any, str, str], InputError],
+def load_models(path: Any, model: type, to_error: Callable[[Any, str, str], InputError],
                 skip_invalid: bool = False, problems: list[str] | None = None,
                 check: Callable[[Any, str], None] | None = None, allow_empty: bool = False,
                 what: str = "records") -> list[Any]:
     """Records of pydantic ``model``, one per JSON Lines line (or JSON list item), with one-line errors.
 
     Args:
-        path: the file.
+        path: the file, or any source :func:`~groundstate.eval.sources.as_source` accepts.
         model: the pydantic model of a record (it must have an ``id``).
         to_error: ``(ValidationError, file, record label) -> InputError`` naming the field.
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
@@ -158,7 +151,7 @@ def load_models(path: str | Path, model: type, to_error: Callable[[Any, str, str
     """
     from pydantic import ValidationError
 
-    path = Path(path)
+    path = as_source(path, what)
     reported = problems if problems is not None else []
     records: list[Any] = []
     seen: dict[str, str] = {}

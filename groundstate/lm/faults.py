@@ -49,6 +49,9 @@ def _kind(exc: BaseException, timeout: Any) -> tuple[str, str]:
     if isinstance(exc, dspy_errors.AdapterParseError):
         return ("the model's reply did not have the expected fields",
                 "use a model that follows instructions better, or check the server's chat template")
+    if isinstance(exc, dspy_errors.ContextWindowExceededError):
+        return ("the prompt does not fit the model's context window",
+                "shorten the inputs, use fewer demos (--max-demos), or use a model with a larger context")
     if isinstance(exc, dspy_errors.LMConfigurationError | dspy_errors.LMInvalidRequestError):
         return "the request was refused", "check the model name and the LM options"
     return ("the reply was not a valid chat completion",

@@ -5,10 +5,12 @@ parameters, never a pickle:
 
 - ``dspy-program``: ``program.json`` (DSPy's JSON state: instructions and demos; per-predictor LMs are left
   out, the manifest describes them) and a manifest naming the program class and the keyword arguments it
-  was built with (programs decorated with :func:`~groundstate.programs.common.saveable`). Loading looks the
-  class up in :mod:`groundstate.registry` (groundstate's own classes and the ones a user registered; anything
-  else is refused before any import), checks the arguments against the class's declared parameters, builds
-  it and loads the state.
+  was built with (programs decorated with :func:`~groundstate.programs.common.saveable`), plus its module
+  tree (``modules``: sub-module path -> class and arguments, see :mod:`groundstate.optimizers.program_tree`).
+  Loading looks the class up in :mod:`groundstate.registry` (groundstate's own classes and the ones a user
+  registered; anything else is refused before any import), checks the arguments against the class's declared
+  parameters, builds it, rebuilds the stages the user swapped or added (their classes looked up the same
+  way) and loads the state.
 - ``sklearn``: ``model.skops`` (scikit-learn estimators through ``skops.io``, which loads only types it is
   told to trust: scikit-learn's and NumPy's types and groundstate's registered estimators; every type the file
   names is checked against that list before loading, never ``trusted=True`` blindly) plus the manifest; the
@@ -18,6 +20,10 @@ parameters, never a pickle:
 
 Every file is read through :mod:`groundstate.files`, so a missing, truncated, binary or malformed artifact is
 one line naming the file, never a traceback.
+
+:func:`load` also reads the state file DSPy's own ``program.save("x.json")`` writes, into a program the caller
+builds (``load("x.json", program=ReGround())``); DSPy's pickles (``.pkl``, ``save_program=True``) are refused.
+Per-predictor LMs in any loaded state are ignored (the configured LM is used).
 
 :func:`load` reads any of them. A saved artifact never contains an API key: keys are never written by
 DSPy's state, and the written files are checked against the key-like variables of the environment.
@@ -36,6 +42,7 @@ from typing import Any
 
 from groundstate import files, registry
 from groundstate.errors import ConfigError, GroundstateError, InputError, one_line
+from groundstate.optimizers import program_tree
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -190,6 +197,12 @@ def save_program(program: Any, directory: str | Path, **manifest: Any) -> Path:
         json.dumps(kwargs)
     except TypeError as exc:
         raise ConfigError(f"{type(program).__name__}'s build arguments are not JSON ({exc})") from None
+    program_tree.check_rebuildable(program, type(program)(**kwargs))
+    modules = program_tree.tree_for_manifest(program)
+    try:
+        json.dumps(modules)
+    except TypeError as exc:
+        raise ConfigError(f"the build arguments of a stage of {type(program).__name__} are not JSON ({exc})") from None
     directory.mkdir(parents=True, exist_ok=True)
     program.save(str(directory / PROGRAM_STATE))
     state = json.loads((directory / PROGRAM_STATE).read_text(encoding="utf-8"))
@@ -197,7 +210,8 @@ def save_program(program: Any, directory: str | Path, **manifest: Any) -> Path:
         if isinstance(entry, dict) and "lm" in entry:
             entry["lm"] = None  # LM-agnostic: the manifest describes the LMs, the loader's configuration picks them
     (directory / PROGRAM_STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return _finish(directory, "dspy-program", {"program": {"class": _class_path(program), "kwargs": kwargs}},
+    return _finish(directory, "dspy-program", {"program": {"class": _class_path(program), "kwargs": kwargs},
+                                           "modules": modules},
                    manifest)
 
 
@@ -229,14 +243,15 @@ def build_saved(directory: str | Path, manifest: Mapping[str, Any] | None = None
         raise ConfigError(f"{source}: {cls.__name__} cannot be built from the saved arguments ({exc})") from None
 
 
-def load_program(directory: str | Path, allow_custom: bool = False) -> Any:
+def load_program(directory: str | Path, allow_custom: bool = False, program: Any = None) -> Any:
     """Rebuild a saved program: look its class up in the registry, build it with the saved (validated)
-    arguments, load its state.
+    arguments, rebuild the stages that were swapped or added (registered classes only), load its state.
 
     Args:
         directory: the artifact directory.
         allow_custom: no longer supported (it imported any class a manifest named); register your classes with
             :func:`groundstate.register` or ``@groundstate.saveable`` instead.
+        program: load the saved state into this program instead of building the manifest's classes.
 
     Raises:
         InputError: a missing or unreadable manifest or state file.
@@ -246,14 +261,10 @@ def load_program(directory: str | Path, allow_custom: bool = False) -> Any:
     _no_custom(allow_custom)
     directory = Path(directory)
     manifest = _manifest_of(directory, "dspy-program", "a program")
-    program = build_saved(directory, manifest)
-    state = _program_state(directory)
-    try:
-        program.load_state(state)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise ConfigError(f"{directory / PROGRAM_STATE}: the saved state does not fit {type(program).__name__} "
-                          f"({type(exc).__name__}: {one_line(exc, 160)})") from None
-    return program
+    if program is None:
+        program = program_tree.rebuild(build_saved(directory, manifest), manifest.get("modules"),
+                                       str(directory / MANIFEST))
+    return program_tree.load_state_into(program, _program_state(directory), str(directory / PROGRAM_STATE))
 
 
 def _no_custom(allow_custom: bool) -> None:
@@ -356,11 +367,30 @@ def load_params(directory: str | Path, allow_custom: bool = False) -> Any:
                          file=str(path)) from None
 
 
-def load(directory: str | Path, allow_custom: bool = False) -> Any:
-    """Load any saved groundstate artifact (program, scikit-learn model or parameter object)."""
+def load(directory: str | Path, allow_custom: bool = False, program: Any = None) -> Any:
+    """Load any saved groundstate artifact (program, scikit-learn model or parameter object), or a DSPy state file.
+
+    Args:
+        directory: a groundstate artifact directory, or a ``.json`` state file written by DSPy's
+            ``program.save(path)``.
+        allow_custom: no longer supported (see :func:`load_program`).
+        program: the program to load a DSPy state file into (required for one: the file does not name its
+            class); for a saved groundstate program, load its state into this program instead of building the
+            manifest's classes.
+
+    Raises:
+        InputError: a missing or unreadable artifact. ConfigError: an unregistered class, a pickle, incompatible
+            versions, or a state that does not fit.
+    """
+    path = Path(directory)
+    if path.is_file() or (path.is_dir() and not (path / MANIFEST).exists() and (path / "program.pkl").exists()):
+        _no_custom(allow_custom)
+        return program_tree.load_dspy_file(path / "program.pkl" if path.is_dir() else path, program)
     kind = read_manifest(directory).get("kind")
+    if program is not None and kind != "dspy-program":
+        raise ConfigError(f"{directory} holds a '{kind}' artifact; program= applies to saved programs only")
     if kind == "dspy-program":
-        return load_program(directory, allow_custom)
+        return load_program(directory, allow_custom, program)
     if kind == "sklearn":
         return load_sklearn(directory)
     if kind == "params":

@@ -13,11 +13,19 @@ needs a feedback metric; it is ``feedback_metric`` when given, else the metric's
 ``trainable`` restricts what the optimizer may touch (:mod:`groundstate.optimizers.targets`). The program is
 scored before and after on the training set and, when given, the validation set; every LM call made during
 tuning (the program's, the proposer's, the reflection LM's) is counted with its tokens.
+
+Optimization never silently does nothing: ``tune`` refuses to start with no LM, or with a GEPA reflection LM
+that fails a one-call probe; it stops (:class:`~groundstate.errors.OptimizationFailed`, nothing to save) when
+the share of failed metric calls passes ``max_failed_share``; and it flags a result whose program state equals
+the starting state (:attr:`TuneResult.unchanged`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -25,7 +33,7 @@ from typing import Any
 
 import dspy
 
-from groundstate.errors import ConfigError, OptimizationFailed, scrub_secrets
+from groundstate.errors import ConfigError, GroundstateError, OptimizationFailed, scrub_secrets
 from groundstate.metering import meter_context
 from groundstate.optimizers.targets import frozen_except, trainable_names
 
@@ -33,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 OPTIMIZERS = ("bootstrap", "random-search", "mipro", "gepa")
 NEEDS_VALSET = {"random-search", "mipro", "gepa"}
+MAX_FAILED_SHARE = 0.5
+"""Default :func:`tune` ``max_failed_share``: stop when more than half of the metric calls failed."""
 
 
 @dataclass
@@ -85,6 +95,10 @@ class TuneResult:
         lm_calls, input_tokens, output_tokens: everything spent while tuning (including evaluations).
         seconds: wall time.
         settings: the optimizer, its budget, the metric spec, the trainable predictors.
+        unchanged: the optimized program's state (instructions, demos) equals the starting program's: the
+            optimizer found nothing to change (see :func:`state_hash`).
+        failed_share: the share of metric calls that failed (an LM failure that ended a program call, or a
+            metric that raised).
     """
 
     program: Any
@@ -94,6 +108,43 @@ class TuneResult:
     output_tokens: int
     seconds: float
     settings: dict[str, Any] = field(default_factory=dict)
+    unchanged: bool = False
+    failed_share: float = 0.0
+
+
+def state_hash(program: Any) -> str:
+    """A short hash of a program's class and DSPy state (instructions, demos), like the runner's
+    ``program_state_hash``: two programs with the same hash behave the same."""
+    try:
+        state = program.dump_state()
+    except Exception:  # a program that cannot dump its state is identified by its class only
+        state = {}
+    text = json.dumps({"class": type(program).__qualname__, "state": state}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+class CountingMetric:
+    """A metric wrapper that counts its calls and the ones that raised (the failed share is computed with the
+    meter's failed LM calls: a failed LM call ends its program call, so the metric is never called for it)."""
+
+    def __init__(self, metric: Callable):
+        self.metric = metric
+        self.calls = 0
+        self.raised = 0
+        self.lock = threading.Lock()
+        for name in ("spec", "judge", "feedback", "__name__"):
+            if hasattr(metric, name):
+                setattr(self, name, getattr(metric, name))
+
+    def __call__(self, *args, **kwargs):
+        with self.lock:
+            self.calls += 1
+        try:
+            return self.metric(*args, **kwargs)
+        except Exception:
+            with self.lock:
+                self.raised += 1
+            raise
 
 
 def evaluate(program: Any, examples: Sequence[Any], metric: Callable, threads: int = 1,
@@ -116,7 +167,7 @@ def _score_value(score: Any) -> float:
 def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = None, metric: Callable | None = None,
          optimizer: str = "bootstrap", budget: Budget | None = None, trainable: Sequence[str] | None = None,
          reflection_lm: Any = None, feedback_metric: Callable | None = None, threads: int = 1, seed: int = 0,
-         progress: bool = True) -> TuneResult:
+         progress: bool = True, max_failed_share: float = MAX_FAILED_SHARE) -> TuneResult:
     """Optimize ``program`` on ``trainset`` (choosing on ``valset``) and report scores before and after.
 
     Args:
@@ -133,12 +184,16 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         threads: threads for evaluation and for the optimizers that take them.
         seed: the optimizers' seed.
         progress: show DSPy's progress bars.
+        max_failed_share: stop when more than this share of the metric calls failed (checked after the
+            "before" scores, after the optimizer and at the end); 1.0 stops only when every call failed.
 
     Raises:
-        ConfigError: an unknown optimizer, no metric callable, a missing valset, a zero budget, empty data, or
-            ``trainable`` patterns that match nothing.
-        OptimizationFailed: every LM call made while tuning failed (no server, a refused key, timeouts):
-            the "optimized" program would be built from failures only, so nothing is returned to save.
+        ConfigError: an unknown optimizer, no metric callable, a missing valset, a zero budget, empty data,
+            ``trainable`` patterns that match nothing, no LM configured (neither ``dspy.settings.lm`` nor an LM on
+            every predictor), or a GEPA reflection LM that fails a probe call.
+        OptimizationFailed: every LM call made while tuning failed (no server, a refused key, timeouts), or more
+            than ``max_failed_share`` of the metric calls failed, or the optimizer stopped on a failed LM call:
+            the "optimized" program would be built from failures, so nothing is returned to save.
     """
     if optimizer not in OPTIMIZERS:
         raise ConfigError(f"unknown optimizer '{optimizer}': use {', '.join(OPTIMIZERS)}")
@@ -154,14 +209,23 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
     if not callable(metric):
         raise ConfigError("tune needs a metric callable (example, prediction, trace=None) -> float; for OffQuery "
                           "programs use groundstate.offquery_metric('t1+t2+t3')")
-    metric_fn = metric
-    spec = getattr(metric_fn, "spec", getattr(metric_fn, "__name__", "custom"))
-    feedback = feedback_metric or getattr(metric_fn, "feedback", None) or metric_fn
+    if not 0.0 <= max_failed_share <= 1.0:
+        raise ConfigError(f"max_failed_share must be between 0 and 1, got {max_failed_share}")
+    _check_lm_configured(program)
+    if optimizer == "gepa":
+        reflection_lm = reflection_lm or dspy.settings.lm
+        probe_lm(reflection_lm, "GEPA's reflection LM")
+    metric_fn = CountingMetric(metric)
+    feedback = CountingMetric(feedback_metric or getattr(metric, "feedback", None) or metric)
+    spec = getattr(metric, "spec", getattr(metric, "__name__", "custom"))
+    counters = (metric_fn, feedback)
     started = time.perf_counter()
+    before_hash = state_hash(program)
     with meter_context() as meter:
         scores = {"train": {"before": evaluate(program, trainset, metric_fn, threads, progress)}}
         if valset:
             scores["val"] = {"before": evaluate(program, valset, metric_fn, threads, progress)}
+        _check_failed_share(meter, counters, optimizer, max_failed_share, "scoring the starting program")
         student = program.deepcopy()
         freeze = frozen_except(student, trainable)
         try:
@@ -169,14 +233,22 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
                                  feedback if optimizer == "gepa" else None, budget, reflection_lm, threads, seed)
         except Exception as exc:  # an optimizer that gives up on failing calls: say why, in one line
             _check_some_call_worked(meter, optimizer, exc)
+            if meter.failed and not isinstance(exc, GroundstateError):
+                raise OptimizationFailed(f"optimization with '{optimizer}' stopped on a failed LM call "
+                                         f"({_first_error(meter, exc)}); there is nothing to save") from exc
             raise
         finally:
             freeze.thaw()
         optimized = freeze.restore(optimized)
+        _check_failed_share(meter, counters, optimizer, max_failed_share, "optimizing")
         scores["train"]["after"] = evaluate(optimized, trainset, metric_fn, threads, progress)
         if valset:
             scores["val"]["after"] = evaluate(optimized, valset, metric_fn, threads, progress)
     _check_some_call_worked(meter, optimizer)
+    share = _check_failed_share(meter, counters, optimizer, max_failed_share, "scoring the optimized program")
+    unchanged = state_hash(optimized) == before_hash
+    if unchanged:
+        logger.warning("optimization with '%s' left the program unchanged (same instructions and demos)", optimizer)
     inp, out = meter.tokens()
     settings = {"optimizer": optimizer, "budget": asdict(budget), "metric": spec, "trainable": freeze.trainable,
                 "seed": seed, "threads": threads}
@@ -185,16 +257,65 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         settings["judge"] = getattr(judge, "name", type(judge).__name__)
     if optimizer == "gepa":
         settings["reflection_lm"] = getattr(reflection_lm or dspy.settings.lm, "model", None)
-    return TuneResult(optimized, scores, meter.calls, inp, out, time.perf_counter() - started, settings)
+    return TuneResult(optimized, scores, meter.calls, inp, out, time.perf_counter() - started, settings,
+                      unchanged=unchanged, failed_share=share)
+
+
+def _check_lm_configured(program: Any) -> None:
+    """Raise :class:`ConfigError` when some predictor of ``program`` has no LM to call."""
+    if dspy.settings.lm is not None:
+        return
+    try:
+        missing = [name for name, p in program.named_predictors() if getattr(p, "lm", None) is None]
+    except Exception:  # not a dspy.Module: let the optimizer say what is wrong
+        return
+    if missing:
+        raise ConfigError("no LM is configured: call dspy.configure(lm=groundstate.get_lm('embedded')) (or any "
+                          f"LiteLLM model) before tuning; predictor '{missing[0]}' has no LM of its own")
+
+
+def probe_lm(lm: Any, what: str) -> None:
+    """One cheap call to ``lm``; raise :class:`ConfigError` (one line) when there is none or it fails."""
+    if lm is None:
+        raise ConfigError(f"{what} is not configured: give one (--reflection-lm) or configure a default LM")
+    try:
+        lm("Reply with the word OK.", max_tokens=8)
+    except Exception as exc:  # a refused key, no server, a timeout: before hours of optimization, not after
+        from groundstate.lm.faults import lm_failure
+
+        raise ConfigError(f"{what} failed a probe call: {lm_failure(exc, lm, 'probe')}") from None
+
+
+def _first_error(meter: Any, exc: BaseException | None = None) -> str:
+    first = meter.first_error or (f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error")
+    first = " ".join(scrub_secrets(first).split())
+    return first if len(first) <= 200 else first[:197] + "..."
+
+
+def _check_failed_share(meter: Any, counters: Sequence[CountingMetric], optimizer: str, limit: float,
+                        phase: str) -> float:
+    """The share of failed metric calls so far; raise :class:`OptimizationFailed` when it passes ``limit``.
+
+    A metric call fails when the program call it scores failed on an LM call (the metric is then never called;
+    each failed LM call ends one program call) or when the metric itself raised.
+    """
+    scored = sum(c.calls - c.raised for c in counters)
+    failed = meter.failed + sum(c.raised for c in counters)
+    total = scored + failed
+    share = failed / total if total else 0.0
+    if total and share > limit:
+        raise OptimizationFailed(
+            f"optimization with '{optimizer}' stopped while {phase}: {failed} of {total} metric calls failed "
+            f"({share:.0%} > --max-failed-share {limit:g}; first: {_first_error(meter)}); there is nothing to save. "
+            "Check the LM with `groundstate lm check` (same --lm options)")
+    return share
 
 
 def _check_some_call_worked(meter: Any, optimizer: str, exc: BaseException | None = None) -> None:
     """Raise :class:`OptimizationFailed` when LM calls were made and every one of them failed."""
     if meter.calls == 0 or meter.failed < meter.calls:
         return
-    first = meter.first_error or (f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error")
-    first = " ".join(scrub_secrets(first).split())
-    first = first if len(first) <= 200 else first[:197] + "..."
+    first = _first_error(meter, exc)
     raise OptimizationFailed(
         f"optimization with '{optimizer}' failed: all {meter.calls} LM calls failed (first: {first}); there is "
         "nothing to save. Check the LM with `groundstate lm check` (same --lm options)") from exc
@@ -220,9 +341,6 @@ def _compile(optimizer: str, student, trainset, valset, metric, feedback_metric,
                            verbose=False)
         return opt.compile(student, trainset=trainset, valset=valset, num_trials=budget.num_trials,
                            minibatch=len(valset) > 25, minibatch_size=min(25, len(valset)))
-    lm = reflection_lm or dspy.settings.lm
-    if lm is None:
-        raise ConfigError("GEPA needs a reflection LM (--reflection-lm) or a configured LM")
-    opt = dspy.GEPA(metric=feedback_metric, max_metric_calls=budget.max_metric_calls, reflection_lm=lm,
+    opt = dspy.GEPA(metric=feedback_metric, max_metric_calls=budget.max_metric_calls, reflection_lm=reflection_lm,
                     num_threads=threads, seed=seed, track_stats=False, use_merge=False)
     return opt.compile(student, trainset=trainset, valset=valset)

@@ -114,3 +114,18 @@ def test_max_error_rate_exit_1_keeps_results(tmp_path, capsys, monkeypatch):
     assert "exceeds --max-error-rate" in capsys.readouterr().err
     results = next((tmp_path / "runs").glob("*/results.jsonl")).read_text().splitlines()
     assert 5 <= len(results) < 20
+
+
+@pytest.mark.parametrize("name", ["example:qa", "qa"])
+def test_shipped_examples_resolve_by_name_from_any_directory(tmp_path, monkeypatch, capsys, scripted_cli_lm, name):
+    import groundstate.examples as examples
+
+    monkeypatch.chdir(tmp_path)  # not the repository root
+    assert examples.path("qa").endswith("qa.jsonl") and "qa" in examples.names()
+    assert main(["run", "qa", "--data", name, "--limit", "2", "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    summary = json.loads(next((tmp_path / "runs").glob("*/summary.json")).read_text())
+    assert summary["n_done"] == 2
+    capsys.readouterr()
+    assert main(["run", "qa", "--data", "example:nope", "--out", str(tmp_path / "runs")]) == 2
+    captured = capsys.readouterr()
+    assert "no example named 'nope'" in captured.out + captured.err

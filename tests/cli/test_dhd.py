@@ -213,3 +213,22 @@ def test_temperature_and_evaluator_options_reach_the_calls_and_the_run_config(tm
     assert judged and set(judged) == {0.2}  # a judge LM given: judge mode by default, at the chosen temperature
     (single,) = read_configs(cache / "runs")["dhd-replay-single"]
     assert single["evaluator"] == "judge" and single["temperatures"]["judge"] == 0.2 and single["judge_lm"]
+
+
+def test_replay_single_defaults_k_to_the_cache_k(tmp_path, lm, monkeypatch, capsys):
+    import groundstate.cli.dhd as cli_dhd
+
+    cache = tmp_path / "cache"
+    assert run(["generate", "--problems", str(SCIBENCH), "--cache", str(cache), "--k", "3", "--no-progress"]) == 0
+    seen = {}
+    real = cli_dhd._run
+
+    def spy(fn, cache_, mode, ks, *rest, **kwargs):
+        seen["ks"] = ks
+        return real(fn, cache_, mode, ks, *rest, **kwargs)
+
+    monkeypatch.setattr(cli_dhd, "_run", spy)
+    capsys.readouterr()
+    assert run(["replay", "--cache", str(cache), "--mode", "single", "--no-progress"]) == 0
+    assert seen["ks"] == [3]  # not 5, which a k=3 cache cannot fill
+    assert "left out" not in capsys.readouterr().out

@@ -129,3 +129,21 @@ def test_embedded_hidden_post_end_to_end(tmp_path, capsys):
     (row,) = read_results(next(out.glob("*/results.jsonl")))
     assert [m["speaker"] for m in row["outputs"]["transcript"]["messages"]] == [0, 1, 2]
     assert all(v["vote"] in "ABCD" for v in row["outputs"]["votes"])
+
+
+def test_hidden_run_defaults_to_simulated_agents_and_says_so(tmp_path, capsys):
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(make_task(0).model_dump_json() + "\n")
+    args = parse(["--tasks", str(path)])
+    assert args.agents == "sim"
+    assert run(["--tasks", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0  # offline: no LM
+    assert "agents: sim" in capsys.readouterr().err
+    summary = json.loads(next((tmp_path / "runs").glob("*/summary.json")).read_text())
+    assert summary["n_done"] == 1 and summary["lm_calls"]["total"] == 0
+    assert parse(["--tasks", str(path), "--agents", "lm"]).agents == "lm"  # LM agents stay one flag away
+
+
+def test_hidden_run_help_names_the_sim_default(capsys):
+    with pytest.raises(SystemExit):
+        parse(["--help"])
+    assert "default sim" in " ".join(capsys.readouterr().out.split())

@@ -98,3 +98,45 @@ def test_embedded_bootstrap_then_held_out_evaluation(tmp_path, capsys):
     assert main(["evaluate", str(out), "--data", str(test), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
     rows = json.loads(next((out / "evaluations").glob("*/evaluate.json")).read_text())["rows"]
     assert [r["n"] for r in rows] == [1, 1] and all(r["errors"] == 0 for r in rows)
+
+
+def test_optimize_whose_lm_calls_fail_exits_nonzero_and_saves_nothing(tmp_path, capsys, monkeypatch):
+    data = tmp_path / "d.jsonl"
+    save_instances(data, generate("healthcare", "main", 4))
+    dead = scripted_lm(lambda req: ConnectionError("connection refused"))
+    monkeypatch.setattr(LMConfig, "lm_for", lambda self, role=None: dead)
+    out = tmp_path / "o"
+    assert main(["optimize", "oracle", "--train", str(data), "--out", str(out), "--metric", "t3"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # DSPy logs each failed example before it
+    assert "metric calls failed" in last and "nothing to save" in last and not out.exists()
+
+
+def test_gepa_with_an_unbuildable_reflection_lm_is_one_config_line(tmp_path, capsys, placeholder_lm):
+    data, val = tmp_path / "d.jsonl", tmp_path / "v.jsonl"
+    instances = generate("healthcare", "main", 4)
+    save_instances(data, instances[:2])
+    save_instances(val, instances[2:])
+    argv = ["optimize", "oracle", "--train", str(data), "--val", str(val), "--out", str(tmp_path / "o"),
+            "--metric", "t3", "--optimizer", "gepa", "--reflection-lm", "no-such-provider/x"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "reflection LM" in err and "\n" not in err and not (tmp_path / "o").exists()
+
+
+def test_unchanged_optimization_is_flagged_and_evaluate_refuses_overlap(tmp_path, capsys, placeholder_lm):
+    data = tmp_path / "d.jsonl"
+    save_instances(data, generate("healthcare", "main", 3))
+    out = tmp_path / "o"
+    # the placeholder LM answers every case wrongly, so bootstrapping keeps no demo: nothing changes
+    assert main(["optimize", "oracle", "--train", str(data), "--out", str(out), "--metric", "t3"]) == 0
+    assert "left the program unchanged" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["program_state"]["unchanged"] is True
+    assert manifest["program_state"]["before"] == manifest["program_state"]["after"]
+    assert manifest["data"]["train"]["groups"]
+    runs = str(tmp_path / "runs")
+    assert main(["evaluate", str(out), "--data", str(data), "--out", runs, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "was in the program's train data" in err and "--allow-overlap" in err and "\n" not in err
+    assert main(["evaluate", str(out), "--data", str(data), "--out", runs, "--no-progress", "--allow-overlap"]) == 0
+    assert "warning: the saved program's state equals the unoptimized" in capsys.readouterr().out

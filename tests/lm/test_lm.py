@@ -178,3 +178,27 @@ def test_embedded_model_answers_structured_fields_and_caches():
         second = predict(question=question)
     assert lm.engine.calls == calls  # served from DSPy's cache: the model was not called again
     assert second.choice == first.choice and second.facts == first.facts
+
+
+def test_embedded_context_is_smollm2s_and_a_too_long_prompt_fails_the_call_before_decoding(monkeypatch):
+    import threading
+
+    import dspy
+
+    from groundstate.lm import embedded
+    from groundstate.lm.faults import lm_failure
+
+    class FakeLlama:  # tokenizes 4 bytes per token; decoding must never be reached
+        def tokenize(self, data, add_bos=True, special=False):
+            return list(range(len(data) // 4))
+
+        def create_chat_completion(self, **kwargs):
+            raise AssertionError("decoded a prompt that does not fit")
+
+    monkeypatch.setattr(embedded, "load_llama", lambda *args: (FakeLlama(), threading.Lock()))
+    lm = get_lm("embedded")
+    assert lm.engine.n_ctx == 8192
+    with pytest.raises(dspy.ContextWindowExceededError, match="context window is 8192 tokens") as info:
+        lm("word " * 8000)
+    message = str(lm_failure(info.value, lm))
+    assert "does not fit the model's context window" in message and "\n" not in message

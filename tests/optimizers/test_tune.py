@@ -1,11 +1,11 @@
 import dspy
 import pytest
 
-from groundstate.errors import ConfigError
+from groundstate.errors import ConfigError, OptimizationFailed
 from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.eval.reground.metrics import offquery_metric
 from groundstate.eval.reground.optimize import examples_for
-from groundstate.optimizers.tune import Budget, tune
+from groundstate.optimizers.tune import Budget, state_hash, tune
 from groundstate.programs.reground.oracle import Oracle
 from groundstate.programs.reground.reground import ReGround
 from groundstate.testing import scripted_lm
@@ -128,3 +128,49 @@ def test_bad_configurations_are_refused():
         tune(Oracle(), examples, optimizer="simba")
     with pytest.raises(ConfigError, match="matches no predictor"):
         tune(Oracle(), examples, trainable=["verify.*"])
+
+
+def test_no_configured_lm_is_one_config_error():
+    _, examples = make_data(3)
+    assert dspy.settings.lm is None
+    with pytest.raises(ConfigError, match="no LM is configured"):
+        tune(Oracle(), examples, metric=offquery_metric("t3"), progress=False)
+
+
+def test_gepa_refuses_a_reflection_lm_that_fails_its_probe():
+    instances, examples = make_data(6)
+    lm = scripted_lm(Learner(instances))
+    dead = scripted_lm(lambda req: ConnectionError("connection refused"))
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        with pytest.raises(ConfigError, match="reflection LM failed a probe call"):
+            tune(Oracle(), examples[:4], examples[4:], metric=offquery_metric("t3"), optimizer="gepa",
+                 budget=Budget(max_metric_calls=20), reflection_lm=dead, progress=False)
+    assert lm.engine.calls == 0  # refused before any program call
+
+
+def test_a_high_share_of_failed_metric_calls_stops_tuning():
+    instances, examples = make_data(9)
+    learner = Learner(instances)
+    failing = [x.shared_context[:60] for x in instances[:6]]  # six of the nine instances always fail
+
+    def flaky_answer(req):
+        return TimeoutError("timed out") if any(key in req.user for key in failing) else learner(req)
+
+    flaky = scripted_lm(flaky_answer)
+    with dspy.context(lm=flaky, adapter=dspy.JSONAdapter()):
+        with pytest.raises(OptimizationFailed, match=r"6 of 9 metric calls failed .*max-failed-share 0.5"):
+            tune(Oracle(), examples, metric=offquery_metric("t3"), progress=False)
+        # the same failures under a looser threshold are tolerated and reported
+        result = tune(Oracle(), examples, metric=offquery_metric("t3"), progress=False, max_failed_share=0.9)
+    assert 0.5 < result.failed_share <= 0.9
+
+
+def test_a_result_equal_to_the_start_is_flagged_unchanged():
+    instances, examples = make_data(6)
+    hopeless = scripted_lm(lambda req: {"answer": "Z", "reason": "no"} if "answer" in req.output_fields else None)
+    with dspy.context(lm=hopeless, adapter=dspy.JSONAdapter()):
+        result = tune(Oracle(), examples, metric=offquery_metric("t3"), progress=False)
+    assert result.unchanged and not result.program.decide.demos
+    with dspy.context(lm=scripted_lm(Learner(instances)), adapter=dspy.JSONAdapter()):
+        changed = tune(Oracle(), examples, metric=offquery_metric("t3"), progress=False)
+    assert not changed.unchanged and state_hash(changed.program) != state_hash(Oracle())

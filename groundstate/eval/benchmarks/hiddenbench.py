@@ -40,7 +40,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import InputError
-from groundstate.eval.io import first_list_item, load_models, read_json, require_records, write_jsonl
+from groundstate.eval.io import first_list_item, load_models, read_json, require_records
+from groundstate.eval.sources import Records, as_source, first_record, write_records
 from groundstate.records import HiddenProfileTask
 
 logger = logging.getLogger(__name__)
@@ -52,12 +53,12 @@ REQUIRED_FIELDS: tuple[str, ...] = ("id", "name", "description", "shared_informa
 KNOWN_FIELDS: frozenset[str] = frozenset({*REQUIRED_FIELDS, "rationale"})
 
 
-def load_hiddenbench(path: str | Path, skip_invalid: bool = False, problems: list[str] | None = None, *,
+def load_hiddenbench(path: Any, skip_invalid: bool = False, problems: list[str] | None = None, *,
                      allow_empty: bool = False) -> list[HiddenProfileTask]:
     """Load a HiddenBench file (a JSON list of tasks).
 
     Args:
-        path: the file.
+        path: the file, a Parquet file, or the items in memory (:func:`~groundstate.eval.sources.as_source`).
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
         allow_empty: accept a file with no (valid) tasks; otherwise that is an error.
@@ -68,8 +69,8 @@ def load_hiddenbench(path: str | Path, skip_invalid: bool = False, problems: lis
     Raises:
         InputError: an unreadable file, malformed JSON, not a list, or (unless ``skip_invalid``) a bad record.
     """
-    path = Path(path)
-    data = read_json(path)
+    path = as_source(path, "HiddenBench tasks")
+    data = path.rows if isinstance(path, Records) else read_json(path)
     if not isinstance(data, list):
         raise InputError(f"expected a JSON list of HiddenBench tasks (got a JSON {type(data).__name__})",
                          file=str(path))
@@ -194,26 +195,28 @@ def _from_validation(exc: ValidationError, file: str, record: Any) -> InputError
 
 
 # -- groundstate's own format ---------------------------------------------------------------------------------
-def is_hiddenbench_file(path: str | Path) -> bool:
-    """Whether ``path`` holds a JSON list whose first item has ``hidden_information``."""
-    path = Path(path)
+def is_hiddenbench_file(path: Any) -> bool:
+    """Whether ``path`` holds a JSON list (or Parquet/in-memory records) whose first item has ``hidden_information``."""
+    path = as_source(path, "tasks")
     if not path.is_file():
         return False
-    first = first_list_item(path)
+    first = first_record(path) if isinstance(path, Records) else first_list_item(path)
     return isinstance(first, dict) and HIDDENBENCH_MARKER in first
 
 
-def load_hidden_tasks(path: str | Path, skip_invalid: bool = False, problems: list[str] | None = None, *,
+def load_hidden_tasks(path: Any, skip_invalid: bool = False, problems: list[str] | None = None, *,
                       allow_empty: bool = False) -> list[HiddenProfileTask]:
     """Load a HiddenBench file or groundstate's own task file, whichever ``path`` is.
 
     A JSON list whose first item has ``hidden_information`` is HiddenBench (:func:`load_hiddenbench`); anything
-    else is groundstate's format: JSON Lines (or a JSON list) of ``HiddenProfileTask`` dumps.
+    else is groundstate's format: JSON Lines (or a JSON list) of ``HiddenProfileTask`` dumps. ``path`` may also be a
+    Parquet file (as :func:`save_hidden_tasks` writes), a ``datasets.Dataset``, a pandas ``DataFrame`` or a list of
+    dicts, told apart the same way by the first record.
 
     Raises:
         InputError: a bad file or (unless ``skip_invalid``) a bad record, a duplicate id.
     """
-    path = Path(path)
+    path = as_source(path, "tasks")
     if is_hiddenbench_file(path):
         return load_hiddenbench(path, skip_invalid=skip_invalid, problems=problems, allow_empty=allow_empty)
     return load_models(path, HiddenProfileTask, _from_validation, skip_invalid, problems, allow_empty=allow_empty,
@@ -221,5 +224,6 @@ def load_hidden_tasks(path: str | Path, skip_invalid: bool = False, problems: li
 
 
 def save_hidden_tasks(path: str | Path, tasks: Iterable[HiddenProfileTask]) -> None:
-    """Write tasks as groundstate JSON Lines (atomically); :func:`load_hidden_tasks` reads them back."""
-    write_jsonl(path, list(tasks))
+    """Write tasks as groundstate JSON Lines, or Parquet for a ``.parquet`` path (atomically);
+    :func:`load_hidden_tasks` reads them back."""
+    write_records(path, list(tasks))

@@ -49,7 +49,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.io import iter_rows, require_records, write_jsonl
+from groundstate.eval.io import iter_rows, require_records
+from groundstate.eval.sources import Records, as_source, write_records
 from groundstate.programs.dhd.evaluator import parse_plain_number
 from groundstate.records import Problem
 
@@ -64,7 +65,7 @@ KINDS: tuple[str, ...] = ("number", "option", "options", "expression", "text")
 _GENERIC_KNOWN = {"id", "input", "question", "answer", "kind", "unit", "tolerance", "source", "metadata"}
 
 
-def load_problems(path: str | Path, format: str = "auto", *, skip_invalid: bool = False,
+def load_problems(path: Any, format: str = "auto", *, skip_invalid: bool = False,
                   problems: list[str] | None = None, tolerance: float | None = None,
                   allow_empty: bool = False) -> list[Problem]:
     """Load problems from ``path`` in ``format`` (``scibench``, ``jeebench``, ``jsonl`` or ``auto``).
@@ -73,7 +74,8 @@ def load_problems(path: str | Path, format: str = "auto", *, skip_invalid: bool 
     anything else is generic JSON Lines.
 
     Args:
-        path: the file.
+        path: the file (JSON, JSON Lines or Parquet), or the records in memory: a ``datasets.Dataset``, a pandas
+            ``DataFrame`` or a list of dicts (see :func:`~groundstate.eval.sources.as_source`).
         format: the format, or ``auto``.
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
@@ -84,6 +86,7 @@ def load_problems(path: str | Path, format: str = "auto", *, skip_invalid: bool 
         InputError: bad input, naming the file, the record and the field; no problems at all.
         ConfigError: an unknown format.
     """
+    path = as_source(path, "problems")
     if format == "auto":
         format = detect_format(path)
     loaders: dict[str, Callable[..., list[Problem]]] = {
@@ -97,9 +100,9 @@ def load_problems(path: str | Path, format: str = "auto", *, skip_invalid: bool 
     return require_records(loaded, path, allow_empty, "problems", len(reported))
 
 
-def detect_format(path: str | Path) -> str:
+def detect_format(path: Any) -> str:
     """``scibench``, ``jeebench`` or ``jsonl``, from the first record of ``path``."""
-    path = Path(path)
+    path = as_source(path, "problems")
     if not path.is_file():
         raise InputError("file not found", file=str(path))
     first = next((row for _, row, error in iter_rows(path) if error is None), None)
@@ -112,15 +115,16 @@ def detect_format(path: str | Path) -> str:
 
 
 def save_problems(path: str | Path, items: Iterable[Problem]) -> None:
-    """Write problems as JSON Lines (atomically); :func:`load_problems` reads them back."""
-    write_jsonl(path, list(items))
+    """Write problems as JSON Lines, or Parquet for a ``.parquet`` path (atomically); :func:`load_problems` reads
+    them back."""
+    write_records(path, list(items))
 
 
 # -- the three formats ------------------------------------------------------------------------------------------
-def load_scibench(path: str | Path, *, skip_invalid: bool = False, problems: list[str] | None = None,
+def load_scibench(path: Any, *, skip_invalid: bool = False, problems: list[str] | None = None,
                   tolerance: float | None = None) -> list[Problem]:
     """Load a SciBench file (see the module notes)."""
-    path = Path(path)
+    path = as_source(path, "problems")
 
     def convert(row: dict, label: str, fail: Callable[[str, str | None], InputError]) -> Problem:
         question = _text(row, "problem_text", fail)
@@ -137,10 +141,10 @@ def load_scibench(path: str | Path, *, skip_invalid: bool = False, problems: lis
     return _load(path, convert, skip_invalid, problems, id_key="problemid")
 
 
-def load_jeebench(path: str | Path, *, skip_invalid: bool = False, problems: list[str] | None = None,
+def load_jeebench(path: Any, *, skip_invalid: bool = False, problems: list[str] | None = None,
                   tolerance: float | None = None) -> list[Problem]:
     """Load a JEEBench file (see the module notes)."""
-    path = Path(path)
+    path = as_source(path, "problems")
 
     def convert(row: dict, label: str, fail: Callable[[str, str | None], InputError]) -> Problem:
         question = _text(row, "question", fail)
@@ -175,10 +179,10 @@ def load_jeebench(path: str | Path, *, skip_invalid: bool = False, problems: lis
     return _load(path, convert, skip_invalid, problems, id_key="index")
 
 
-def load_jsonl_problems(path: str | Path, *, skip_invalid: bool = False, problems: list[str] | None = None,
+def load_jsonl_problems(path: Any, *, skip_invalid: bool = False, problems: list[str] | None = None,
                         tolerance: float | None = None) -> list[Problem]:
     """Load generic JSON Lines problems (``input``/``answer``; see the module notes)."""
-    path = Path(path)
+    path = as_source(path, "problems")
 
     def convert(row: dict, label: str, fail: Callable[[str, str | None], InputError]) -> Problem:
         key = "input" if "input" in row or "question" not in row else "question"
@@ -221,7 +225,7 @@ def infer_kind(answer: str) -> str:
     return "text"
 
 
-def _load(path: Path, convert, skip_invalid: bool, problems: list[str] | None, id_key: str) -> list[Problem]:
+def _load(path: Path | Records, convert, skip_invalid: bool, problems: list[str] | None, id_key: str) -> list[Problem]:
     reported = problems if problems is not None else []
     out: list[Problem] = []
     seen: dict[str, str] = {}

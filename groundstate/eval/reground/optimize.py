@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from groundstate.errors import ConfigError
+from groundstate.errors import ConfigError, GroundstateError, one_line
 
 
 def examples_for(instances: list[Any], inputs) -> list[Any]:
@@ -38,11 +38,12 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
     from groundstate.eval.benchmarks.offquery.loader import load_any
     from groundstate.eval.reground.judges import make_judge
     from groundstate.eval.reground.metrics import offquery_metric, parse_metric
-    from groundstate.eval.splits import content_hash
+    from groundstate.eval.runner import program_state_hash
+    from groundstate.eval.splits import content_hash, group_key
     from groundstate.eval.tasks import get_task
     from groundstate.lm.specs import describe_lm, get_lm
     from groundstate.optimizers.targets import stage_target
-    from groundstate.optimizers.tune import Budget, tune
+    from groundstate.optimizers.tune import MAX_FAILED_SHARE, Budget, tune
 
     task = get_task(args.program)
     patterns, metric = stage_target(args.stage, args.metric)
@@ -64,10 +65,14 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
     inputs = task.inputs_for(args)
     judge = make_judge(args.judge_lm)
     timeout = {"timeout": args.lm_timeout} if getattr(args, "lm_timeout", None) is not None else {}
-    reflection = get_lm(args.reflection_lm, **timeout) if args.reflection_lm else None
+    try:
+        reflection = get_lm(args.reflection_lm, **timeout) if args.reflection_lm else None
+    except GroundstateError as exc:
+        raise ConfigError(f"cannot build the reflection LM (--reflection-lm): {exc}") from None
     result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None,
                   metric=offquery_metric(weights, judge), optimizer=args.optimizer, budget=budget, trainable=patterns,
-                  reflection_lm=reflection, threads=args.threads, seed=args.seed)
+                  reflection_lm=reflection, threads=args.threads, seed=args.seed,
+                  max_failed_share=getattr(args, "max_failed_share", MAX_FAILED_SHARE))
     manifest = {
         "task": task.name,
         "task_options": {"condition": args.condition, **task.options(args)},
@@ -75,9 +80,14 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
         "metric": {"spec": metric, "weights": weights, "judge": getattr(judge, "name", args.judge_lm)},
         "lms": {"default": describe_lm(lm), "roles": lm_config.describe()["roles"],
                 "reflection": describe_lm(reflection) if reflection else None},
-        "data": {"train": {"file": args.train, "ids": [x.id for x in train], "sha256": content_hash(train)},
-                 "val": {"file": args.val, "ids": [x.id for x in val], "sha256": content_hash(val)} if val else None},
+        "data": {"train": {"file": args.train, "ids": [x.id for x in train], "sha256": content_hash(train),
+                           "groups": sorted({group_key(x) for x in train})},
+                 "val": {"file": args.val, "ids": [x.id for x in val], "sha256": content_hash(val),
+                         "groups": sorted({group_key(x) for x in val})} if val else None},
         "scores": result.scores,
+        "program_state": {"before": program_state_hash(program), "after": program_state_hash(result.program),
+                          "unchanged": result.unchanged},
+        "failed_share": round(result.failed_share, 4),
         "cost": {"lm_calls": result.lm_calls, "input_tokens": result.input_tokens,
                  "output_tokens": result.output_tokens, "seconds": round(result.seconds, 2)},
         "build_args": {k: getattr(args, k) for k in ("max_candidates", "multi_misleading", "oracle_t1", "stop_early",
@@ -87,17 +97,22 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
     return result, manifest, metric
 
 
-def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any, settings: Any) -> tuple[dict, dict, str]:
+def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any,
+                   settings: Any) -> tuple[dict, dict, str, list[str]]:
     """Run the program saved in ``args.dir`` (after) and the same program without its optimized state (before)
-    on ``args``' data; return ``(summaries by label, data description, title)``.
+    on ``args``' data; return ``(summaries by label, data description, title, warnings)``.
+
+    Data that shares instance ids or source cases with the manifest's train/val data is refused unless
+    ``args.allow_overlap``; a saved program whose state equals the unoptimized one is evaluated with a warning.
 
     The saved manifest supplies the task, its condition (unless ``--condition`` is given) and the program's
     build arguments. A run stopped by ``--max-error-rate`` contributes what it finished.
 
     Raises:
-        ConfigError: the directory is not a program saved by ``groundstate optimize``.
+        ConfigError: the directory is not a program saved by ``groundstate optimize``, or the data overlaps the
+            data it was optimized on (without ``--allow-overlap``).
     """
-    from groundstate.eval.runner import RunAborted, durable_run, run_config
+    from groundstate.eval.runner import RunAborted, durable_run, program_state_hash, run_config
     from groundstate.eval.tasks import get_task
     from groundstate.lm.specs import describe_lm
     from groundstate.optimizers.artifacts import build_saved, load_program, read_manifest
@@ -115,6 +130,12 @@ def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any, settings: 
         if not hasattr(args, key) or key == "seed":
             setattr(args, key, value)
     records, data = task.load(args)
+    if not getattr(args, "allow_overlap", False):
+        check_no_overlap(records, manifest)
+    warnings = []
+    if program_state_hash(before) == program_state_hash(after):
+        warnings.append("the saved program's state equals the unoptimized program's (the optimizer changed "
+                        "nothing): before and after will score the same")
     inputs, scorer = task.inputs_for(args), task.scorer_for(args)
     summaries = {}
     for label, program in (("before (unoptimized)", before), ("after (optimized)", after)):
@@ -127,4 +148,23 @@ def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any, settings: 
         except RunAborted as exc:
             summaries[label] = exc.result.summary
     title = f"{task.name} on {data.get('file', 'synthetic')} ({args.condition} shared context)"
-    return summaries, data, title
+    return summaries, data, title, warnings
+
+
+def check_no_overlap(records: list[Any], manifest: dict[str, Any]) -> None:
+    """Raise :class:`ConfigError` when ``records`` share instance ids or source cases with the manifest's
+    train/val data (manifests from before source cases were recorded are checked by id only)."""
+    from groundstate.eval.splits import group_key
+
+    for split in ("train", "val"):
+        entry = (manifest.get("data") or {}).get(split) or {}
+        ids, groups = set(entry.get("ids") or ()), set(entry.get("groups") or ())
+        for record in records:
+            rid = getattr(record, "id", None)
+            if rid in ids:
+                raise ConfigError(f"record '{one_line(rid, 80)}' was in the program's {split} data: evaluating on "
+                                  "it overstates the score (use held-out data, or --allow-overlap)")
+            group = group_key(record) if rid is not None else None
+            if group in groups and not group.startswith("id:"):
+                raise ConfigError(f"record '{one_line(rid, 80)}' comes from source case '{one_line(group, 80)}', "
+                                  f"which was in the program's {split} data (use held-out data, or --allow-overlap)")

@@ -422,7 +422,7 @@ def test_mlp_follows_sklearn_conventions_and_learns():
     with pytest.raises(NotFittedError):
         model.predict(X)
     assert model.fit(X, Y) is model
-    accuracy = np.mean(model.predict(X) == np.array([COMM_ACTIONS[i] for i in best]))
+    accuracy = np.mean(model.predict_action(X) == np.array([COMM_ACTIONS[i] for i in best]))
     assert accuracy > 0.9
     again = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0).fit(X, Y)
     assert np.allclose(again.predict_rewards(X), model.predict_rewards(X))
@@ -433,7 +433,7 @@ def test_mlp_follows_sklearn_conventions_and_learns():
     # scale of 1000 gives the same choices and 1000x the predictions (in the columns that vary; a constant
     # column is left unscaled by StandardScaler)
     scaled = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0).fit(X, 1000 * Y)
-    assert np.array_equal(scaled.predict(X), model.predict(X))
+    assert np.array_equal(scaled.predict_action(X), model.predict_action(X))
     assert np.allclose(scaled.predict_rewards(X)[:, :2], 1000 * model.predict_rewards(X)[:, :2], rtol=1e-6,
                        atol=1e-6)
     raw = MLPActionValue(hidden_layer_sizes=(16,), max_iter=1000, random_state=0, normalize_rewards=False)

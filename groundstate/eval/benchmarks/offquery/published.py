@@ -57,9 +57,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
+from groundstate.eval.benchmarks.offquery.instances import load_instances
 from groundstate.eval.benchmarks.offquery.t2_files import check_alignment, default_facts_path, read_facts, read_truth
 from groundstate.eval.benchmarks.offquery.validation import from_validation
 from groundstate.eval.io import first_char, first_list_item, read_json, require_records
+from groundstate.eval.sources import Records, as_source, first_record
+from groundstate.files import json_lines
 from groundstate.records import CONDITIONS, LETTERS, AgentEvidence, OffQueryInstance, T2Fact
 
 logger = logging.getLogger(__name__)
@@ -92,14 +95,17 @@ _SOURCE_FIELD = {
 _DICT_FIELDS = ("private_information", "options", "original_ditributed_information")
 
 
-def load_offquery(path: str | Path, t2_truth: str | Path | None = None, condition: str | None = "unreliable", *,
+def load_offquery(path: Any, t2_truth: str | Path | None = None, condition: str | None = "unreliable", *,
                   domain: str | None = None, split: str | None = None, skip_invalid: bool = False,
                   problems: list[str] | None = None, use_datasets: bool | None = None,
                   allow_empty: bool = False, t2_facts: str | Path | None = None) -> list[OffQueryInstance]:
     """Load a published OffQuery file (a JSON list) into instances.
 
     Args:
-        path: the data file (``mediQ_easy.json``, ``mediQ_hard.json``, ``CrisisFact.json``, ...).
+        path: the data file (``mediQ_easy.json``, ``mediQ_hard.json``, ``CrisisFact.json``, ...), a Parquet file of
+            the same items, or the items in memory (``datasets.Dataset``, pandas ``DataFrame``, list of dicts).
+            groundstate's own instance format (JSONL of ``OffQueryInstance``) is recognised and loaded as such
+            when no option of the published format is given; otherwise the error says what the file is.
         t2_truth: the T2 truth file, a JSON list aligned with ``path`` by position; ``None`` = no T2 facts.
         condition: ``"unreliable"`` requires every item to have a non-empty ``unreliable_context``;
             ``"reliable"`` does not; ``None`` skips the check.
@@ -122,11 +128,25 @@ def load_offquery(path: str | Path, t2_truth: str | Path | None = None, conditio
         InputError: bad input, naming the file, the record and the field (unless ``skip_invalid``).
         ConfigError: an unknown ``condition`` or ``domain``.
     """
-    path = Path(path)
+    path = as_source(path, "OffQuery items")
     if condition is not None and condition not in CONDITIONS:
         raise ConfigError(f"condition must be one of {', '.join(CONDITIONS)} (got '{condition}')")
     if domain is not None and domain not in DOMAINS:
         raise ConfigError(f"domain must be one of {', '.join(DOMAINS)} (got '{domain}')")
+    found = _other_format(path)
+    if found is not None:
+        kind, count = found
+        if kind == "groundstate" and t2_truth is None and t2_facts is None and domain is None and split is None:
+            logger.info("%s is a groundstate file of %d OffQuery records; loading it as instances", path, count)
+            return load_instances(path, skip_invalid, problems, condition=condition, allow_empty=allow_empty)
+        if kind == "groundstate":
+            raise InputError(f"this is a groundstate JSONL file of {count} OffQuery records (OffQueryInstance dumps), "
+                             "not a published OffQuery JSON list; its records carry their own T2 facts, domain and "
+                             "split, so load it without t2_truth/t2_facts/domain/split (or with load_any)",
+                             file=str(path))
+        raise InputError(f"this is a JSON Lines file of {count} records whose first has keys {kind}, not a published "
+                         f"OffQuery JSON list (items with '{OFFICIAL_MARKER}') nor groundstate OffQuery records "
+                         "(with 'agents')", file=str(path))
     items = _read_official(path, use_datasets)
     t2_path = Path(t2_truth) if t2_truth is not None else None
     t2 = read_truth(t2_path) if t2_path is not None else None
@@ -400,8 +420,32 @@ def _clean_dict(value: Any) -> Any:
     return value
 
 
-def _read_official(path: Path, use_datasets: bool | None) -> list[Any]:
-    """The items of a published file, as plain Python values."""
+def _other_format(path: Path | Records) -> tuple[str, int] | None:
+    """``("groundstate", n)`` for groundstate OffQuery records, ``("<keys>", n)`` for other JSON Lines, or ``None``
+    (published items, or a file whose problem the published reader reports exactly)."""
+    if isinstance(path, Records):
+        first, count = first_record(path), len(path)
+    elif path.is_file() and first_char(path) == "{":
+        first = next((row for _, row, error in json_lines(path) if error is None), None)
+        count = sum(1 for _ in json_lines(path))
+    elif path.is_file() and first_char(path) == "[":
+        first, count = first_list_item(path), None
+    else:
+        return None
+    if not isinstance(first, dict) or OFFICIAL_MARKER in first:
+        return None
+    if "agents" in first and "shared_context" in first:
+        return "groundstate", count if count is not None else len(read_json(path))
+    if count is None:  # a JSON list of something else: the published reader names the field
+        return None
+    return ", ".join(repr(k) for k in list(first)[:5]), count
+
+
+def _read_official(path: Path | Records, use_datasets: bool | None) -> list[Any]:
+    """The items of a published file (or in-memory/Parquet records), as plain Python values."""
+    if isinstance(path, Records):
+        return [{k: (_clean_dict(v) if k in _DICT_FIELDS else v) for k, v in row.items()} if isinstance(row, dict)
+                else row for row in path.rows]
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -437,12 +481,16 @@ def _read_with_datasets(path: Path) -> list[dict]:
             datasets.enable_progress_bars()
 
 
-def is_official_file(path: str | Path) -> bool:
-    """Whether ``path`` is a ``.json`` list whose first item has ``shuffled_private_information``.
+def is_official_file(path: Any) -> bool:
+    """Whether ``path`` is a ``.json`` list (or Parquet/in-memory records) whose first item has
+    ``shuffled_private_information``.
 
     Only the first item is parsed (the file is read incrementally), so this is cheap for large files.
     """
-    path = Path(path)
+    path = as_source(path)
+    if isinstance(path, Records):
+        first = first_record(path)
+        return isinstance(first, dict) and OFFICIAL_MARKER in first
     if path.suffix.lower() != ".json" or not path.is_file():
         return False
     first = first_list_item(path)

@@ -1,0 +1,56 @@
+"""groundstate's own OffQuery format: one ``OffQueryInstance.model_dump(mode="json")`` per record.
+
+JSON Lines (or a JSON list), Parquet, or in-memory records; :func:`~groundstate.eval.sources.as_source` says which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from groundstate.errors import ConfigError, InputError
+from groundstate.eval.benchmarks.offquery.validation import from_validation
+from groundstate.eval.io import load_models
+from groundstate.eval.sources import as_source, write_records
+from groundstate.records import CONDITIONS, OffQueryInstance
+
+
+def load_instances(path: Any, skip_invalid: bool = False, problems: list[str] | None = None, *,
+                   condition: str | None = None, allow_empty: bool = False) -> list[OffQueryInstance]:
+    """Load groundstate's own format: JSON Lines, one ``OffQueryInstance.model_dump(mode="json")`` per line.
+
+    A ``.json`` file holding a JSON list of such objects is read too, and so are Parquet files, ``datasets.Dataset``,
+    pandas ``DataFrame`` and lists of dicts (:func:`~groundstate.eval.sources.as_source`).
+
+    Args:
+        path: the file or in-memory records.
+        skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
+        problems: receives one line per skipped record.
+        condition: ``"unreliable"`` requires every instance to have a ``corrupted_context``; ``None`` or
+            ``"reliable"`` do not.
+
+    Returns:
+        The instances, in file order.
+
+    Raises:
+        InputError: a bad line (named by its line number), an invalid record (named by its id and line, with the
+            field) or a duplicate id (unless ``skip_invalid``).
+    """
+    path = as_source(path, "OffQuery instances")
+    if condition is not None and condition not in CONDITIONS:
+        raise ConfigError(f"condition must be one of {', '.join(CONDITIONS)} (got '{condition}')")
+
+    def check(instance: OffQueryInstance, label: str) -> None:
+        if condition == "unreliable" and instance.corrupted_context is None:
+            raise InputError("is missing, but condition 'unreliable' needs the corrupted shared context",
+                             file=str(path), record=label, field="corrupted_context")
+
+    return load_models(path, OffQueryInstance, from_validation, skip_invalid, problems, check,
+                       allow_empty=allow_empty, what="OffQuery instances")
+
+
+def save_instances(path: str | Path, instances: Iterable[OffQueryInstance]) -> None:
+    """Write instances as groundstate JSON Lines, or Parquet for a ``.parquet`` path (atomically);
+    :func:`load_instances` reads them back."""
+    write_records(path, list(instances))
