@@ -9,6 +9,12 @@ A meter can also tell a listener about each LM call as it finishes (``meter.list
 ``on_lm_call(failed: bool)`` and ``on_lm_usage(input_tokens, output_tokens)``; the durable runner's progress
 display is one), so long records show calls and tokens while they run. The listener is called outside the
 meter's lock, from whichever thread made the call, and must be thread-safe and cheap.
+
+Dollar cost (:meth:`Meter.cost_usd`) is priced from LiteLLM's model map (``litellm.cost_per_token`` on each
+call's reported tokens, keyed by the LM's model name). It is ``None``, never a pretended 0, when any model the
+work called has no price there (the embedded model, scripted LMs, most local servers), so a partly priced
+record is not under-reported. Calls DSPy's cache answered are *excluded*: they report no usage and bill
+nothing in this run (their count is ``cached_calls``), so a record answered wholly from cache costs 0.0.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ def meter_class() -> type:
             self.failed = 0
             self.first_error: str | None = None  # the first failed call's exception, secrets scrubbed
             self.listener = None  # told of each finished call (see the module docstring)
+            self.models: set[str] = set()  # the model names of every call (cache hits included)
 
         def __deepcopy__(self, memo):
             return self
@@ -51,6 +58,9 @@ def meter_class() -> type:
         def on_lm_start(self, call_id, instance, inputs):
             with self.lock:
                 self.calls += 1
+                model = getattr(instance, "model", None)
+                if isinstance(model, str):
+                    self.models.add(model)
 
         def on_lm_end(self, call_id, outputs, exception=None):
             if exception is not None:
@@ -80,7 +90,42 @@ def meter_class() -> type:
             out = sum(int(e.get("completion_tokens") or e.get("output_tokens") or 0) for e in entries)
             return inp, out
 
+        def cost_usd(self) -> float | None:
+            """Dollars billed so far, or ``None`` if any model called has no LiteLLM price (module docstring)."""
+            with self.lock:
+                models = set(self.models) | set(self.usage_data)
+                entries = [(m, e) for m, v in self.usage_data.items() for e in v]
+            if not models or any(model_price(m) is None for m in models):
+                return None
+            total = 0.0
+            for model, e in entries:
+                inp = int(e.get("prompt_tokens") or e.get("input_tokens") or 0)
+                out = int(e.get("completion_tokens") or e.get("output_tokens") or 0)
+                total += call_cost(model, inp, out)
+            return total
+
     return Meter
+
+
+@lru_cache(maxsize=256)
+def model_price(model: str) -> tuple[float, float] | None:
+    """``(dollars per input token, per output token)`` of ``model`` in LiteLLM's map, or ``None`` if unpriced."""
+    try:
+        import litellm
+
+        litellm.suppress_debug_info = True
+        return tuple(float(x) for x in litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1))
+    except Exception:
+        return None
+
+
+def call_cost(model: str, input_tokens: int, output_tokens: int) -> float:
+    """One priced call's dollars (LiteLLM's ``cost_per_token``, which handles tiered prices)."""
+    import litellm
+
+    prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=input_tokens,
+                                                completion_tokens=output_tokens)
+    return float(prompt) + float(completion)
 
 
 def new_meter():

@@ -167,16 +167,44 @@ class ScriptedEngine:
         pass
 
 
+class AsyncScriptedEngine:
+    """The async counterpart of a :class:`ScriptedEngine` (``dspy.LM(..., async_engine=...)``), so
+    ``await program.acall(...)`` runs on a scripted LM: the same responder, request log and usage."""
+
+    def __init__(self, engine: ScriptedEngine):
+        self.engine = engine
+
+    async def complete(self, request):
+        import asyncio
+
+        if self.engine.sleep:
+            await asyncio.sleep(0)  # let other coroutines start before this call's (thread-free) sleep
+        return self.engine.complete(request)
+
+    def stream(self, request):
+        return self.engine.stream(request)
+
+    async def aclose(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _chat_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def scripted_lm(responder: Responder | None = None, *, sleep: float = 0.0, cache: bool = False, **kwargs: Any):
+def scripted_lm(responder: Responder | None = None, *, sleep: float = 0.0, cache: bool = False,
+                model: str = SCRIPTED_MODEL_NAME, **kwargs: Any):
     """A ``dspy.LM`` over a :class:`ScriptedEngine` (DSPy's cache off by default, so every call reaches it).
 
-    The engine is available as ``lm.engine`` (its ``requests`` list records every call).
+    The engine is available as ``lm.engine`` (its ``requests`` list records every call); an
+    :class:`AsyncScriptedEngine` over it serves ``acall``. ``model`` is the LM's model name (a priced LiteLLM
+    name such as ``openai/gpt-4o-mini`` lets tests check cost accounting; the default has no price).
     """
     import dspy
 
     engine = ScriptedEngine(responder, sleep=sleep, **kwargs)
-    return dspy.LM(SCRIPTED_MODEL_NAME, engine=engine, cache=cache, temperature=0.0, max_tokens=512)
+    return dspy.LM(model, engine=engine, async_engine=AsyncScriptedEngine(engine), cache=cache, temperature=0.0,
+                   max_tokens=512)

@@ -15,7 +15,7 @@ import os
 import sys
 
 from groundstate.cli import consilience, data, dhd, hidden, lm, optimize, reground, run, runs
-from groundstate.cli.options import Parser
+from groundstate.cli.options import Parser, add_verbose_options
 from groundstate.errors import GroundstateError, install_log_scrubbing, scrub_secrets
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -27,11 +27,11 @@ GROUPS = (lm, run, runs, data, reground, optimize, hidden, consilience, dhd)
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="groundstate", description="LM programs for multi-agent decisions from scattered, "
                     "partly wrong information (ReGround/OffQuery, DHD, Consilience).")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for group in GROUPS:
         group.register(sub)
+    add_verbose_options(parser)
     return parser
 
 

@@ -53,9 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def config_options(p: argparse.ArgumentParser, controller: bool = True) -> None:
         if controller:
-            p.add_argument("--controller", choices=CONTROLLERS, default="rules")
+            p.add_argument("--controller", choices=CONTROLLERS, default="rules",
+                           help="which controller proposes the next action (default rules)")
             p.add_argument("--mlp", default=None, metavar="DIR", help="a trained MLP controller (for --controller mlp)")
-        p.add_argument("--router", choices=ROUTERS, default="action-conditional")
+        p.add_argument("--router", choices=ROUTERS, default="action-conditional",
+                       help="how the next speaker is chosen (default action-conditional)")
         p.add_argument("--max-rounds", type=int, default=10, help="round limit K (default 10)")
         p.add_argument("--remove-action", nargs="*", default=[], choices=ACTIONS, metavar="ACTION",
                        help="take actions out for the whole discussion (ablation)")
@@ -70,17 +72,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = cmds.add_parser("split", help="task-level train / calibration / test splits")
     p.add_argument("tasks", help="hidden-profile tasks (JSONL or HiddenBench JSON)")
-    p.add_argument("--train", type=float, default=0.4)
-    p.add_argument("--calibration", type=float, default=0.3)
-    p.add_argument("--test", type=float, default=0.3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train", type=float, default=0.4, help="share of the tasks for training (default 0.4)")
+    p.add_argument("--calibration", type=float, default=0.3, help="share for calibration (default 0.3)")
+    p.add_argument("--test", type=float, default=0.3, help="share for testing (default 0.3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffle (default 0)")
     p.set_defaults(func=cmd_split)
 
     p = cmds.add_parser("explore", help="exhaustive action outcomes on training tasks (MLP training data)")
-    p.add_argument("--tasks", required=True)
+    p.add_argument("--tasks", required=True, metavar="FILE", help="training tasks (JSONL or HiddenBench JSON)")
     p.add_argument("--out", required=True, help="JSONL of state features and per-action rewards")
     p.add_argument("--policy", choices=("random", "best"), default="random", help="how trajectories move on")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes and the random policy (default 0)")
     config_options(p, controller=False)
     _lm_options(p)
     add_backend_options(p, "tasks")
@@ -98,35 +100,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hidden", nargs="+", type=int, default=[32, 32], help="hidden layer sizes")
     p.add_argument("--no-reward-normalization", action="store_true",
                    help="fit raw rewards (the paper standardizes them)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the MLP's initialisation and shuffling (default 0)")
     p.set_defaults(func=cmd_train)
 
     p = cmds.add_parser("calibrate", help="round-wise conformal thresholds for one configuration")
     p.add_argument("--tasks", required=True, help="calibration tasks (separate from training and test tasks)")
-    p.add_argument("--alpha", type=float, default=0.1)
+    p.add_argument("--alpha", type=float, default=0.1,
+                   help="miscoverage level: the accepted action is in the set with probability 1 - alpha "
+                        "(default 0.1)")
     p.add_argument("--out", required=True, help="directory for the calibrator (JSON parameters + manifest)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the calibration episodes (default 0)")
     config_options(p)
     _lm_options(p)
     add_backend_options(p, "tasks")
     p.set_defaults(func=cmd_calibrate)
 
     def evaluation_options(p: argparse.ArgumentParser, baselines: bool = True) -> None:
-        p.add_argument("--tasks", required=True)
-        p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS)
-        p.add_argument("--mlp", default=None, metavar="DIR")
+        p.add_argument("--tasks", required=True, metavar="FILE", help="held-out tasks (JSONL or HiddenBench JSON)")
+        p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS,
+                       help="the controllers to run (default rules)")
+        p.add_argument("--mlp", default=None, metavar="DIR", help="a trained MLP controller (for the controller mlp)")
         p.add_argument("--calibrator", nargs="*", default=[], metavar="CONTROLLER=DIR",
                        help="conformal acceptance per controller (controllers without one run uncertified)")
         if baselines:
             p.add_argument("--baselines", nargs="*", default=["hidden-pre", "hidden-post", "full-info"],
-                           choices=PROTOCOLS)
+                           choices=PROTOCOLS, help="reference protocols to run beside the controllers "
+                           "(default hidden-pre hidden-post full-info)")
         p.add_argument("--rounds", type=int, default=None,
                        help="discussion rounds of the baselines (default: 3 for hidden-post, 15 for hiddenbench)")
         p.add_argument("--set-sampling", choices=SET_SAMPLING, default="off",
                        help="every-round: execute a uniform draw from the conformal set every round (the "
                             "paper's ablation); on-reject: only to replace a rejected proposal")
         p.add_argument("--sample-from-set", action="store_true", help="the same as --set-sampling every-round")
-        p.add_argument("--report-dir", default=None)
+        p.add_argument("--report-dir", default=None, metavar="DIR",
+                       help="where to write the report (Markdown, JSON, PNG; default: --out/consilience-<hash>)")
         config_options(p, controller=False)
         add_run_options(p)
 
@@ -148,12 +155,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = cmds.add_parser("coverage", help="held-out coverage of a calibrator per round, under both policies")
     p.add_argument("--tasks", required=True, help="held-out tasks")
-    p.add_argument("--calibrator", required=True, metavar="DIR")
+    p.add_argument("--calibrator", required=True, metavar="DIR", help="a calibrator written by `consilience calibrate`")
     p.add_argument("--policy", choices=("both", "calibrated", "deployed"), default="both",
                    help="calibrated: every proposal executed (the calibrated policy); deployed: accept or replace")
     p.add_argument("--min-calibration", type=int, default=50, help="rounds with fewer calibration scores are "
                    "reported but not checked (default 50)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
     json_out(p)
     config_options(p)
     _lm_options(p)
@@ -161,9 +168,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_coverage)
 
     p = cmds.add_parser("routing", help="speaker-routing counterfactuals (Table 8): every speaker, same state/action")
-    p.add_argument("--tasks", required=True)
+    p.add_argument("--tasks", required=True, metavar="FILE", help="held-out tasks (JSONL or HiddenBench JSON)")
     p.add_argument("--calibrator", default=None, metavar="DIR", help="run the controller with conformal acceptance")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
     json_out(p)
     config_options(p)
     _lm_options(p)
@@ -174,12 +181,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "sets (Table 6); sampling: sample from the conformal set every round (Table 9)")
     p.add_argument("--calibration", required=True, metavar="FILE", help="calibration tasks")
     p.add_argument("--test", required=True, metavar="FILE", help="held-out tasks")
-    p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS)
+    p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS,
+                   help="the controllers to ablate (default rules)")
     p.add_argument("--mlp", default=None, metavar="DIR", help="the MLP controller (actions, sampling)")
     p.add_argument("--explore", default=None, metavar="FILE", help="exploration rows (features: trains each set)")
-    p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--max-rounds", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage level of each calibrator (default 0.1)")
+    p.add_argument("--max-rounds", type=int, default=10, help="round limit K (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
     json_out(p)
     add_agent_options(p)
     add_support_options(p)
@@ -187,11 +195,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ablate)
 
     p = cmds.add_parser("generalize", help="unseen-task generalisation of the MLP (§5.4): train on small subsets")
-    p.add_argument("--tasks", required=True)
+    p.add_argument("--tasks", required=True, metavar="FILE",
+                   help="hidden-profile tasks to split (JSONL or HiddenBench JSON)")
     p.add_argument("--train-size", type=int, default=5, help="training tasks per split (default 5, as the paper)")
     p.add_argument("--splits", type=int, default=5, help="seeded splits (default 5)")
-    p.add_argument("--max-rounds", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-rounds", type=int, default=10, help="round limit K (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the splits and episodes (default 0)")
     json_out(p)
     add_agent_options(p)
     add_support_options(p)
@@ -310,8 +319,9 @@ def _programs(args: argparse.Namespace, team: Any, baselines: list[str]) -> dict
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.cli.options import run_settings
+    from groundstate.cli.tables import print_comparison
     from groundstate.eval.consilience.evaluate import evaluate_programs
-    from groundstate.eval.report import comparison_rows, markdown_table, write_report
+    from groundstate.eval.report import comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
     from groundstate.eval.stats import format_ci
 
@@ -326,7 +336,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     paths = write_report(rows, report_dir, config={"tasks": data, "agents": agents}, title=title,
                          metrics=("task_accuracy", "vote_accuracy", "rounds"), stem="consilience",
                          chart_metrics=("task_accuracy", "vote_accuracy"))
-    print(markdown_table(rows, metrics=("task_accuracy", "vote_accuracy", "rounds"), title=title))
+    print_comparison(rows, ("task_accuracy", "vote_accuracy", "rounds"), title=title)
     for row in rows:
         print(f"{row['name']}: vote accuracy pooled over all votes {format_ci(row['vote_accuracy_pooled'])}")
     print("wrote " + ", ".join(paths.values()))
@@ -336,8 +346,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_table(args: argparse.Namespace) -> int:
     from groundstate.cli.options import run_settings
+    from groundstate.cli.tables import print_table
     from groundstate.eval.consilience.evaluate import evaluate_programs
-    from groundstate.eval.consilience.tables import markdown, rows_from_runs, write_table
+    from groundstate.eval.consilience.tables import HEADER, rows_from_runs, table_cells, write_table
     from groundstate.eval.runner import fingerprint
 
     tasks, data, team, agents, lm = tasks_and_team(args, args.tasks)
@@ -352,7 +363,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     paths = write_table(table, report_dir, title, config={"tasks": data, "agents": agents, "preset": args.preset,
                                                          "programs": {k: v[1] for k, v in programs.items()}},
                         png=not args.no_png)
-    print(markdown(table, title))
+    print_table(table_cells(table), columns=HEADER, headers=HEADER, title=title)
     print("wrote " + ", ".join(paths.values()))
     uncertified = [r["method"] for r in table if "uncertified" in r.get("note", "")]
     if uncertified:

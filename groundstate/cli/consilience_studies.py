@@ -17,12 +17,9 @@ from groundstate.cli.consilience_setup import (
 
 
 def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from groundstate.cli.tables import print_table
 
-    table = Table(title=title)
-    for column in ("round", "reached", "n_cal", "threshold", "coverage [95% exact CI]", "executed", "status"):
-        table.add_column(column)
+    cells = []
     for r in rows:
         if not r["certified"]:
             status = "uncertified"
@@ -31,10 +28,12 @@ def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
         else:
             status = "ok" if r["ok"] else "BELOW"
         threshold = "inf" if r["threshold"] is None else f"{r['threshold']:.4f}"
-        table.add_row(str(r["round"]), str(r["n_reached"]), str(r["n_calibration"]), threshold,
-                      f"{r['coverage']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]", f"{r['executed_coverage']:.3f}",
-                      status)
-    Console(width=120).print(table)
+        coverage = ("- (no trajectory reached it)" if not r["n_reached"] else
+                    f"{r['coverage']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
+        cells.append([r["round"], r["n_reached"], r["n_calibration"], threshold, coverage,
+                      f"{r['executed_coverage']:.3f}", status])
+    print_table(cells, title=title, columns=("round", "trajectories reached", "calibration scores", "threshold",
+                                              "coverage [95% exact CI]", "executed within threshold", "status"))
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:

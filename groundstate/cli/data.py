@@ -24,11 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--builder", choices=("rule", "lm"), default="rule",
                    help="rule: deterministic corruption, no LM; lm: an LM writes misleading evidence (appendix B.2)")
     p.add_argument("--out", required=True, help="output JSONL of OffQuery instances")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the corruption choices (default 0)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N cases")
     p.add_argument("--tag-split", action="store_true",
                    help="tag HEALTHCARE-S / HEALTHCARE-I by whether the LM answers from the shared context alone")
-    p.add_argument("--threads", type=int, default=4)
+    p.add_argument("--threads", type=int, default=4, help="cases built concurrently by --builder lm (default 4)")
     p.add_argument("--skip-invalid", action="store_true", help="report and skip bad cases instead of stopping")
     add_allow_empty(p)
     add_lm_options(p)
@@ -38,15 +38,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     gen_sub = gen.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=type(data))
     gen_sub.required = True
     p = gen_sub.add_parser("offquery", help="synthetic OffQuery instances with provably right answers")
-    p.add_argument("--domain", choices=("healthcare", "disaster", "both"), default="healthcare")
-    p.add_argument("--variant", choices=(*VARIANTS, "all"), default="main")
+    p.add_argument("--domain", choices=("healthcare", "disaster", "both"), default="healthcare",
+                   help="which domain(s) to generate (default healthcare)")
+    p.add_argument("--variant", choices=(*VARIANTS, "all"), default="main",
+                   help="which corruption variant, or all of them (default main)")
     p.add_argument("--n", type=int, default=20, help="instances per domain and variant")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     p.add_argument("--out", required=True, help="output JSONL")
     p.set_defaults(func=cmd_generate_offquery)
 
     p = data_sub.add_parser("validate", help="check a data file; one line per problem")
-    p.add_argument("file")
+    p.add_argument("file", help="an OffQuery data file (JSON, JSONL or Parquet)")
     p.add_argument("--t2-truth", default=None,
                    help="the published T2 truth file of FILE (task2_evaluation/truth/<name>.json)")
     p.add_argument("--t2-facts", default=None,
@@ -59,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_validate)
 
     p = data_sub.add_parser("stats", help="counts per domain, split, agents, facts, label balance")
-    p.add_argument("file")
+    p.add_argument("file", help="an OffQuery data file (JSON, JSONL or Parquet)")
     p.add_argument("--t2-truth", default=None, help="the published T2 truth file of FILE")
     p.add_argument("--t2-facts", default=None, help="the published T2 facts file beside the truth file")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")

@@ -164,6 +164,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--control-draw", choices=("problem", "block"), default="problem",
                    help="shuffled controls: one permutation per problem, kept on all its blocks (default), or one "
                         "per held-out block")
+    from groundstate.cli.dhd_crossfit import cmd_crossfit
+
     p.set_defaults(func=cmd_crossfit)
 
     from groundstate.cli.dhd_simulate import register as register_simulate
@@ -350,16 +352,19 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                      seed=args.seed, n_permutations=args.permutations, n_resamples=args.resamples, q=args.q,
                      method=args.method, full=args.full, null=args.null,
                      n_multiplicity=args.multiplicity_permutations, label=args.label, with_tables=not args.no_tables)
+    from groundstate.cli.tables import print_table
+
+    rows = []
     for mode, section in report["modes"].items():
         groups = section["groups"]
-        line = (f"{mode} K={section['K']}: {section['n_messages']} messages x {section['n_blocks']} blocks; "
-                f"W+ {groups['W+']}, W- {groups['W-']}, C+ {groups['C+']}, C- {groups['C-']}; "
-                f"permutation p={section['permutation_null']['p_value']:.4f}; "
-                f"BH W+/W-/C+/C- {'/'.join(str(section['multiplicity']['bh'][g]) for g in GROUPS)} problems; "
-                f"failed calls {section['failures']['n_failed_calls']}")
-        if "disagreement" in section and section["disagreement"].get("rate") is not None:
-            line += f"; disagreement {100 * section['disagreement']['rate']:.1f}%"
-        print(line)
+        disagreement = (section.get("disagreement") or {}).get("rate")
+        rows.append({"mode": mode, "K": section["K"], "messages": section["n_messages"],
+                     "blocks": section["n_blocks"], **{g: groups[g] for g in GROUPS},
+                     "permutation p": f"{section['permutation_null']['p_value']:.4f}",
+                     "BH problems W+/W-/C+/C-": "/".join(str(section["multiplicity"]["bh"][g]) for g in GROUPS),
+                     "failed calls": section["failures"]["n_failed_calls"],
+                     "disagreement": "-" if disagreement is None else f"{100 * disagreement:.1f}%"})
+    print_table(rows, title="message values by mode (W+/W-/C+/C-: messages per group)")
     for name, path in report["paths"].items():
         print(f"{name}: {path}")
     return 0
@@ -394,45 +399,4 @@ def cmd_mask(args: argparse.Namespace) -> int:
             f"{CATEGORY_TITLES[c]} {sample['drawn'][c]} of {sample['requested'][c]}" for c in sample["shortfall"]))
     print(f"integrator success (%) over {args.repeats} repetitions (Full and Repeat: two outcomes each):")
     print(mask_markdown(table))
-    return 0
-
-
-def cmd_crossfit(args: argparse.Namespace) -> int:
-    from groundstate.errors import one_line
-    from groundstate.eval.dhd.analysis import crossfit
-    from groundstate.eval.dhd.cache import MessageCache
-
-    result = crossfit(MessageCache(args.cache), args.out, runs_dir=args.runs, run_ids=args.run, k=args.k,
-                      seed=args.seed, n_resamples=args.resamples, n_shuffles=args.shuffles,
-                      complete_only=not args.all_problems, control_draw=args.control_draw)
-
-    def pp(value: Any) -> str:
-        return "-" if value is None else f"{100 * value:+.2f}"
-
-    titles = {"main": "main (full pool = mean of replicates A and B)", "A": "replicate A", "B": "replicate B"}
-    for name, entry in result["variants"].items():
-        gain = entry["gain"]
-        full, fit = entry.get("full_accuracy"), entry.get("crossfit_accuracy")
-        if full is None or fit is None or gain.get("mean") is None:
-            print(f"{titles[name]} (K={result['K']}): not enough complete problems")
-            continue
-        controls = "; ".join(f"{c.replace('_', '-')} null [{pp(v['low'])}, {pp(v['high'])}] p={v['p_value']:.3f}"
-                             for c, v in entry["controls"].items())
-        print(f"{titles[name]} (K={result['K']}): full {100 * full:.2f}% -> cross-fit {100 * fit:.2f}%, gain "
-              f"{pp(gain['mean'])} pp [{pp(gain['low'])}, {pp(gain['high'])}] over {gain.get('n')} problems"
-              + (f"; {controls}" if controls else ""))
-    headline = result["variants"][result["headline"]]
-    if headline["by_benchmark"]:
-        print(f"gain by benchmark ({result['headline']}, pp): " + ", ".join(
-            f"{label} {pp(cell['gain']['mean'])} ({cell['n_problems']} problems)"
-            for label, cell in headline["by_benchmark"].items()))
-    if result.get("note"):
-        print(result["note"])
-    if result["n_excluded_problems"]:
-        shown = result["excluded_problems"][:5]
-        print(f"{result['n_excluded_problems']} incomplete problems excluded, e.g. " + "; ".join(
-            f"{one_line(e['problem_id'], 80)} (" + ", ".join(part for part in (
-                None if e["message_id"] is None else f"message {e['message_id']}",
-                None if e["block"] is None else f"block {e['block']}", e["reason"]) if part) + ")" for e in shown))
-    print(f"stored in {result['path']}")
     return 0

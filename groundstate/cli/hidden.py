@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "--builder lm has an LM write each task, "
                            "checked by the same validator (generate -> validate -> repair -> review).")
     p.add_argument("--n", type=int, default=20, help="number of tasks (default 20)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     p.add_argument("--start", type=int, default=0, help="index of the first task (for extending a data set)")
     p.add_argument("--travelers", type=int, choices=(3, 4), default=None,
                    help="travelers per task (default: 3 or 4, varying by task)")
@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "tasks; records with a travel structure are re-checked with the travel validator. "
                               "Prints one line per problem; exit status 2 if there is any. Travel tasks also get "
                               "a report of how often rules reading only the public plans find the answer.")
-    p.add_argument("file")
+    p.add_argument("file", help="a HiddenBench JSON file or groundstate JSONL/Parquet of hidden-profile tasks")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
     p.add_argument("--max-leak", type=float, default=None, metavar="POINTS",
                    help="count it as a problem when a rule reading only the public plans of the travel tasks finds "

@@ -17,10 +17,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case")
     p.add_argument("file", help="an OffQuery data file")
-    p.add_argument("--train", type=float, default=0.6)
-    p.add_argument("--val", type=float, default=0.2)
-    p.add_argument("--test", type=float, default=0.2)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train", type=float, default=0.6, help="share of the data in the train split (default 0.6)")
+    p.add_argument("--val", type=float, default=0.2, help="share in the validation split (default 0.2)")
+    p.add_argument("--test", type=float, default=0.2, help="share in the test split (default 0.2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffle (default 0)")
     p.add_argument("--out-dir", default=None, help="where to write <stem>.train/val/test.jsonl (default: beside FILE)")
     p.set_defaults(func=cmd_split)
 
@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("program", help="the program to tune: " + ", ".join(names))
     p.add_argument("--train", required=True, help="training data (OffQuery file)")
     p.add_argument("--val", default=None, help="validation data (required by random-search, mipro and gepa)")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default="bootstrap")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="bootstrap",
+                   help="the DSPy optimizer (default bootstrap)")
     p.add_argument("--metric", default=None, help="t1, t2, t3, t1+t2+t3, 0.5*t1+t3 (default: the stage's task)")
     p.add_argument("--stage", choices=("verify", "reconstruct", "resolve", "all"), default="all",
                    help="tune one ReGround stage against its task (verify: T1, reconstruct: T2, resolve: T3)")
@@ -40,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="directory for the optimized program")
     defaults = Budget()
     p.add_argument("--max-demos", type=int, default=defaults.max_bootstrapped_demos, help="bootstrapped demos")
-    p.add_argument("--max-labeled-demos", type=int, default=defaults.max_labeled_demos)
+    p.add_argument("--max-labeled-demos", type=int, default=defaults.max_labeled_demos,
+                   help=f"labeled demos taken from --train (default {defaults.max_labeled_demos})")
     p.add_argument("--bootstrap-rounds", dest="max_rounds", type=int, default=defaults.max_rounds,
                    help="bootstrapping rounds")
     p.add_argument("--candidates", type=int, default=None,
@@ -52,9 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-failed-share", type=float, default=MAX_FAILED_SHARE, metavar="X",
                    help=f"stop (exit 2, nothing saved) when more than this share of metric calls failed "
                         f"(default {MAX_FAILED_SHARE:g})")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--condition", choices=("reliable", "unreliable"), default="unreliable")
+    p.add_argument("--threads", type=int, default=1, help="metric calls run concurrently by the optimizer (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="the optimizer's seed (default 0)")
+    p.add_argument("--condition", choices=("reliable", "unreliable"), default="unreliable",
+                   help="which shared context programs see (default unreliable)")
     p.add_argument("--judge-lm", default="lexical", help="T2 judge: 'lexical' or an LM spec")
     p.add_argument("--t2-truth", default=None, help=argparse.SUPPRESS)
     add_reground_arguments(p)
@@ -116,8 +119,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundstate.cli.options import configure_lms, run_settings
+    from groundstate.cli.tables import print_comparison
     from groundstate.eval.reground.optimize import evaluate_saved
-    from groundstate.eval.report import comparison_rows, markdown_table, write_report
+    from groundstate.eval.report import METRICS, comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
 
     settings = run_settings(args)
@@ -127,7 +131,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     report_dir = Path(args.report_dir or Path(args.dir) / "evaluations" / fingerprint(data, 10))
     paths = write_report(rows, report_dir, config={"artifact": str(args.dir), "data": data}, title=title,
                          stem="evaluate")
-    print(markdown_table(rows, title=title))
+    print_comparison(rows, METRICS, title=title)
     print("wrote " + ", ".join(paths.values()))
     for warning in warnings:
         print(f"warning: {warning}")

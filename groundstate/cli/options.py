@@ -12,12 +12,39 @@ import argparse
 import sys
 from typing import Any
 
+VERBOSE_HELP = "more logging (-vv for debug); before or after the command"
+_LATE_VERBOSE = "_verbose_after_command"  # where a command's own -v counts until the top parser adds them up
+
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line and exit 2 like every other user error."""
+    """argparse, but usage errors are one line and exit 2 like every other user error, and ``-v`` given after
+    the command (:func:`add_verbose_options`) adds to ``verbose``."""
 
     def error(self, message: str):  # noqa: D401
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if hasattr(namespace, "verbose"):  # the top parser (a command's parser sees only its own namespace)
+            namespace.verbose += vars(namespace).pop(_LATE_VERBOSE, 0)
+        return namespace, extras
+
+
+def add_verbose_options(parser: argparse.ArgumentParser) -> None:
+    """``-v/--verbose`` on ``parser`` and on every command group and command under it, so ``groundstate -v run
+    qa`` and ``groundstate run qa -v`` are the same (call after the commands are registered). The counts before
+    and after the command add up; a command's own count lives in a hidden attribute the top parser removes."""
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
+
+    def below(p: argparse.ArgumentParser) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                    sub.add_argument("-v", "--verbose", action="count", dest=_LATE_VERBOSE,
+                                     default=argparse.SUPPRESS, help=VERBOSE_HELP)
+                    below(sub)
+
+    below(parser)
 
 
 def add_lm_options(parser: argparse.ArgumentParser) -> None:

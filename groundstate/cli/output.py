@@ -18,7 +18,7 @@ def print_summary(result: Any, console: Any = None) -> None:
     table.add_column("metric")
     table.add_column("mean [95% CI]", justify="right")
     for name, entry in summary["scores"].items():
-        table.add_row(name, format_ci(entry))
+        table.add_row(name.replace("_", " "), format_ci(entry))
     table.add_row("records", f"{summary['n_done']}/{summary['n_selected']} ({summary['n_error']} errors)")
     cached = summary["lm_calls"].get("cached", 0)
     failed = summary["lm_calls"].get("failed", 0)
@@ -28,6 +28,11 @@ def print_summary(result: Any, console: Any = None) -> None:
                   + (f" ({'; '.join(notes)})" if notes else ""))
     table.add_row("tokens / record", f"{summary['tokens']['per_record']:.0f}")
     table.add_row("tokens total (in/out)", f"{summary['tokens']['input']}/{summary['tokens']['output']}")
+    cost = summary.get("cost_usd") or {}
+    if cost.get("total") is not None:
+        unpriced = cost.get("unpriced_records") or 0
+        table.add_row("cost (USD, cache hits excluded)", f"${cost['total']:.4f}"
+                      + (f" ({unpriced} records unpriced)" if unpriced else ""))
     judge = ((getattr(result, "config", None) or {}).get("options") or {}).get("judge")
     if judge:
         table.add_row("T2 judge", str(judge))

@@ -35,16 +35,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from rich.console import Console
-
     from groundstate.cli.options import configure_lms, run_settings
+    from groundstate.cli.tables import console as tables_console
+    from groundstate.cli.tables import print_comparison
     from groundstate.errors import ConfigError
     from groundstate.eval.reground.compare import compare_programs
     from groundstate.eval.reground.tasks import t2_judge
-    from groundstate.eval.report import comparison_rows, markdown_table, write_report
+    from groundstate.eval.report import comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
 
-    console = Console()
+    console = tables_console()
     if not args.programs and not args.paper_tables:
         raise ConfigError("compare needs PROGRAM names (or --paper-tables to tabulate the stored runs)")
     paths: dict[str, str] = {}
@@ -62,7 +62,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": args.condition,
                                                        "t2_judge": judge},
                              title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"))
-        print(markdown_table(rows, metrics=metrics, title=title))
+        print_comparison(rows, metrics, title=title, out=console)
     if args.paper_tables:
         from groundstate.eval.reground.tables import offquery_runs, write_tables
         from groundstate.eval.tasks import load_builtin_tasks

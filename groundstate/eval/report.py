@@ -39,49 +39,68 @@ def comparison_rows(summaries: Mapping[str, Mapping[str, Any]], metrics: Sequenc
             **{m: scores.get(m) for m in metrics},
             "tokens_per_instance": summary.get("tokens", {}).get("per_record", 0.0),
             "calls_per_instance": summary.get("lm_calls", {}).get("per_record", 0.0),
+            "cached_calls": summary.get("lm_calls", {}).get("cached", 0),
             "run_id": summary.get("run_id"),
             "note": (notes or {}).get(name, ""),
         })
     return rows
 
 
+def table_cells(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS
+                ) -> tuple[list[str], list[list[str]]]:
+    """The comparison table as text: ``(header, one list of cells per row)``, shared by the Markdown file and
+    the terminal table. Tokens of a run served (partly) from DSPy's cache are marked: cached calls bill none."""
+    header = ["program", *(label(m) for m in metrics), "tokens/inst.", "calls/inst.", "n", "errors"]
+    body = []
+    for row in rows:
+        name = row["name"] + (f" ({row['note']})" if row.get("note") else "")
+        tokens = f"{row['tokens_per_instance']:.0f}"
+        if row.get("cached_calls"):
+            tokens += f" ({row['cached_calls']} calls cached, not billed)"
+        body.append([name, *(format_ci(row.get(m)) for m in metrics), tokens,
+                     f"{row['calls_per_instance']:.1f}", str(row["n"]), str(row["errors"])])
+    return header, body
+
+
 def markdown_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
                    title: str | None = None) -> str:
     """A Markdown table: program, each metric as ``mean [low, high]``, tokens/calls per instance, errors."""
-    header = ["program", *(label(m) for m in metrics), "tokens/inst.", "calls/inst.", "n", "errors"]
+    header, body = table_cells(rows, metrics)
     lines = [f"### {title}", ""] if title else []
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        name = row["name"] + (f" ({row['note']})" if row.get("note") else "")
-        cells = [name, *(format_ci(row.get(m)) for m in metrics), f"{row['tokens_per_instance']:.0f}",
-                 f"{row['calls_per_instance']:.1f}", str(row["n"]), str(row["errors"])]
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
     return "\n".join(lines) + "\n"
 
 
-def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequence[str] = METRICS,
-              title: str | None = None) -> bool:
-    """Write a PNG of the metrics (with 95% intervals) and tokens per instance; ``False`` without matplotlib."""
-    try:
-        import matplotlib
+def has_tokens_panel(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the chart gets a tokens panel: some run billed tokens or was served from DSPy's cache. Runs of
+    simulated agents call no LM, and an all-zero panel would say nothing."""
+    return any(r.get("tokens_per_instance") or r.get("cached_calls") for r in rows)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        logger.warning("matplotlib is not installed (pip install 'groundstate[plot]'); no chart written")
-        return False
+
+def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
+                      title: str | None = None):
+    """The comparison chart as a matplotlib figure: the metrics with 95% intervals and, when any run used an
+    LM, tokens per instance (a run served from cache is marked "cached"); "no data" when nothing was scored."""
+    import matplotlib.pyplot as plt
     import numpy as np
 
     names = [r["name"] for r in rows]
-    fig, (ax, ax_tokens) = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(rows) + 6), 4.2),
-                                        gridspec_kw={"width_ratios": [3, 1.4]})
+    tokens_panel = has_tokens_panel(rows)
+    if tokens_panel:
+        fig, (ax, ax_tokens) = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(rows) + 6), 4.2),
+                                            gridspec_kw={"width_ratios": [3, 1.4]})
+    else:
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(rows) + 3), 4.2))
     width = 0.8 / max(1, len(metrics))
     x = np.arange(len(rows))
+    scored = False
     for k, metric in enumerate(metrics):
         means, low_err, high_err = [], [], []
         for row in rows:
             entry = row.get(metric) or {}
             mean = entry.get("mean")
+            scored = scored or mean is not None
             means.append(mean if mean is not None else 0.0)
             low, high = entry.get("low"), entry.get("high")
             low_err.append(max(0.0, (mean or 0) - low) if low is not None else 0.0)
@@ -91,12 +110,42 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
     ax.set_xticks(x, names, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("score (95% CI)")
-    ax.legend(loc="upper right", fontsize=8)
-    ax.set_title(title or "OffQuery")
-    ax_tokens.bar(x, [r["tokens_per_instance"] for r in rows], color="grey")
-    ax_tokens.set_xticks(x, names, rotation=20, ha="right")
-    ax_tokens.set_title("tokens per instance")
+    if scored:
+        # Above the axes, so the legend never covers a bar or its error bar.
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(metrics)), fontsize=8,
+                  frameon=False)
+        ax.set_title(title or "OffQuery", pad=22)
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+        ax.set_title(title or "OffQuery")
+    if tokens_panel:
+        ax_tokens.bar(x, [r["tokens_per_instance"] for r in rows], color="grey")
+        for i, row in enumerate(rows):
+            if row.get("cached_calls"):
+                ax_tokens.annotate(f"cached\n({row['cached_calls']} calls)", (i, row["tokens_per_instance"]),
+                                   ha="center", va="bottom", fontsize=7)
+        ax_tokens.set_xticks(x, names, rotation=20, ha="right")
+        ax_tokens.set_title("tokens per instance (cached calls bill none)"
+                            if any(r.get("cached_calls") for r in rows) else "tokens per instance", fontsize=9)
+        ax_tokens.margins(y=0.25)
+    else:
+        fig.text(0.99, 0.01, "no LM tokens (simulated agents)", ha="right", va="bottom", fontsize=8, color="grey")
     fig.tight_layout()
+    return fig
+
+
+def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequence[str] = METRICS,
+              title: str | None = None) -> bool:
+    """Write a PNG of :func:`comparison_figure`; ``False`` without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        logger.warning("matplotlib is not installed (pip install 'groundstate[plot]'); no chart written")
+        return False
+    fig = comparison_figure(rows, metrics, title)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True

@@ -2,7 +2,7 @@
 
 :func:`read_results` reads the one-line-per-record results file the :class:`~groundstate.eval.runner.Runner`
 appends to, cutting a torn last line on resume; :func:`summarize` turns result rows into the summary (counts,
-error rate, every score's mean with a 95% bootstrap interval, tokens, calls).
+error rate, every score's mean with a 95% bootstrap interval, tokens, dollar cost where priced, calls).
 """
 
 from __future__ import annotations
@@ -131,6 +131,10 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
     cached = sum(int(r.get("cached_calls") or 0) for r in rows)
     failed = sum(int(r.get("failed_calls") or 0) for r in rows)
     latency = [float(r.get("latency_s") or 0.0) for r in rows]
+    costs = [float(r["cost_usd"]) for r in rows if isinstance(r.get("cost_usd"), (int, float))]
+    # null when no record was priced; otherwise the priced records' sum, with how many records had no price
+    cost = {"total": sum(costs) if costs else None, "per_record": sum(costs) / len(costs) if costs else None,
+            "unpriced_records": n - len(costs)}
     return {
         "n_selected": n_selected if n_selected is not None else n,
         "n_done": n,
@@ -141,6 +145,7 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
         "scores": scores,
         "tokens": {"input": inp, "output": out, "total": inp + out,
                    "per_record": (inp + out) / n if n else 0.0},
+        "cost_usd": cost,
         "lm_calls": {"total": calls, "per_record": calls / n if n else 0.0, "cached": cached, "failed": failed},
         "latency_s": {"total": sum(latency), "mean": sum(latency) / n if n else 0.0},
     }

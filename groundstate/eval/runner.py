@@ -9,7 +9,7 @@ A run lives in ``<out>/<run-id>/``:
   ``id``, ``outputs``, ``trace``, ``scores``, ``input_tokens``, ``output_tokens``, ``lm_calls``, ``latency_s``,
   ``error`` (``null`` when the record succeeded), ``attempt``, ``failed_calls`` (LM calls that raised: a refused
   connection, a timeout, an error status) and ``cached_calls`` (calls DSPy's cache answered: they cost no
-  tokens; failed calls are never counted as cached).
+  tokens; never failed ones), ``cost_usd`` (dollars, cache hits excluded, ``null`` if unpriced: see metering).
 - ``summary.json``: counts, error rate, every score's mean with a 95% bootstrap interval, tokens, calls.
 
 While a run is going, it holds a lock on ``<run-dir>/.lock`` (:class:`~groundstate.eval.lock.RunLock`); a
@@ -410,7 +410,7 @@ class Runner:
             "trace": trace,
             "scores": jsonable(scores),
             "input_tokens": inp,
-            "output_tokens": out,
+            "output_tokens": out, "cost_usd": meter.cost_usd(),
             "lm_calls": meter.calls,
             "failed_calls": meter.failed,
             "cached_calls": meter.cached(),

@@ -46,10 +46,12 @@ def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> dict[str, flo
 
 
 def format_ci(entry: dict | None, digits: int = 3) -> str:
-    """``0.512 [0.410, 0.600]`` (or ``-`` for no data)."""
+    """``0.512 [0.410, 0.600]`` (or ``-`` for no data); a mean shown without an interval says why
+    (``0.500 (n=1, no interval)``)."""
     if not entry or entry.get("mean") is None:
         return "-"
     mean = f"{entry['mean']:.{digits}f}"
     if entry.get("low") is None or (isinstance(entry["low"], float) and math.isnan(entry["low"])):
-        return mean
+        n = entry.get("n")
+        return f"{mean} (n={n}, no interval)" if n is not None else f"{mean} (no interval)"
     return f"{mean} [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"

@@ -32,8 +32,9 @@ def test_consilience_workflow(tmp_path, capsys):
                  f"mlp={tmp_path / 'cal-mlp'}", "--out", str(tmp_path / "runs"), "--report-dir",
                  str(tmp_path / "report"), "--no-progress", *sim]) == 0
     out = capsys.readouterr().out
-    for name in ("| hidden-pre |", "| hidden-post |", "| full-info |", "| rules |", "| mlp |"):
+    for name in ("hidden-pre", "hidden-post", "full-info", "rules", "mlp", "task accuracy", "vote accuracy"):
         assert name in out
+    assert "|" not in out and "TASK_ACCURACY" not in out and "task_accuracy" not in out  # a rich table
     report = json.loads((tmp_path / "report" / "consilience.json").read_text())
     assert all(r["n"] == 18 and r["errors"] == 0 for r in report["rows"])
     # ablations: a removed action, another router, sampling from the conformal set (uncertified: no calibrator)

@@ -45,7 +45,11 @@ def test_compare_writes_table_json_chart_and_reuses_runs(tmp_path, capsys, place
     report = tmp_path / "report"
     args = ["compare", "reground", "oracle", "--n", "2", "--out", str(out), "--report-dir", str(report),
             "--oracle-attribution", "gold"]
+    capsys.readouterr()
     assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "T2 retention" in text and "oracle (upper" in text
+    assert "|" not in text and "t2_retention" not in text  # a rich table with human headers, not Markdown
     table = (report / "compare.md").read_text()
     assert "| reground |" in table and "| oracle (upper bound; T1/T2 from ground truth) |" in table
     data = json.loads((report / "compare.json").read_text())

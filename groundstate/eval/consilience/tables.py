@@ -63,17 +63,25 @@ def _pair(row: Mapping[str, Any]) -> str:
     return f"{task:.3f} / {vote:.3f}" if task is not None and vote is not None else "n/a"
 
 
-def markdown(rows: Sequence[Mapping[str, Any]], title: str) -> str:
-    """Table 1/2's layout in Markdown: task / vote accuracy first, then the intervals, size and cost."""
-    lines = [f"### {title}", "",
-             "| Method | Task Acc. / Vote Acc. | task acc. 95% CI | vote acc. 95% CI | messages | words | "
-             "LM calls/task | n | errors |",
-             "|---|---|---|---|---|---|---|---|---|"]
+HEADER: tuple[str, ...] = ("Method", "Task Acc. / Vote Acc.", "task acc. 95% CI", "vote acc. 95% CI", "messages",
+                           "words", "LM calls/task", "n", "errors")
+
+
+def table_cells(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Each row's cells under :data:`HEADER` (shared by the Markdown file and the terminal table)."""
+    body = []
     for row in rows:
         name = row["method"] + (f" ({row['note']})" if row.get("note") else "")
-        ci = [format_ci(row["task_accuracy"]), format_ci(row["vote_accuracy"])]
-        lines.append(f"| {name} | {_pair(row)} | {ci[0]} | {ci[1]} | {row['messages']['mean']:.2f} | "
-                     f"{row['words']['mean']:.1f} | {row['lm_calls_per_task']:.1f} | {row['n']} | {row['errors']} |")
+        body.append([name, _pair(row), format_ci(row["task_accuracy"]), format_ci(row["vote_accuracy"]),
+                     f"{row['messages']['mean']:.2f}", f"{row['words']['mean']:.1f}",
+                     f"{row['lm_calls_per_task']:.1f}", str(row["n"]), str(row["errors"])])
+    return body
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], title: str) -> str:
+    """Table 1/2's layout in Markdown: task / vote accuracy first, then the intervals, size and cost."""
+    lines = [f"### {title}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in table_cells(rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -113,8 +121,13 @@ def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> str:
     ax.set_xticks(range(len(rows)), names, rotation=20, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy (95% CI)")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    if any(r[key]["mean"] is not None for r in rows for key in ("task_accuracy", "vote_accuracy")):
+        # Above the axes, so the legend never covers a bar or its error bar.
+        ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+        ax.set_title(title, fontsize=10, pad=20)
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+        ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -242,6 +242,14 @@ class Integrator(dspy.Module):
                              config=config)
         return _answer(out, config)
 
+    async def aforward(self, problem: str, answer_format: str, messages: Sequence[HypothesisMessage],
+                       views: Sequence[str] | None = None, rollout: str | None = None) -> dspy.Prediction:
+        """:meth:`forward` for ``await integrator.acall(...)``: the one call goes through the LM's async path."""
+        config = sampling_config(rollout, self.temperature, self.vary_seed)
+        out = await self.integrate.acall(problem=problem, answer_format=answer_format,
+                                         messages=render_pool(messages, views), config=config)
+        return _answer(out, config)
+
 
 @saveable
 class IndependentSolver(dspy.Module):

@@ -27,6 +27,9 @@ neutral ids only (``[3] Agent 3``), never their roles.
 Where both sources are silent we chose: an invalid pair from an unconstrained LM (an id that is not a standing
 source, or the same id twice) ends the search and is recorded in the trace; a detector answer outside the
 candidate pool falls back to the candidate with the lowest consistency score.
+
+The three stages and ReGround stay in one file, over 400 lines, because they share the source-block and
+statement helpers and each stage has both a ``forward`` and the ``aforward`` of ``await program.acall(...)``.
 """
 
 from __future__ import annotations
@@ -298,6 +301,22 @@ class Reconstruct(dspy.Module):
         return dspy.Prediction(state=state, kept_facts=kept, removed_facts=removed,
                                trace={"facts": checked, "keep_rule": self.keep_rule})
 
+    async def aforward(self, shared_context: str, trusted_statements: Sequence[str]) -> dspy.Prediction:
+        """:meth:`forward` for ``await reconstruct.acall(...)``: every call awaits the LM's async path, the
+        per-fact checks concurrently (``asyncio.gather``, in fact order)."""
+        import asyncio
+
+        facts = model_text((await self.decompose.acall(context=as_data(shared_context))).facts)
+        evidence = bullet_list([as_data(s) for s in trusted_statements])
+        verdicts = await asyncio.gather(*(self.verify_fact.acall(fact=f, evidence=evidence) for f in facts))
+        checked = [{"fact": f, "verdict": v.verdict, "importance": v.importance,
+                    "kept": self.keep(v.verdict, v.importance)} for f, v in zip(facts, verdicts, strict=True)]
+        kept = [c["fact"] for c in checked if c["kept"]]
+        removed = [c["fact"] for c in checked if not c["kept"]]
+        state = (await self.regenerate.acall(verified_facts=bullet_list(kept), trusted_statements=evidence)).state
+        return dspy.Prediction(state=state, kept_facts=kept, removed_facts=removed,
+                               trace={"facts": checked, "keep_rule": self.keep_rule})
+
 
 @saveable
 class Resolve(dspy.Module):
@@ -312,6 +331,12 @@ class Resolve(dspy.Module):
 
     def forward(self, state: str, question: str, options) -> dspy.Prediction:
         out = self.choose(information=as_data(state), question=as_data(question), options=format_options(options))
+        return dspy.Prediction(answer=out.answer, reason=out.reason)
+
+    async def aforward(self, state: str, question: str, options) -> dspy.Prediction:
+        """:meth:`forward` for ``await resolve.acall(...)`` (the LM's async path)."""
+        out = await self.choose.acall(information=as_data(state), question=as_data(question),
+                                      options=format_options(options))
         return dspy.Prediction(answer=out.answer, reason=out.reason)
 
 
@@ -403,6 +428,29 @@ class ReGround(dspy.Module):
     def forward(self, agents, shared_context: str, question: str, options, misleading: Sequence[int] | None = None):
         agents = coerce_agents(agents)
         shared_context, question = as_data(shared_context), as_data(question)
+        flagged, trusted_statements, verify_trace, extra = self.verification(agents, misleading)
+        rebuilt = self.reconstruct(shared_context=shared_context, trusted_statements=trusted_statements)
+        resolved = self.resolve(state=rebuilt.state, question=question, options=options)
+        return self._prediction(flagged, verify_trace, rebuilt, resolved, extra)
+
+    async def aforward(self, agents, shared_context: str, question: str, options,
+                       misleading: Sequence[int] | None = None):
+        """:meth:`forward` for ``await program.acall(...)``, same result. Stages 2 and 3 await the LM's async path
+        (the per-fact checks concurrently); stage 1's multi-round search (argument fan-outs on
+        :func:`~groundstate.concurrency.thread_map`) runs on one worker thread, ``asyncio.to_thread``, which
+        carries the DSPy context."""
+        import asyncio
+
+        agents = coerce_agents(agents)
+        shared_context, question = as_data(shared_context), as_data(question)
+        flagged, trusted_statements, verify_trace, extra = await asyncio.to_thread(self.verification, agents,
+                                                                                   misleading)
+        rebuilt = await self.reconstruct.acall(shared_context=shared_context, trusted_statements=trusted_statements)
+        resolved = await self.resolve.acall(state=rebuilt.state, question=question, options=options)
+        return self._prediction(flagged, verify_trace, rebuilt, resolved, extra)
+
+    def verification(self, agents: Sequence[AgentEvidence], misleading: Sequence[int] | None = None):
+        """Stage 1 as :meth:`forward` runs it: ``(flagged, trusted_statements, verify_trace, extra outputs)``."""
         extra: dict[str, Any] = {}
         if self.oracle_t1:
             if misleading is None:
@@ -422,8 +470,10 @@ class ReGround(dspy.Module):
             verified = self.verify(agents)
             statements, flagged, verify_trace = verified.statements, verified.misleading_agent, verified.trace
             trusted_statements = [s for i in verified.trusted for s in statements.get(i, [])]
-        rebuilt = self.reconstruct(shared_context=shared_context, trusted_statements=trusted_statements)
-        resolved = self.resolve(state=rebuilt.state, question=question, options=options)
+        return flagged, trusted_statements, verify_trace, extra
+
+    @staticmethod
+    def _prediction(flagged, verify_trace, rebuilt, resolved, extra) -> dspy.Prediction:
         trace = {"verify": verify_trace, "reconstruct": rebuilt.trace,
                  "resolve": {"answer": resolved.answer, "reason": resolved.reason}}
         return offquery_prediction(misleading_agent=flagged, state=rebuilt.state, answer=resolved.answer,

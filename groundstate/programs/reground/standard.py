@@ -85,6 +85,29 @@ class StandardCollaboration(CollaborationBaseline):
                           saw_shared_context=True, saw_private_evidence=False))
         return self.finish(case, misleading, state, turns)
 
+    async def aforward(self, agents: Agents, shared_context: str, question: str,
+                       options: Mapping[str, str] | str) -> dspy.Prediction:
+        """:meth:`forward` for ``await program.acall(...)``, same result. The discussion rounds (a fan-out per round
+        on :func:`~groundstate.concurrency.thread_map`) and the final decision run on one worker thread
+        (``asyncio.to_thread`` carries the DSPy context); the state update awaits the LM's async path."""
+        import asyncio
+
+        case = Case.build(agents, shared_context, question, options)
+        turns: list[dict] = []
+
+        def discussed():
+            final = self.discuss(case, turns)[-1]
+            return final, self.name_misleading(case, final, turns)
+
+        final, misleading = await asyncio.to_thread(discussed)
+        trusted = [m for m in final if m.agent != misleading]
+        written = await self.update.acall(shared_context=case.shared_context or "(no shared context)",
+                                          opinions=render_messages(trusted))
+        state = str(written.state or "").strip()
+        turns.append(turn("update_state", "updater", None, [m.agent for m in trusted], {"state": state},
+                          saw_shared_context=True, saw_private_evidence=False))
+        return await asyncio.to_thread(self.finish, case, misleading, state, turns)
+
     # -- the discussion ------------------------------------------------------------------------------------
     def discuss(self, case: Case, turns: list[dict]) -> list[list[Opinion]]:
         """Every round's opinions, the opening turn first, appending one trace entry per turn."""

@@ -1,0 +1,68 @@
+"""Terminal tables: every table a command prints goes through :func:`print_table` (a rich ``Table``).
+
+Files a command writes (Markdown, JSON) keep their own formats; this is only what a person reads in the
+terminal. Headers are written for people (``task accuracy``, not ``task_accuracy`` or ``TASK_ACCURACY``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+WIDTH_OFF_TTY = 220
+"""Width of a console that is not a terminal (a pipe, a log file, a test), so tables are not squeezed to 80."""
+
+
+def human(key: str) -> str:
+    """A column key as a header: ``task_accuracy`` or ``TASK_ACCURACY`` -> ``task accuracy``."""
+    text = str(key).replace("_", " ").strip()
+    return text.lower() if text.isupper() else text
+
+
+def console(width: int | None = None) -> Any:
+    """A rich console on stdout, wide enough off a terminal."""
+    from rich.console import Console
+
+    if width is None and not sys.stdout.isatty():
+        width = WIDTH_OFF_TTY
+    return Console(width=width)
+
+
+def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str] | None = None,
+                title: str | None = None, out: Any = None, headers: Sequence[str] | None = None) -> None:
+    """Print ``rows`` as a rich table.
+
+    Args:
+        rows: dicts (cells read by ``columns``, default the first row's keys) or sequences of cells.
+        columns: the keys to show, in order.
+        title: shown above the table.
+        out: a rich ``Console`` (default :func:`console`).
+        headers: the headers as shown (default ``human(column)``).
+    """
+    from rich.table import Table
+
+    if columns is None:
+        first = rows[0] if rows else {}
+        columns = list(first.keys()) if isinstance(first, Mapping) else [str(i) for i in range(len(first))]
+    table = Table(title=title, title_justify="left")
+    texts = [["-" if c is None else str(c) for c in ([row.get(c) for c in columns] if isinstance(row, Mapping)
+                                                    else list(row))] for row in rows]
+    for i, column in enumerate(columns):
+        header = headers[i] if headers else human(column)
+        # the first column names the row: it keeps its width (up to 40) and the value columns fold instead
+        widest = max([len(header), *(len(cells[0]) for cells in texts if cells)]) if i == 0 else None
+        table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold",
+                         min_width=min(widest, 40) if widest else None)
+    for cells in texts:
+        table.add_row(*cells)
+    (out or console()).print(table)
+
+
+def print_comparison(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], title: str | None = None,
+                     out: Any = None) -> None:
+    """The comparison table of :func:`groundstate.eval.report.table_cells` (the one ``compare.md`` holds)."""
+    from groundstate.eval.report import table_cells
+
+    header, body = table_cells(rows, metrics)
+    print_table(body, columns=header, headers=header, title=title, out=out)
