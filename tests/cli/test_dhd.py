@@ -102,7 +102,10 @@ def test_generate_replay_analyze_crossfit_mask(tmp_path, lm, capsys):
 
     assert run(["analyze", "--cache", str(cache), "--permutations", "200", "--resamples", "100"]) == 0
     out = capsys.readouterr().out
-    assert "loo K=3: 12 messages x 3 blocks" in out and "W+ 4" in out and "disagreement 0.0%" in out
+    row = next(line for line in out.splitlines() if line.startswith("│ loo "))  # the rich table's LOO row
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[:5] == ["loo", "3", "12", "3", "4"] and cells[-1] == "0.0%"  # mode, K, messages, blocks, W+
+    assert "permutation p" in out and "failed calls" in out and "|" not in out
     analysis = cache / "analysis"
     labels = [json.loads(line) for line in (analysis / "labels.jsonl").read_text().splitlines()]
     assert len(labels) == 12 + 12

@@ -20,7 +20,9 @@ def test_simulate_then_analyze(tmp_path, capsys):
     assert "simulated 40 problems x 5 messages x 5 blocks" in out and "simulation.json" in out
     assert main(["dhd", "analyze", "--cache", str(cache), *FAST]) == 0
     out = capsys.readouterr().out
-    assert "loo K=5: 200 messages x 5 blocks" in out and "BH W+/W-/C+/C-" in out and "failed calls" in out
+    row = next(line for line in out.splitlines() if line.startswith("│ loo "))  # the rich table's LOO row
+    assert [c.strip() for c in row.strip("│").split("│")][:4] == ["loo", "5", "200", "5"]
+    assert "BH problems W+/W-/C+/C-" in out and "failed calls" in out
     report = json.loads((cache / "analysis" / "report.json").read_text())
     loo = report["modes"]["loo"]
     assert loo["effect"]["full"] == "mean" and loo["permutation_null"]["null_kind"] == "block"

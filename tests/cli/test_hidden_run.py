@@ -47,7 +47,7 @@ def test_hidden_run_with_simulated_agents(tasks_file, tmp_path, capsys):
             "--sim-noise", "0", "--out", str(tmp_path / "runs"), "--threads", "2", "--no-progress"]
     assert run(argv) == 0
     out = capsys.readouterr().out
-    for metric in ("task_accuracy", "vote_accuracy", "rounds", "words"):
+    for metric in ("task accuracy", "vote accuracy", "rounds", "words"):  # the summary table's human headers
         assert metric in out
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert run_dir.name.startswith("hidden-post-sim-")
