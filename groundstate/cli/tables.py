@@ -15,9 +15,11 @@ WIDTH_OFF_TTY = 220
 
 
 def human(key: str) -> str:
-    """A column key as a header: ``task_accuracy`` or ``TASK_ACCURACY`` -> ``task accuracy``."""
-    text = str(key).replace("_", " ").strip()
-    return text.lower() if text.isupper() else text
+    """A column key as a header: ``task_accuracy`` or ``TASK_ACCURACY`` -> ``task accuracy``; short symbols such as
+    ``K`` or ``W+`` stay as they are."""
+    key = str(key)
+    text = key.replace("_", " ").strip()
+    return text.lower() if "_" in key and text.isupper() else text
 
 
 def console(width: int | None = None) -> Any:

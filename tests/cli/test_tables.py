@@ -24,6 +24,7 @@ def _summary(tokens: int, cached: int = 0, calls: int = 0) -> dict:
 def test_human_headers():
     assert human("TASK_ACCURACY") == "task accuracy" and human("vote_accuracy") == "vote accuracy"
     assert human("T2 retention") == "T2 retention"
+    assert (human("K"), human("W+"), human("C-")) == ("K", "W+", "C-")  # symbols keep their case
 
 
 def test_print_table_is_rich_not_markdown(capsys):
