@@ -86,6 +86,14 @@ def _loo(source: TableSource) -> Mapping[str, Any] | None:
     return source.report.get("modes", {}).get("loo")
 
 
+def _loo_sections(sources: Sequence[TableSource]):
+    """``(source, LOO section)`` for each model that has LOO replays."""
+    for source in sources:
+        section = _loo(source)
+        if section is not None:
+            yield source, section
+
+
 def _benchmark_rows(section: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """``(benchmark, part)`` per benchmark, then the pooled section (the whole LOO section)."""
     parts = list((section.get("by_benchmark") or {}).items())
@@ -94,10 +102,7 @@ def _benchmark_rows(section: Mapping[str, Any]) -> list[tuple[str, Mapping[str, 
 
 def table_17(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
     rows = []
-    for source in sources:
-        section = _loo(source)
-        if section is None:
-            continue
+    for source, section in _loo_sections(sources):
         for benchmark, part in _benchmark_rows(section):
             d = part.get("disagreement") or {}
             groups = part.get("groups") or {}
@@ -110,10 +115,7 @@ def table_17(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
 
 def table_18(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
     rows = []
-    for source in sources:
-        section = _loo(source)
-        if section is None:
-            continue
+    for source, section in _loo_sections(sources):
         for benchmark, part in _benchmark_rows(section):
             boot = part.get("bootstrap") or {}
             rows.append({"model": source.label, "benchmark": benchmark, "wrong": _interval(boot.get("wrong")),
@@ -125,10 +127,7 @@ def table_18(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
 
 def table_19(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
     rows = []
-    for source in sources:
-        section = _loo(source)
-        if section is None:
-            continue
+    for source, section in _loo_sections(sources):
         null = section["permutation_null"]
         counts = {name: {"observed": null["observed"][name], "low": null["null"][name]["low"],
                          "high": null["null"][name]["high"]} for name in ("separated", *GROUPS)}
