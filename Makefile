@@ -23,14 +23,14 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(BIN)/groundstate lm check
 	$(BIN)/groundstate data generate offquery --domain both --variant all --n 5 --seed 0 --out runs/demo/synthetic.jsonl
-	$(BIN)/groundstate data validate runs/demo/synthetic.jsonl
-	$(BIN)/groundstate data stats runs/demo/synthetic.jsonl
-	$(BIN)/groundstate run reground --data runs/demo/synthetic.jsonl --limit 3 --out runs/demo --threads 2
+	$(BIN)/groundstate data validate --data runs/demo/synthetic.jsonl
+	$(BIN)/groundstate data stats --data runs/demo/synthetic.jsonl
+	$(BIN)/groundstate run reground --data runs/demo/synthetic.jsonl --limit 3 --runs-dir runs/demo --threads 2
 	$(BIN)/groundstate hidden generate travel --n 60 --seed 0 --out runs/demo/travel.jsonl
-	$(BIN)/groundstate consilience table --tasks runs/demo/travel.jsonl --agents sim --sim-preset limited \
-		--controllers rules --report-dir runs/demo/consilience --out runs/demo --no-progress
+	$(BIN)/groundstate consilience table --data runs/demo/travel.jsonl --agents sim --sim-preset limited \
+		--controllers rules --report-dir runs/demo/consilience --runs-dir runs/demo --no-progress
 	rm -rf runs/demo/dhd
-	$(BIN)/groundstate dhd simulate --out runs/demo/dhd --problems 200 --blocks 5 --seed 0 --effects W+:0.05:0.6 C-:0.05:0.6
+	$(BIN)/groundstate dhd simulate --cache runs/demo/dhd --n 200 --blocks 5 --seed 0 --effects W+:0.05:0.6 C-:0.05:0.6
 	$(BIN)/groundstate dhd analyze --cache runs/demo/dhd --label simulated --permutations 2000 --multiplicity-permutations 20000
 	@echo
 	@echo "You saw: ReGround run end to end on the embedded 135M plumbing LM (its T1/T3 are near chance: it checks the pipeline, not quality);"

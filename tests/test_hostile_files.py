@@ -26,25 +26,25 @@ GENERATED = ["deep.json", "deep.jsonl", "huge-int.json", "huge-int.jsonl"]
 
 # Every command that reads a data file; {f} is the bad file (a copy in the case's own directory).
 COMMANDS = {
-    "data-validate": ["data", "validate", "{f}"],
-    "data-stats": ["data", "stats", "{f}"],
-    "split": ["split", "{f}", "--out-dir", "splits"],
-    "run-qa": ["run", "qa", "--data", "{f}", "--out", "runs", "--no-progress"],
-    "run-reground": ["run", "reground", "--data", "{f}", "--out", "runs", "--no-progress"],
-    "hidden-validate": ["hidden", "validate", "{f}"],
-    "hidden-run": ["hidden", "run", "--tasks", "{f}", "--agents", "sim", "--out", "runs", "--no-progress"],
-    "consilience-split": ["consilience", "split", "{f}"],
-    "consilience-explore": ["consilience", "explore", "--tasks", "{f}", "--agents", "sim", "--out", "x.jsonl"],
+    "data-validate": ["data", "validate", "--data", "{f}"],
+    "data-stats": ["data", "stats", "--data", "{f}"],
+    "split": ["split", "--data", "{f}", "--out", "splits"],
+    "run-qa": ["run", "qa", "--data", "{f}", "--runs-dir", "runs", "--no-progress"],
+    "run-reground": ["run", "reground", "--data", "{f}", "--runs-dir", "runs", "--no-progress"],
+    "hidden-validate": ["hidden", "validate", "--data", "{f}"],
+    "hidden-run": ["hidden", "run", "--data", "{f}", "--agents", "sim", "--runs-dir", "runs", "--no-progress"],
+    "consilience-split": ["consilience", "split", "--data", "{f}"],
+    "consilience-explore": ["consilience", "explore", "--data", "{f}", "--agents", "sim", "--out", "x.jsonl"],
     "consilience-train": ["consilience", "train", "--data", "{f}", "--out", "mlp"],
-    "consilience-calibrate": ["consilience", "calibrate", "--tasks", "{f}", "--agents", "sim", "--out", "cal"],
-    "consilience-evaluate": ["consilience", "evaluate", "--tasks", "{f}", "--agents", "sim", "--out", "runs",
+    "consilience-calibrate": ["consilience", "calibrate", "--data", "{f}", "--agents", "sim", "--out", "cal"],
+    "consilience-evaluate": ["consilience", "evaluate", "--data", "{f}", "--agents", "sim", "--runs-dir", "runs",
                              "--no-progress"],
-    "data-build": ["data", "build", "offquery", "--from-mediq", "{f}", "--out", "built.jsonl"],
-    "data-build-skip": ["data", "build", "offquery", "--from-mediq", "{f}", "--out", "built.jsonl",
+    "data-build": ["data", "build", "offquery", "--data", "{f}", "--out", "built.jsonl"],
+    "data-build-skip": ["data", "build", "offquery", "--data", "{f}", "--out", "built.jsonl",
                         "--skip-invalid"],
-    "dhd-generate": ["dhd", "generate", "--problems", "{f}", "--cache", "cache", "--no-progress"],
-    "optimize": ["optimize", "reground", "--train", "{f}", "--out", "opt"],
-    "lm-config": ["run", "qa", "--data", str(GOOD_QA), "--lm-config", "{f}", "--out", "runs", "--no-progress"],
+    "dhd-generate": ["dhd", "generate", "--data", "{f}", "--cache", "cache", "--no-progress"],
+    "optimize": ["optimize", "reground", "--data", "{f}", "--out", "opt"],
+    "lm-config": ["run", "qa", "--data", str(GOOD_QA), "--lm-config", "{f}", "--runs-dir", "runs", "--no-progress"],
 }
 
 
@@ -155,7 +155,7 @@ def test_error_lines_escape_newlines_and_ansi_sequences(tmp_path):
     case = tmp_path / "case"
     case.mkdir()
     shutil.copy(BAD / "newline-id.jsonl", case / "f.jsonl")
-    code, _, err = run_cli(["data", "validate", "f.jsonl"], case)
+    code, _, err = run_cli(["data", "validate", "--data", "f.jsonl"], case)
     assert code == 2
     assert "evil\\nsecond line\\x1b[31mRED" in err and "\x1b" not in err and err.count("\n") == 1
 
@@ -208,8 +208,8 @@ def workspace(tmp_path_factory):
     root = tmp_path_factory.mktemp("workspace")
     save_hidden_tasks(root / "tasks.jsonl", generate_hidden_travel(4, seed=0))
     for shard in ("0/2", "1/2"):
-        code, _, err = run_cli(["hidden", "run", "--tasks", str(root / "tasks.jsonl"), "--agents", "sim",
-                                "--out", str(root / "runs"), "--no-progress", "--shard", shard], root)
+        code, _, err = run_cli(["hidden", "run", "--data", str(root / "tasks.jsonl"), "--agents", "sim",
+                                "--runs-dir", str(root / "runs"), "--no-progress", "--shard", shard], root)
         assert code == 0, err
     save_program(ReGround(max_candidates=1), root / "program")
     rng = np.random.default_rng(0)
@@ -263,8 +263,8 @@ def test_corrupt_run_directories_are_one_line_errors(workspace, tmp_path, comman
     broken = corrupt(first, runs / first.name, damage)
     shutil.copytree(second, runs / second.name)
     argv = {"show": ["runs", "show", str(broken)],
-            "merge": ["runs", "merge", str(broken), str(runs / second.name), "--out", str(tmp_path / "merged")],
-            "list": ["runs", "list", "--out", str(runs)]}[command]
+            "merge": ["runs", "merge", str(broken), str(runs / second.name), "--runs-dir", str(tmp_path / "merged")],
+            "list": ["runs", "list", "--runs-dir", str(runs)]}[command]
     code, out, err = run_cli(argv, tmp_path)
     assert "Traceback" not in err + out, err[-3000:]
     assert code == 2 and len(err.strip().splitlines()) == 1, (code, err[-2000:])
@@ -275,13 +275,13 @@ ARTIFACT_CASES = {
     "program": (["file-missing:program.json", "truncate:program.json", "replace:manifest.json:[1]",
                  "replace:manifest.json:\xff", 'replace:manifest.json:{"format": 1, "kind": "dspy-program"}',
                  "file-missing:manifest.json"],
-                ["evaluate", "{dir}", "--data", "synthetic", "--n", "1", "--out", "runs", "--no-progress"]),
+                ["evaluate", "{dir}", "--data", "synthetic", "--n", "1", "--runs-dir", "runs", "--no-progress"]),
     "mlp": (["file-missing:model.skops", "truncate:model.skops", "replace:model.skops:PK\x03\x04junk"],
-            ["consilience", "evaluate", "--tasks", "{tasks}", "--agents", "sim", "--controllers", "mlp", "--mlp",
-             "{dir}", "--baselines", "--out", "runs", "--no-progress"]),
+            ["consilience", "evaluate", "--data", "{tasks}", "--agents", "sim", "--controllers", "mlp", "--mlp",
+             "{dir}", "--baselines", "--runs-dir", "runs", "--no-progress"]),
     "cal": (["file-missing:params.json", "truncate:params.json",
              'replace:params.json:{"alpha": 0.1, "thresholds": [1]}', 'replace:params.json:{"alpha": "x"}'],
-            ["consilience", "coverage", "--tasks", "{tasks}", "--agents", "sim", "--calibrator", "{dir}"]),
+            ["consilience", "coverage", "--data", "{tasks}", "--agents", "sim", "--calibrator", "{dir}"]),
 }
 
 
@@ -312,7 +312,7 @@ def test_the_intact_program_and_runs_load(workspace, tmp_path):
 
     assert isinstance(load_program(workspace / "program"), ReGround)
     first, second = shards(workspace)[:2]
-    code, out, err = run_cli(["runs", "merge", str(first), str(second), "--out", str(tmp_path / "m")], tmp_path)
+    code, out, err = run_cli(["runs", "merge", str(first), str(second), "--runs-dir", str(tmp_path / "m")], tmp_path)
     assert code == 0, err
     code, out, err = run_cli(["runs", "show", str(first)], tmp_path)
     assert code == 0, err

@@ -1,17 +1,17 @@
 """``groundstate consilience ...``: split, explore, train, calibrate, evaluate, check coverage, ablate, generalise
 and print the paper's tables.
 
-    groundstate consilience split tasks.jsonl --train 0.4 --calibration 0.3 --test 0.3
-    groundstate consilience explore --tasks tasks.train.jsonl --agents sim --out explore.jsonl
+    groundstate consilience split --data tasks.jsonl --train-share 0.4 --calibration-share 0.3 --test-share 0.3
+    groundstate consilience explore --data tasks.train.jsonl --agents sim --out explore.jsonl
     groundstate consilience train --data explore.jsonl --out ctl/mlp
-    groundstate consilience calibrate --tasks tasks.calibration.jsonl --agents sim --controller rules --out cal/rules
-    groundstate consilience evaluate --tasks tasks.test.jsonl --agents sim --controllers rules mlp \\
+    groundstate consilience calibrate --data tasks.calibration.jsonl --agents sim --controller rules --out cal/rules
+    groundstate consilience evaluate --data tasks.test.jsonl --agents sim --controllers rules mlp \\
         --mlp ctl/mlp --calibrator rules=cal/rules --baselines hidden-pre hidden-post full-info
-    groundstate consilience coverage --tasks tasks.test.jsonl --agents sim --calibrator cal/rules
-    groundstate consilience routing --tasks tasks.test.jsonl --agents sim --calibrator cal/rules
-    groundstate consilience ablate actions --calibration tasks.calibration.jsonl --test tasks.test.jsonl --agents sim
-    groundstate consilience generalize --tasks hiddenbench.json --agents sim --train-size 5 --splits 5
-    groundstate consilience table --tasks hiddenbench.json --agents sim --preset hiddenbench --controllers rules
+    groundstate consilience coverage --data tasks.test.jsonl --agents sim --calibrator cal/rules
+    groundstate consilience routing --data tasks.test.jsonl --agents sim --calibrator cal/rules
+    groundstate consilience ablate actions --calibration-data tasks.calibration.jsonl --data tasks.test.jsonl
+    groundstate consilience generalize --data hiddenbench.json --agents sim --train-size 5 --splits 5
+    groundstate consilience table --data hiddenbench.json --agents sim --preset hiddenbench --controllers rules
 
 ``table`` runs the reference protocols and the controllers (durably, like ``evaluate``) and writes the
 layout of the paper's Tables 1/2 (Markdown, JSON, PNG). ``routing``, ``ablate`` and ``generalize`` run in
@@ -39,7 +39,15 @@ ABLATIONS = ("actions", "features", "sampling")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_agent_options, add_backend_options, add_run_options, add_support_options
+    from groundstate.cli.options import (
+        add_agent_options,
+        add_backend_options,
+        add_data_option,
+        add_report_dir,
+        add_run_options,
+        add_shares,
+        add_support_options,
+    )
     from groundstate.programs.consilience.consilience import SET_SAMPLING
     from groundstate.programs.consilience.control import CONTROLLERS, ROUTERS
     from groundstate.programs.consilience.protocols import PROTOCOLS
@@ -71,15 +79,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--json-out", default=None, metavar="FILE", help="also write the result as JSON")
 
     p = cmds.add_parser("split", help="task-level train / calibration / test splits")
-    p.add_argument("tasks", help="hidden-profile tasks (JSONL or HiddenBench JSON)")
-    p.add_argument("--train", type=float, default=0.4, help="share of the tasks for training (default 0.4)")
-    p.add_argument("--calibration", type=float, default=0.3, help="share for calibration (default 0.3)")
-    p.add_argument("--test", type=float, default=0.3, help="share for testing (default 0.3)")
+    add_data_option(p, "hidden-profile tasks (JSONL or HiddenBench JSON)", positional=True)
+    add_shares(p, {"train": 0.4, "calibration": 0.3, "test": 0.3}, what="tasks")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffle (default 0)")
     p.set_defaults(func=cmd_split)
 
     p = cmds.add_parser("explore", help="exhaustive action outcomes on training tasks (MLP training data)")
-    p.add_argument("--tasks", required=True, metavar="FILE", help="training tasks (JSONL or HiddenBench JSON)")
+    add_data_option(p, "training tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
     p.add_argument("--out", required=True, help="JSONL of state features and per-action rewards")
     p.add_argument("--policy", choices=("random", "best"), default="random", help="how trajectories move on")
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes and the random policy (default 0)")
@@ -104,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_train)
 
     p = cmds.add_parser("calibrate", help="round-wise conformal thresholds for one configuration")
-    p.add_argument("--tasks", required=True, help="calibration tasks (separate from training and test tasks)")
+    add_data_option(p, "calibration tasks (separate from training and test tasks)", old=("--tasks",))
     p.add_argument("--alpha", type=float, default=0.1,
                    help="miscoverage level: the accepted action is in the set with probability 1 - alpha "
                         "(default 0.1)")
@@ -116,7 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_calibrate)
 
     def evaluation_options(p: argparse.ArgumentParser, baselines: bool = True) -> None:
-        p.add_argument("--tasks", required=True, metavar="FILE", help="held-out tasks (JSONL or HiddenBench JSON)")
+        add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
         p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS,
                        help="the controllers to run (default rules)")
         p.add_argument("--mlp", default=None, metavar="DIR", help="a trained MLP controller (for the controller mlp)")
@@ -132,8 +138,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="every-round: execute a uniform draw from the conformal set every round (the "
                             "paper's ablation); on-reject: only to replace a rejected proposal")
         p.add_argument("--sample-from-set", action="store_true", help="the same as --set-sampling every-round")
-        p.add_argument("--report-dir", default=None, metavar="DIR",
-                       help="where to write the report (Markdown, JSON, PNG; default: --out/consilience-<hash>)")
+        add_report_dir(p, "where to write the report (Markdown, JSON, PNG; default: <runs-dir>/consilience-<hash>)")
         config_options(p, controller=False)
         add_run_options(p)
 
@@ -154,7 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_table)
 
     p = cmds.add_parser("coverage", help="held-out coverage of a calibrator per round, under both policies")
-    p.add_argument("--tasks", required=True, help="held-out tasks")
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
     p.add_argument("--calibrator", required=True, metavar="DIR", help="a calibrator written by `consilience calibrate`")
     p.add_argument("--policy", choices=("both", "calibrated", "deployed"), default="both",
                    help="calibrated: every proposal executed (the calibrated policy); deployed: accept or replace")
@@ -168,7 +173,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_coverage)
 
     p = cmds.add_parser("routing", help="speaker-routing counterfactuals (Table 8): every speaker, same state/action")
-    p.add_argument("--tasks", required=True, metavar="FILE", help="held-out tasks (JSONL or HiddenBench JSON)")
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
     p.add_argument("--calibrator", default=None, metavar="DIR", help="run the controller with conformal acceptance")
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
     json_out(p)
@@ -179,8 +184,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = cmds.add_parser("ablate", help="the paper's ablations with a calibrator per configuration (Tables 6, 7, 9)")
     p.add_argument("kind", choices=ABLATIONS, help="actions: leave one action out (Table 7); features: MLP feature "
                    "sets (Table 6); sampling: sample from the conformal set every round (Table 9)")
-    p.add_argument("--calibration", required=True, metavar="FILE", help="calibration tasks")
-    p.add_argument("--test", required=True, metavar="FILE", help="held-out tasks")
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--test",))
+    add_data_option(p, "calibration tasks", old=("--calibration",), flag="--calibration-data")
     p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS,
                    help="the controllers to ablate (default rules)")
     p.add_argument("--mlp", default=None, metavar="DIR", help="the MLP controller (actions, sampling)")
@@ -195,8 +200,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ablate)
 
     p = cmds.add_parser("generalize", help="unseen-task generalisation of the MLP (§5.4): train on small subsets")
-    p.add_argument("--tasks", required=True, metavar="FILE",
-                   help="hidden-profile tasks to split (JSONL or HiddenBench JSON)")
+    add_data_option(p, "hidden-profile tasks to split (JSONL or HiddenBench JSON)", old=("--tasks",))
     p.add_argument("--train-size", type=int, default=5, help="training tasks per split (default 5, as the paper)")
     p.add_argument("--splits", type=int, default=5, help="seeded splits (default 5)")
     p.add_argument("--max-rounds", type=int, default=10, help="round limit K (default 10)")
@@ -218,9 +222,9 @@ def cmd_split(args: argparse.Namespace) -> int:
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
     from groundstate.eval.consilience.data import split_tasks
 
-    tasks, _ = load_tasks_file(args.tasks)
-    parts = split_tasks(tasks, (args.train, args.calibration, args.test), seed=args.seed)
-    stem = Path(args.tasks).with_suffix("")
+    tasks, _ = load_tasks_file(args.data)
+    parts = split_tasks(tasks, (args.train_share, args.calibration_share, args.test_share), seed=args.seed)
+    stem = Path(args.data).with_suffix("")
     for name, items in parts.items():
         path = f"{stem}.{name}.jsonl"
         save_hidden_tasks(path, items)
@@ -232,7 +236,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from groundstate.eval.io import write_jsonl
     from groundstate.optimizers.consilience import explore_tasks
 
-    tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
+    tasks, _, team, _, _ = tasks_and_team(args, args.data)
     rows = explore_tasks(tasks, team, max_rounds=args.max_rounds, router=args.router, policy=args.policy,
                          seed=args.seed, map_fn=task_map(args))
     write_jsonl(args.out, rows)
@@ -269,14 +273,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from groundstate.optimizers.artifacts import save_params
     from groundstate.optimizers.consilience import calibrate
 
-    tasks, _, team, agents, lm = tasks_and_team(args, args.tasks)
+    tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
     config = configuration_for(args, args.controller, controller)
     calibrator = calibrate(tasks, team, controller, config, alpha=args.alpha, seed=args.seed,
                            map_fn=task_map(args, args.controller))
     save_params(calibrator, args.out, purpose="consilience round-wise conformal calibration",
                 configuration=config.to_dict(), agents=agents, lm=lm,
-                data={"file": args.tasks, "sha256": file_hash(args.tasks), "tasks": len(tasks)})
+                data={"file": args.data, "sha256": file_hash(args.data), "tasks": len(tasks)})
     for t in sorted(calibrator.thresholds_):
         eps = calibrator.thresholds_[t]
         shown = "inf (uncertified)" if eps == float("inf") else f"{eps:.4f}"
@@ -325,14 +329,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.eval.runner import fingerprint
     from groundstate.eval.stats import format_ci
 
-    tasks, data, team, agents, lm = tasks_and_team(args, args.tasks)
+    tasks, data, team, agents, lm = tasks_and_team(args, args.data)
     programs = _programs(args, team, args.baselines)
     summaries, pooled, _ = evaluate_programs(programs, tasks, data, agents, lm, args.seed, run_settings(args))
     rows = comparison_rows(summaries, metrics=("task_accuracy", "vote_accuracy", "rounds"))
     for row in rows:
         row["vote_accuracy_pooled"] = pooled[row["name"]]
     title = f"Consilience on {data['file']} ({agents['kind']} agents, router {args.router})"
-    report_dir = Path(args.report_dir or Path(args.out) / f"consilience-{fingerprint(list(programs), 10)}")
+    report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-{fingerprint(list(programs), 10)}")
     paths = write_report(rows, report_dir, config={"tasks": data, "agents": agents}, title=title,
                          metrics=("task_accuracy", "vote_accuracy", "rounds"), stem="consilience",
                          chart_metrics=("task_accuracy", "vote_accuracy"))
@@ -351,7 +355,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience.tables import HEADER, rows_from_runs, table_cells, write_table
     from groundstate.eval.runner import fingerprint
 
-    tasks, data, team, agents, lm = tasks_and_team(args, args.tasks)
+    tasks, data, team, agents, lm = tasks_and_team(args, args.data)
     baselines = ["hiddenbench", "hiddenbench-full"] if args.preset == "hiddenbench" else \
         ["hidden-pre", "hidden-post", "full-info"]
     programs = _programs(args, team, baselines)
@@ -359,7 +363,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     table = rows_from_runs(rows_by, {label: getattr(program, "rounds", 0) for label, (program, _) in programs.items()})
     title = (f"{data['file']}: task accuracy / vote accuracy ({agents['kind']} agents, "
              f"{'HiddenBench' if args.preset == 'hiddenbench' else 'groundstate'} protocols, {len(tasks)} tasks)")
-    report_dir = Path(args.report_dir or Path(args.out) / f"consilience-table-{fingerprint(list(programs), 10)}")
+    report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-table-{fingerprint(list(programs), 10)}")
     paths = write_table(table, report_dir, title, config={"tasks": data, "agents": agents, "preset": args.preset,
                                                          "programs": {k: v[1] for k, v in programs.items()}},
                         png=not args.no_png)

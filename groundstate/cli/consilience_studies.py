@@ -40,7 +40,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience.coverage import coverage_report
     from groundstate.optimizers.consilience import EpisodeTrace
 
-    tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
+    tasks, _, team, _, _ = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
     config = configuration_for(args, args.controller, controller)
     calibrator = load_calibrator(args.calibrator, config)
@@ -70,7 +70,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 def cmd_routing(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience.routing import markdown, routing_ablation
 
-    tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
+    tasks, _, team, _, _ = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
     config = configuration_for(args, args.controller, controller)
     calibrator = load_calibrator(args.calibrator, config) if args.calibrator else None
@@ -93,8 +93,8 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience import ablations
     from groundstate.eval.consilience.data import load_exploration
 
-    calibration, _, team, _, _ = tasks_and_team(args, args.calibration)
-    test, _, _, _, _ = tasks_and_team(args, args.test)
+    calibration, _, team, _, _ = tasks_and_team(args, args.calibration_data)
+    test, _, _, _, _ = tasks_and_team(args, args.data)
     common = {"alpha": args.alpha, "max_rounds": args.max_rounds, "seed": args.seed}
     if args.kind == "features":
         if not args.explore:
@@ -118,7 +118,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def cmd_generalize(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience.generalize import markdown, unseen_task_generalization
 
-    tasks, _, team, _, _ = tasks_and_team(args, args.tasks)
+    tasks, _, team, _, _ = tasks_and_team(args, args.data)
     result = unseen_task_generalization(tasks, team, train_size=args.train_size, splits=args.splits, seed=args.seed,
                                         max_rounds=args.max_rounds)
     print(f"MLP trained on {args.train_size}-task subsets, tested on the other {len(tasks) - args.train_size}")

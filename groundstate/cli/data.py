@@ -9,7 +9,7 @@ from groundstate.errors import one_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_allow_empty, add_lm_options
+    from groundstate.cli.options import add_allow_empty, add_data_option, add_lm_options, add_threads
     from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS
 
     data = sub.add_parser("data", help="OffQuery data: build from MediQ, generate synthetic, validate, stats")
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     build_sub = build.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=type(data))
     build_sub.required = True
     p = build_sub.add_parser("offquery", help="OffQuery-style healthcare instances from MediQ cases")
-    p.add_argument("--from-mediq", required=True, metavar="FILE", help="MediQ JSONL (id, question, context, ...)")
+    add_data_option(p, "MediQ JSONL cases (id, question, context, ...)", old=("--from-mediq",))
     p.add_argument("--builder", choices=("rule", "lm"), default="rule",
                    help="rule: deterministic corruption, no LM; lm: an LM writes misleading evidence (appendix B.2)")
     p.add_argument("--out", required=True, help="output JSONL of OffQuery instances")
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="use only the first N cases")
     p.add_argument("--tag-split", action="store_true",
                    help="tag HEALTHCARE-S / HEALTHCARE-I by whether the LM answers from the shared context alone")
-    p.add_argument("--threads", type=int, default=4, help="cases built concurrently by --builder lm (default 4)")
+    add_threads(p, "cases (--builder lm)")
     p.add_argument("--skip-invalid", action="store_true", help="report and skip bad cases instead of stopping")
     add_allow_empty(p)
     add_lm_options(p)
@@ -48,12 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_generate_offquery)
 
     p = data_sub.add_parser("validate", help="check a data file; one line per problem")
-    p.add_argument("file", help="an OffQuery data file (JSON, JSONL or Parquet)")
+    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)", positional=True)
     p.add_argument("--t2-truth", default=None,
-                   help="the published T2 truth file of FILE (task2_evaluation/truth/<name>.json)")
+                   help="the published T2 truth file of --data (task2_evaluation/truth/<name>.json)")
     p.add_argument("--t2-facts", default=None,
                    help="the published T2 facts file (task2_evaluation/facts/<name>.json; found beside the truth "
-                        "file when not given): checks exactly that the truth file belongs to FILE")
+                        "file when not given): checks exactly that the truth file belongs to --data")
     p.add_argument("--condition", choices=("reliable", "unreliable"), default=None,
                    help="also require what this condition needs (a corrupted context for 'unreliable')")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
@@ -61,8 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_validate)
 
     p = data_sub.add_parser("stats", help="counts per domain, split, agents, facts, label balance")
-    p.add_argument("file", help="an OffQuery data file (JSON, JSONL or Parquet)")
-    p.add_argument("--t2-truth", default=None, help="the published T2 truth file of FILE")
+    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)", positional=True)
+    p.add_argument("--t2-truth", default=None, help="the published T2 truth file of --data")
     p.add_argument("--t2-facts", default=None, help="the published T2 facts file beside the truth file")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
     add_allow_empty(p)
@@ -91,7 +91,7 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
     from groundstate.eval.benchmarks.offquery.mediq_rule import BuildReport, build_rule
 
     problems: list[str] = []
-    cases = load_mediq(args.from_mediq, skip_invalid=args.skip_invalid, problems=problems,
+    cases = load_mediq(args.data, skip_invalid=args.skip_invalid, problems=problems,
                        allow_empty=args.allow_empty)
     for line in problems:
         print(f"skipped: {line}", file=sys.stderr)
@@ -117,7 +117,7 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
         for entry in report.skipped:
             print(f"skipped case {one_line(entry['case_id'])}: {one_line(entry['reason'])}", file=sys.stderr)
         raise InputError(f"no instance could be built from {len(cases)} case(s); nothing written to {args.out} "
-                         "(pass --allow-empty to write an empty file)", file=args.from_mediq)
+                         "(pass --allow-empty to write an empty file)", file=args.data)
     save_instances(args.out, instances)
     for entry in report.skipped:
         print(f"skipped case {one_line(entry['case_id'])}: {one_line(entry['reason'])}", file=sys.stderr)
@@ -131,7 +131,7 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, skip_invalid: bool, problems: list[str], condition=None):
     from groundstate.eval.benchmarks.offquery.loader import load_any
 
-    return load_any(args.file, t2_truth=args.t2_truth, condition=condition, skip_invalid=skip_invalid,
+    return load_any(args.data, t2_truth=args.t2_truth, condition=condition, skip_invalid=skip_invalid,
                     problems=problems, allow_empty=args.allow_empty, t2_facts=getattr(args, "t2_facts", None))
 
 
@@ -143,7 +143,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     generated = [x for x in instances if (x.provenance or {}).get("structure")]
     for instance in generated:
         for problem in check_instance(instance):
-            problems.append(f"{one_line(args.file)}: record {one_line(instance.id)}: {one_line(problem)}")
+            problems.append(f"{one_line(args.data)}: record {one_line(instance.id)}: {one_line(problem)}")
     for line in problems:
         print(line)
     checked = f" ({len(generated)} checked against the generator's rule)" if generated else ""

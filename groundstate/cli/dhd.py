@@ -1,7 +1,7 @@
 """``groundstate dhd ...``: Diverse Hypothesis Deliberation: generate, replay, analyze, mask, crossfit, simulate.
 
 Every LM step is a durable run (resumable: the same command skips finished work; ``--shard i/N``), stored under
-``<cache>/runs`` unless ``--out`` is given. Predictor names for ``--lm-config`` roles: ``recruiter.recruit``,
+``<cache>/runs`` unless ``--runs-dir`` is given. Predictor names for ``--lm-config`` roles: ``recruiter.recruit``,
 ``hypothesizer.propose``, ``integrator.integrate``, ``solver.solve`` and ``judge`` (the evaluator's LM judge).
 
 **Temperatures** (the authors' public configuration by default; each is sent with every call of its stage and
@@ -40,14 +40,14 @@ def _temperature(text: str) -> float:
 
 
 def _cache_default_out(parser: argparse.ArgumentParser) -> None:
-    parser.set_defaults(out=None)
+    parser.set_defaults(runs_dir=None)
     for action in parser._actions:
-        if action.dest == "out":
+        if action.dest == "runs_dir":
             action.help = "directory of run directories (default: <cache>/runs)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_run_options
+    from groundstate.cli.options import add_call_threads, add_data_option, add_run_options
     from groundstate.eval.benchmarks.problems import FORMATS
 
     dhd = sub.add_parser("dhd", help="Diverse Hypothesis Deliberation: generate messages, replay, analyze",
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "assigns K roles (never seeing the answer), K hypothesizers write one message each "
                            "(concurrently, without peers or the answer), and each proposal is evaluated. Messages "
                            "are generated once and reused by every replay.")
-    p.add_argument("--problems", required=True, metavar="FILE", help="SciBench JSON, JEEBench JSON or JSONL problems")
+    add_data_option(p, "SciBench JSON, JEEBench JSON or JSONL problems", old=("--problems",))
     p.add_argument("--format", choices=(*FORMATS, "auto"), default="auto", help="problem file format (default auto)")
     p.add_argument("--k", type=int, default=5, help="roles and messages per problem (default 5)")
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hypothesizer-temperature", type=_temperature, default=0.7, metavar="T",
                    help="the hypothesizers' sampling temperature (default 0.7, as the authors run it)")
     _add_evaluator(p)
-    p.add_argument("--workers", type=int, default=8, help="concurrent LM calls per problem (default 8)")
+    add_call_threads(p, "problem")
     add_run_options(p)
     _cache_default_out(p)
     p.set_defaults(func=cmd_generate)
@@ -176,13 +176,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
+    from groundstate.cli.options import add_call_threads
+
     p.add_argument("--integrator-temperature", "--sample-temperature", dest="integrator_temperature",
                    type=_temperature, default=0.0, metavar="T", help=SAMPLE_HELP)
     p.add_argument("--vary-seed", choices=("auto", "on", "off"), default="auto",
                    help="derive the sampling seed from the rollout id (auto: on for the embedded LM, whose sampler "
                         "would otherwise repeat itself at a temperature above 0)")
     _add_evaluator(p)
-    p.add_argument("--workers", type=int, default=8, help="concurrent LM calls per work item (default 8)")
+    add_call_threads(p, "work item")
 
 
 def _add_evaluator(p: argparse.ArgumentParser) -> None:
@@ -201,9 +203,11 @@ def _add_evaluator(p: argparse.ArgumentParser) -> None:
 
 
 def _add_analysis_options(p: argparse.ArgumentParser) -> None:
+    from groundstate.cli.options import add_report_dir, add_runs_dir
+
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
-    p.add_argument("--out", default=None, metavar="DIR", help="report directory (default <cache>/analysis)")
-    p.add_argument("--runs", default=None, metavar="DIR", help="where the replay runs are (default <cache>/runs)")
+    add_report_dir(p, "report directory (default <cache>/analysis)", old=("--out",))
+    add_runs_dir(p, default=None, help="where the replay runs are (default <cache>/runs)", old=("--runs",))
     p.add_argument("--run", nargs="+", default=None, metavar="ID",
                    help="use only these replay runs (ids or prefixes) when several configurations exist")
     p.add_argument("--k", type=int, default=None, help="main pool size (default: the largest replayed)")
@@ -213,14 +217,11 @@ def _add_analysis_options(p: argparse.ArgumentParser) -> None:
 # -- shared --------------------------------------------------------------------------------------------------------
 def _options(args: argparse.Namespace, lm: Any, extra: dict[str, Any] | None = None):
     from groundstate.cli.options import backend_settings
-    from groundstate.errors import ConfigError
     from groundstate.eval.dhd.run import RunOptions
     from groundstate.eval.runner import parse_shard
     from groundstate.lm.specs import describe_lm
 
-    if args.workers < 1:
-        raise ConfigError("--workers must be at least 1")
-    return RunOptions(out=args.out, threads=args.threads, workers=args.workers, limit=args.limit,
+    return RunOptions(out=args.runs_dir, threads=args.threads, workers=args.call_threads, limit=args.limit,
                       shard=parse_shard(args.shard), max_error_rate=args.max_error_rate,
                       progress=not args.no_progress, lm=describe_lm(lm), extra=extra,
                       backend=backend_settings(args))
@@ -242,7 +243,7 @@ def _programs(args: argparse.Namespace, lm: Any, lm_config: Any, temperature: fl
     if temperature is None:
         temperature = getattr(args, "integrator_temperature", deliberation.DEFAULT_INTEGRATOR_TEMPERATURE)
     program = deliberation.DiverseHypothesisDeliberation(
-        k=k, vary_seed=vary_seed, max_workers=args.workers, integrator_temperature=temperature,
+        k=k, vary_seed=vary_seed, max_workers=args.call_threads, integrator_temperature=temperature,
         recruiter_temperature=getattr(args, "recruiter_temperature", deliberation.DEFAULT_RECRUITER_TEMPERATURE),
         hypothesizer_temperature=getattr(args, "hypothesizer_temperature",
                                          deliberation.DEFAULT_HYPOTHESIZER_TEMPERATURE))
@@ -285,16 +286,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ConfigError("--k must be at least 1")
     skipped: list[str] = []
-    problems = load_problems(args.problems, args.format, skip_invalid=args.skip_invalid, problems=skipped)
+    problems = load_problems(args.data, args.format, skip_invalid=args.skip_invalid, problems=skipped)
     for line in skipped:
         print(f"skipped: {line}", file=sys.stderr)
     if not problems:
-        raise ConfigError(f"no usable problems in {args.problems}")
+        raise ConfigError(f"no usable problems in {args.data}")
     lm, lm_config = configure_lms(args)
     program, evaluator, _ = _programs(args, lm, lm_config, k=args.k)
     cache = MessageCache(args.cache)
     out = _run(generate, cache, problems, program=program, evaluator=evaluator, k=args.k, options=_options(args, lm),
-               source=args.problems)
+               source=args.data)
     if out is None:
         return 1
     result, counts = out
@@ -348,7 +349,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.permutations < 1 or args.multiplicity_permutations < 1:
         raise ConfigError("--permutations and --multiplicity-permutations must be at least 1")
 
-    report = analyze(MessageCache(args.cache), args.out, runs_dir=args.runs, run_ids=args.run, k=args.k,
+    report = analyze(MessageCache(args.cache), args.report_dir, runs_dir=args.runs_dir, run_ids=args.run, k=args.k,
                      seed=args.seed, n_permutations=args.permutations, n_resamples=args.resamples, q=args.q,
                      method=args.method, full=args.full, null=args.null,
                      n_multiplicity=args.multiplicity_permutations, label=args.label, with_tables=not args.no_tables)

@@ -16,7 +16,7 @@ def cmd_crossfit(args: argparse.Namespace) -> int:
     from groundstate.eval.dhd.analysis import crossfit
     from groundstate.eval.dhd.cache import MessageCache
 
-    result = crossfit(MessageCache(args.cache), args.out, runs_dir=args.runs, run_ids=args.run, k=args.k,
+    result = crossfit(MessageCache(args.cache), args.report_dir, runs_dir=args.runs_dir, run_ids=args.run, k=args.k,
                       seed=args.seed, n_resamples=args.resamples, n_shuffles=args.shuffles,
                       complete_only=not args.all_problems, control_draw=args.control_draw)
 

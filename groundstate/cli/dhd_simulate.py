@@ -20,8 +20,10 @@ def register(dhd_sub: Any) -> None:
                            "all iid Bernoulli(problem accuracy) under the null, plus planted effects that shift "
                            "chosen messages' removal accuracy. Writes a cache in the normal format (analyze runs "
                            "on it unchanged) and simulation.json with the ground truth.")
-    p.add_argument("--out", required=True, metavar="DIR", help="the new cache directory (must not exist or be empty)")
-    p.add_argument("--problems", type=int, default=200, metavar="N", help="problems (default 200)")
+    p.add_argument("--cache", required=True, metavar="DIR", help="the new cache directory (must not exist or be empty)")
+    p.alias("--out", "--cache")
+    p.add_argument("--n", type=int, default=200, metavar="N", help="problems (default 200)")
+    p.alias("--problems", "--n")
     p.add_argument("--blocks", type=int, default=5, metavar="B", help="replay blocks per problem (default 5)")
     p.add_argument("--k", type=int, default=5, help="messages per problem (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
@@ -50,14 +52,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from groundstate.eval.dhd.simulate import DesignSpec, PlantedEffect, simulate, write_cache
 
     try:
-        spec = DesignSpec(n_problems=args.problems, n_blocks=args.blocks, k=args.k, accuracy=tuple(args.accuracy),
+        spec = DesignSpec(n_problems=args.n, n_blocks=args.blocks, k=args.k, accuracy=tuple(args.accuracy),
                           accuracy_range=tuple(args.accuracy_range), hard_share=args.hard_share,
                           hard_accuracy=tuple(args.hard_accuracy), proposal_correct=args.proposal_correct,
                           effects=tuple(PlantedEffect.parse(e) for e in args.effects), fail_rate=args.fail_rate,
                           benchmarks=tuple(args.benchmarks))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    written = write_cache(simulate(spec, args.seed), args.out)
+    written = write_cache(simulate(spec, args.seed), args.cache)
     print(f"simulated {written['n_problems']} problems x {written['k']} messages x {written['n_blocks']} blocks "
           f"({written['n_planted']} planted effects) into {written['cache']}; ground truth {written['truth']}")
     print(f"next: groundstate dhd analyze --cache {written['cache']}")

@@ -23,7 +23,8 @@ def register(dhd_sub: Any) -> None:
                    help="analysis directories written by `groundstate dhd analyze` (default there: <cache>/analysis)")
     p.add_argument("--label", nargs="+", default=None, metavar="NAME",
                    help="one model name per directory (default: each cache directory's name)")
-    p.add_argument("--out", required=True, metavar="DIR", help="where to write the combined tables")
+    p.add_argument("--report-dir", required=True, metavar="DIR", help="where to write the combined tables")
+    p.alias("--out", "--report-dir")
     p.set_defaults(func=cmd_tables)
 
 
@@ -64,6 +65,6 @@ def cmd_tables(args: argparse.Namespace) -> int:
     names = [s.label for s in sources]
     if len(set(names)) != len(names):
         raise ConfigError(f"two directories have the same model name ({', '.join(names)}): give --label")
-    for name, path in write_tables(args.out, sources).items():
+    for name, path in write_tables(args.report_dir, sources).items():
         print(f"{name}: {path}")
     return 0

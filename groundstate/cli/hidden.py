@@ -1,14 +1,14 @@
 """``groundstate hidden ...``: hidden-profile tasks (the Consilience wing's data and reference protocols).
 
     groundstate hidden generate travel --n 200 --seed 0 --out data/travel.jsonl
-    groundstate hidden validate data/travel.jsonl
-    groundstate hidden run --tasks tasks.jsonl --protocol hidden-post --rounds 3     # simulated agents (default)
-    groundstate hidden run --tasks tasks.jsonl --protocol full-info --agents lm --lm-config team.toml
+    groundstate hidden validate --data data/travel.jsonl
+    groundstate hidden run --data tasks.jsonl --protocol hidden-post --rounds 3     # simulated agents (default)
+    groundstate hidden run --data tasks.jsonl --protocol full-info --agents lm --lm-config team.toml
 
 ``--agents lm`` gives agent ``i`` the LM of role ``agent.i`` in ``--lm-config`` (``[default]`` otherwise), so a
 group can be heterogeneous. ``--agents sim`` (the default of ``hidden run``: offline and fast) runs the seeded
 LM-free agents of :mod:`groundstate.programs.consilience.simulated` (``--seed`` is their seed); every task then
-needs per-fact support. Runs are stored under ``--out`` like any other run (resumable, shardable).
+needs per-fact support. Runs are stored under ``--runs-dir`` like any other run (resumable, shardable).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from collections import Counter
 from groundstate.cli.options import (
     add_agent_options,
     add_allow_empty,
+    add_call_threads,
+    add_data_option,
     add_lm_options,
     add_run_options,
     add_support_options,
@@ -63,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "tasks; records with a travel structure are re-checked with the travel validator. "
                               "Prints one line per problem; exit status 2 if there is any. Travel tasks also get "
                               "a report of how often rules reading only the public plans find the answer.")
-    p.add_argument("file", help="a HiddenBench JSON file or groundstate JSONL/Parquet of hidden-profile tasks")
+    add_data_option(p, "a HiddenBench JSON file or groundstate JSONL/Parquet of hidden-profile tasks", positional=True)
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
     p.add_argument("--max-leak", type=float, default=None, metavar="POINTS",
                    help="count it as a problem when a rule reading only the public plans of the travel tasks finds "
@@ -128,17 +130,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if max_leak is not None and not max_leak >= 0:
         raise ConfigError("--max-leak must be a non-negative number of percentage points")
     problems: list[str] = []
-    tasks = load_hidden_tasks(args.file, skip_invalid=args.skip_invalid, problems=problems,
+    tasks = load_hidden_tasks(args.data, skip_invalid=args.skip_invalid, problems=problems,
                               allow_empty=args.allow_empty)
     travel = [task for task in tasks if task.structure and "agents" in task.structure]
     checked = len(travel)
     for task in travel:
-        problems += [f"{one_line(args.file)}: record {one_line(task.id)}: {one_line(issue)}"
+        problems += [f"{one_line(args.data)}: record {one_line(task.id)}: {one_line(issue)}"
                      for issue in check_record(task)]
     leak = leak_rates(travel)
     limit = DEFAULT_MAX_LEAK if max_leak is None else max_leak / 100
     if max_leak is not None and leak.leaks(limit):
-        problems.append(f"{one_line(args.file)}: public-only rule '{leak.worst}' beats chance by "
+        problems.append(f"{one_line(args.data)}: public-only rule '{leak.worst}' beats chance by "
                         f"{100 * leak.excess:.1f} points (--max-leak {max_leak:g})")
     for line in problems:
         print(line)
@@ -164,11 +166,11 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
                     "protocols follow HiddenBench's own simulation (shuffled facts, an initial vote, 15 rounds in "
                     "which each agent sees the others' latest messages, a first-vote tie rule); `hiddenbench` "
                     "also reports its initial votes, which are Hidden-Pre.")
-    p.add_argument("--tasks", required=True, metavar="FILE", help="hidden-profile tasks (HiddenBench JSON or JSONL)")
+    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)", old=("--tasks",))
     p.add_argument("--protocol", choices=PROTOCOLS, default="hidden-post", help="the protocol (default hidden-post)")
     p.add_argument("--rounds", type=int, default=None,
                    help="discussion rounds (default: 3 for hidden-post, 15 for hiddenbench)")
-    add_agent_options(p, default="sim")
+    add_agent_options(p)
     add_support_options(p)
     add_run_options(p)
     p.set_defaults(func=cmd_hidden_run)
@@ -183,10 +185,8 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
     from groundstate.eval.stats import format_ci
 
     settings = run_settings(args)
-    tasks, data = load_tasks(args.tasks, args.allow_empty)
-    if args.agents == "sim":
-        print("agents: sim (seeded simulated agents, offline; --agents lm runs LM agents)", file=sys.stderr)
-    tasks, team, agents, lm = prepare_team(args, tasks, args.tasks)
+    tasks, data = load_tasks(args.data, args.allow_empty)
+    tasks, team, agents, lm = prepare_team(args, tasks, args.data)
     try:
         result = run_protocol(args.protocol, args.rounds, tasks, data, team, agents, lm, args.seed, settings)
     except RunAborted as exc:
@@ -212,14 +212,14 @@ def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
         "annotate", help="rate every fact's support for each option with an LM (for simulated agents)",
         description="Asks an LM how each fact of each task, on its own, bears on each option (-2..+2); the LM "
                     "never sees the correct answer or the rationale. The ratings are written beside the task "
-                    "file (FILE.support.json) and reused: a second run asks only about facts not yet rated. "
+                    "file (<data>.support.json) and reused: a second run asks only about facts not yet rated. "
                     "Simulated agents (--agents sim) then run on them; without this file they use the "
                     "hidden-profile design default (see groundstate.programs.consilience.annotate).")
-    p.add_argument("--tasks", required=True, metavar="FILE", help="hidden-profile tasks (HiddenBench JSON or JSONL)")
-    p.add_argument("--out", default=None, metavar="FILE", help="the support file (default FILE.support.json)")
+    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)", old=("--tasks",))
+    p.add_argument("--out", default=None, metavar="FILE", help="the support file (default <data>.support.json)")
     p.add_argument("--replace", action="store_true",
                    help="start afresh when the existing support file was made with another LM or prompts")
-    p.add_argument("--threads", type=int, default=4, help="concurrent LM calls within a task (default 4)")
+    add_call_threads(p, "task")
     add_allow_empty(p)
     add_lm_options(p)
     p.set_defaults(func=cmd_hidden_annotate)
@@ -227,23 +227,20 @@ def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
 
 def cmd_hidden_annotate(args: argparse.Namespace) -> int:
     from groundstate.cli.options import configure_lms
-    from groundstate.errors import ConfigError
     from groundstate.eval.consilience.data import load_tasks
     from groundstate.eval.consilience.support import annotate_tasks, support_path
     from groundstate.programs.consilience.annotate import SupportAnnotator
 
-    if args.threads < 1:
-        raise ConfigError("--threads must be at least 1")
-    tasks, _ = load_tasks(args.tasks, args.allow_empty)
+    tasks, _ = load_tasks(args.data, args.allow_empty)
     lm, _ = configure_lms(args)
-    out = args.out or support_path(args.tasks)
+    out = args.out or support_path(args.data)
 
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():
             print(f"\rannotated {done}/{total} tasks", end="" if done < total else "\n", file=sys.stderr)
 
-    data = annotate_tasks(tasks, args.tasks, SupportAnnotator(), lm, out=out, replace=args.replace,
-                          threads=args.threads, progress=progress)
+    data = annotate_tasks(tasks, args.data, SupportAnnotator(), lm, out=out, replace=args.replace,
+                          threads=args.call_threads, progress=progress)
     facts = sum(len(v) for v in data["support"].values())
     print(f"{facts} facts of {len(tasks)} tasks rated -> {out}")
     for failure in data["failures"][:5]:

@@ -6,7 +6,14 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_lm_options, add_run_options
+    from groundstate.cli.options import (
+        add_data_option,
+        add_lm_options,
+        add_report_dir,
+        add_run_options,
+        add_shares,
+        add_threads,
+    )
     from groundstate.eval.reground.tasks import (
         BASELINE_HELP,
         add_baseline_arguments,
@@ -16,21 +23,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     from groundstate.optimizers.tune import MAX_FAILED_SHARE, OPTIMIZERS, Budget
 
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case")
-    p.add_argument("file", help="an OffQuery data file")
-    p.add_argument("--train", type=float, default=0.6, help="share of the data in the train split (default 0.6)")
-    p.add_argument("--val", type=float, default=0.2, help="share in the validation split (default 0.2)")
-    p.add_argument("--test", type=float, default=0.2, help="share in the test split (default 0.2)")
+    add_data_option(p, "an OffQuery data file", positional=True)
+    add_shares(p, {"train": 0.6, "val": 0.2, "test": 0.2})
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffle (default 0)")
-    p.add_argument("--out-dir", default=None, help="where to write <stem>.train/val/test.jsonl (default: beside FILE)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="directory for <stem>.train/val/test.jsonl (default: beside --data)")
+    p.alias("--out-dir", "--out")
     p.set_defaults(func=cmd_split)
 
     names = ["reground", *BASELINE_HELP]
     p = sub.add_parser("optimize", help="tune a program with a DSPy optimizer and save it",
-                       description="Tunes PROGRAM on --train (choosing on --val) and saves program.json and "
+                       description="Tunes PROGRAM on --data (choosing on --val-data) and saves program.json and "
                                    "manifest.json to --out. Programs: " + ", ".join(names))
     p.add_argument("program", help="the program to tune: " + ", ".join(names))
-    p.add_argument("--train", required=True, help="training data (OffQuery file)")
-    p.add_argument("--val", default=None, help="validation data (required by random-search, mipro and gepa)")
+    add_data_option(p, "training data (OffQuery file)", old=("--train",))
+    add_data_option(p, "validation data (required by random-search, mipro and gepa)", required=False,
+                    old=("--val",), flag="--val-data")
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="bootstrap",
                    help="the DSPy optimizer (default bootstrap)")
     p.add_argument("--metric", default=None, help="t1, t2, t3, t1+t2+t3, 0.5*t1+t3 (default: the stage's task)")
@@ -42,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     defaults = Budget()
     p.add_argument("--max-demos", type=int, default=defaults.max_bootstrapped_demos, help="bootstrapped demos")
     p.add_argument("--max-labeled-demos", type=int, default=defaults.max_labeled_demos,
-                   help=f"labeled demos taken from --train (default {defaults.max_labeled_demos})")
+                   help=f"labeled demos taken from --data (default {defaults.max_labeled_demos})")
     p.add_argument("--bootstrap-rounds", dest="max_rounds", type=int, default=defaults.max_rounds,
                    help="bootstrapping rounds")
     p.add_argument("--candidates", type=int, default=None,
@@ -54,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-failed-share", type=float, default=MAX_FAILED_SHARE, metavar="X",
                    help=f"stop (exit 2, nothing saved) when more than this share of metric calls failed "
                         f"(default {MAX_FAILED_SHARE:g})")
-    p.add_argument("--threads", type=int, default=1, help="metric calls run concurrently by the optimizer (default 1)")
+    add_threads(p, "metric calls (the optimizer's evaluation threads)")
     p.add_argument("--seed", type=int, default=0, help="the optimizer's seed (default 0)")
     p.add_argument("--condition", choices=("reliable", "unreliable"), default="unreliable",
                    help="which shared context programs see (default unreliable)")
@@ -70,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "state (before) on --data, durably, and reports T1/T2/T3 with 95% intervals.")
     p.add_argument("dir", help="a directory written by `groundstate optimize`")
     p.add_argument("--data", required=True, help="held-out data (OffQuery file or 'synthetic')")
-    p.add_argument("--report-dir", default=None, help="where to write evaluate.md/json/png (default: DIR/evaluations)")
+    add_report_dir(p, "where to write evaluate.md/json/png (default: DIR/evaluations)")
     p.add_argument("--allow-overlap", action="store_true",
                    help="evaluate even on data that shares instance ids or source cases with the train/val data")
     add_data_arguments(p)
@@ -82,9 +90,9 @@ def cmd_split(args: argparse.Namespace) -> int:
     from groundstate.eval.benchmarks.offquery.loader import load_any
     from groundstate.eval.splits import split_instances, write_splits
 
-    instances = load_any(args.file)
-    splits = split_instances(instances, args.train, args.val, args.test, seed=args.seed)
-    paths = write_splits(splits, args.file, args.out_dir, seed=args.seed)
+    instances = load_any(args.data)
+    splits = split_instances(instances, args.train_share, args.val_share, args.test_share, seed=args.seed)
+    paths = write_splits(splits, args.data, args.out, seed=args.seed)
     for name in ("train", "val", "test"):
         print(f"{name}: {len(splits[name])} instances -> {paths[name]}")
     print(f"ids and hashes: {paths['index']}")

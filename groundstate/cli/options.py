@@ -1,4 +1,23 @@
-"""The options several commands share, defined once: LM options, run options, agents, ``--allow-empty``.
+"""The options several commands share, defined once, and the one grammar every command follows.
+
+**The grammar.** Every command spells the same thing the same way:
+
+- ``--data FILE``: the records the command works on (OffQuery instances, hidden-profile tasks, DHD problems,
+  MediQ cases, exploration rows). A second input is ``--<split>-data`` (``optimize --val-data``,
+  ``consilience ablate --calibration-data``). A DHD message cache is ``--cache DIR`` (it is read and written).
+- ``--runs-dir DIR``: the directory of durable run directories (default ``runs/``; DHD: ``<cache>/runs``).
+- ``--out PATH``: the one file or artifact directory the command creates (a data file, a saved program, a model).
+- ``--report-dir DIR``: where tables and charts go (``compare``, ``evaluate``, ``consilience evaluate/table``,
+  ``dhd analyze/crossfit/tables``).
+- ``--threads N``: records (tasks, problems, cases, episodes) worked on at once, default 4;
+  ``--call-threads N``: LM calls at once inside one record, default 8.
+- ``--seed N``: the seed of everything random the command itself does, default 0; ``--synthetic-seed N``: the
+  generator seed of ``--data synthetic``.
+- ``--<share>-share X``: the share of a split (``split --train-share``, ``consilience split --test-share``).
+
+Earlier spellings (``--tasks``, ``--problems``, ``--from-mediq``, a positional input, ``--out`` for a runs or a
+report directory, ``--out-dir``, ``--workers``, ``--data-seed``, ``--train/--val`` for files or shares) are hidden
+aliases for one release: they still work and print a note naming the new spelling (:meth:`Parser.alias`).
 
 A command group's module adds its own options and calls these for the shared ones, so every command spells
 and documents them the same way; :func:`lm_config_from_args` and :func:`configure_lms` turn the LM options into
@@ -17,17 +36,57 @@ _LATE_VERBOSE = "_verbose_after_command"  # where a command's own -v counts unti
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line and exit 2 like every other user error, and ``-v`` given after
-    the command (:func:`add_verbose_options`) adds to ``verbose``."""
+    """argparse, but usage errors are one line and exit 2 like every other user error, ``-v`` given after the
+    command (:func:`add_verbose_options`) adds to ``verbose``, and earlier option spellings are hidden aliases
+    (:meth:`alias`, :meth:`positional_alias`)."""
 
     def error(self, message: str):  # noqa: D401
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def alias(self, old: str, new: str) -> None:
+        """Accept the earlier spelling ``old`` of the option ``new`` (hidden from ``--help``; a note on stderr
+        names the new spelling). The same ``old`` may mean different new options in different commands."""
+        self.__dict__.setdefault("_gs_aliases", {})[old] = new
+
+    def positional_alias(self, dest: str, flag: str, metavar: str = "FILE") -> None:
+        """Accept the input of ``flag`` (added with ``required=False``) as a positional argument too, the earlier
+        spelling; ``flag`` is then required unless the positional is given."""
+        self.add_argument(f"_positional_{dest}", nargs="?", default=None, metavar=metavar, help=argparse.SUPPRESS)
+        self.__dict__.setdefault("_gs_positionals", []).append((dest, flag))
+
     def parse_known_args(self, args=None, namespace=None):
+        if args is not None and self.__dict__.get("_gs_aliases"):
+            args = self._respell(list(args))
         namespace, extras = super().parse_known_args(args, namespace)
+        for dest, flag in self.__dict__.get("_gs_positionals", ()):
+            given = vars(namespace).pop(f"_positional_{dest}", None)
+            if given is not None and getattr(namespace, dest, None) not in (None, given):
+                self.error(f"the input is given twice (positional {given!r} and {flag}); give only {flag}")
+            if given is not None:
+                self._note(f"a positional {flag.lstrip('-')} file", flag)
+                setattr(namespace, dest, given)
+            elif getattr(namespace, dest, None) is None and "-h" not in (args or ()) and "--help" not in (args or ()):
+                self.error(f"the following arguments are required: {flag}")
         if hasattr(namespace, "verbose"):  # the top parser (a command's parser sees only its own namespace)
             namespace.verbose += vars(namespace).pop(_LATE_VERBOSE, 0)
         return namespace, extras
+
+    def _respell(self, args: list[str]) -> list[str]:
+        aliases = self.__dict__["_gs_aliases"]
+        out = []
+        for i, token in enumerate(args):
+            if token == "--":
+                return out + args[i:]
+            name, eq, value = token.partition("=")
+            if name in aliases:
+                self._note(name, aliases[name])
+                token = aliases[name] + eq + value
+            out.append(token)
+        return out
+
+    def _note(self, old: str, new: str) -> None:
+        print(f"{self.prog}: note: {old} is now {new} (the old spelling works for one more release)",
+              file=sys.stderr)
 
 
 def add_verbose_options(parser: argparse.ArgumentParser) -> None:
@@ -63,14 +122,14 @@ def add_lm_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--out``, ``--max-error-rate``,
+    """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--runs-dir``, ``--max-error-rate``,
     ``--no-progress``, ``--backend``, ``--ray-address``, ``--ray-workers``, ``--max-inflight`` and ``--allow-empty``."""
     add_lm_options(parser)
     parser.add_argument("--limit", type=int, default=None, help="run only the first N records")
     parser.add_argument("--seed", type=int, default=0, help="seed for anything random (default 0)")
     parser.add_argument("--shard", default=None, metavar="i/N",
                         help="run the deterministic shard i of N (0 <= i < N); merge with `groundstate runs merge`")
-    parser.add_argument("--out", default="runs", help="directory of run directories (default runs/)")
+    add_runs_dir(parser)
     parser.add_argument("--max-error-rate", type=float, default=None, metavar="X",
                         help="stop the run once the share of failed records exceeds X (0-1), keeping results")
     parser.add_argument("--no-progress", action="store_true",
@@ -80,11 +139,88 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_allow_empty(parser)
 
 
+def add_runs_dir(parser: argparse.ArgumentParser, default: str | None = "runs",
+                 help: str = "directory of run directories (default runs/)", old: tuple[str, ...] = ("--out",)) -> None:
+    """``--runs-dir DIR`` (earlier spellings ``old``): where durable runs live."""
+    parser.add_argument("--runs-dir", default=default, metavar="DIR", help=help)
+    for spelling in old:
+        parser.alias(spelling, "--runs-dir")
+
+
+def add_data_option(parser: argparse.ArgumentParser, help: str, required: bool = True, metavar: str = "FILE",
+                    old: tuple[str, ...] = (), positional: bool = False, flag: str = "--data",
+                    default: Any = None) -> None:
+    """The input option ``flag`` (``--data``; dest ``data``, or ``<split>_data`` for ``--<split>-data``) with the
+    hidden earlier spellings ``old`` and, with ``positional``, the earlier positional form."""
+    parser.add_argument(flag, required=required and not positional, default=default, metavar=metavar, help=help)
+    for spelling in old:
+        parser.alias(spelling, flag)
+    if positional:
+        parser.positional_alias(flag.lstrip("-").replace("-", "_"), flag, metavar)
+        parser._option_string_actions[flag].help += " (required)"
+
+
+def add_report_dir(parser: argparse.ArgumentParser, help: str, old: tuple[str, ...] = ()) -> None:
+    """``--report-dir DIR``: where a command writes its tables and charts."""
+    parser.add_argument("--report-dir", default=None, metavar="DIR", help=help)
+    for spelling in old:
+        parser.alias(spelling, "--report-dir")
+
+
+THREADS = 4
+"""Default of ``--threads`` (records at once) everywhere."""
+CALL_THREADS = 8
+"""Default of ``--call-threads`` (LM calls at once inside one record) everywhere."""
+
+
+def add_threads(parser: argparse.ArgumentParser, unit: str = "records") -> None:
+    """``--threads N``: ``unit`` worked on at once (default :data:`THREADS`)."""
+    parser.add_argument("--threads", type=positive_int, default=THREADS,
+                        help=f"{unit} worked on at once (default {THREADS})")
+
+
+def add_call_threads(parser: argparse.ArgumentParser, unit: str = "record") -> None:
+    """``--call-threads N`` (earlier ``--workers``): LM calls at once inside one ``unit``."""
+    parser.add_argument("--call-threads", type=positive_int, default=CALL_THREADS, metavar="N",
+                        help=f"LM calls at once inside one {unit} (default {CALL_THREADS})")
+    parser.alias("--workers", "--call-threads")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def share(text: str) -> float:
+    """An argparse type: a share from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
+    return value
+
+
+def add_shares(parser: argparse.ArgumentParser, defaults: dict[str, float], what: str = "data") -> None:
+    """``--<name>-share X`` for each split ``name`` (earlier ``--<name>``), with its default."""
+    for name, default in defaults.items():
+        parser.add_argument(f"--{name}-share", type=share, default=default, metavar="X",
+                            help=f"share of the {what} in the {name} split (default {default})")
+        parser.alias(f"--{name}", f"--{name}-share")
+
+
 def add_backend_options(parser: argparse.ArgumentParser, unit: str = "records") -> None:
     """``--threads``, ``--backend``, ``--ray-address``, ``--ray-workers`` and ``--max-inflight`` (part of
     :func:`add_run_options`; alone for the commands whose per-item loop is not a durable run, with
     :func:`backend_map`). ``unit`` names what runs concurrently in the help."""
-    parser.add_argument("--threads", type=int, default=4, help=f"{unit} run concurrently (default 4)")
+    add_threads(parser, unit)
     parser.add_argument("--backend", choices=("threads", "ray"), default="threads",
                         help=f"where {unit} run: 'threads' in this process (default) or 'ray' tasks on a Ray "
                              "cluster (pip install 'groundstate[ray]'); this process still writes every result")
@@ -129,10 +265,10 @@ def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def run_settings(args: argparse.Namespace, out: Any = None):
-    """The :class:`~groundstate.eval.runner.RunSettings` of the run options (``out`` overrides ``--out``)."""
+    """The :class:`~groundstate.eval.runner.RunSettings` of the run options (``out`` overrides ``--runs-dir``)."""
     from groundstate.eval.runner import RunSettings, parse_shard
 
-    return RunSettings(out=out if out is not None else getattr(args, "out", "runs"),
+    return RunSettings(out=out if out is not None else getattr(args, "runs_dir", "runs"),
                        threads=getattr(args, "threads", 1), limit=getattr(args, "limit", None),
                        shard=parse_shard(getattr(args, "shard", None)),
                        max_error_rate=getattr(args, "max_error_rate", None),
@@ -166,9 +302,18 @@ def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "ta
 AGENT_KINDS = ("lm", "sim")
 
 
-def add_agent_options(p: argparse.ArgumentParser, default: str = "lm") -> None:
+class _GivenAgents(argparse.Action):
+    """``--agents`` that remembers it was given, so the note about the default appears only when it was not."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.agents_given = True
+
+
+def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
     """``--agents lm|sim``, ``--sim-preset`` and the simulated agents' parameters (hidden-profile and Consilience
-    commands). Every ``--sim-*`` parameter defaults to ``None``, meaning the preset's value, so an explicit one
+    commands; ``sim`` by default everywhere, so a forgotten option never starts a long LM run, and a note on stderr
+    says so). Every ``--sim-*`` parameter defaults to ``None``, meaning the preset's value, so an explicit one
     overrides the preset (:func:`sim_params`)."""
     from groundstate.programs.consilience.simulated import SIM_PRESETS
 
@@ -181,7 +326,7 @@ def add_agent_options(p: argparse.ArgumentParser, default: str = "lm") -> None:
             raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {text!r}") from None
 
     ideal, limited = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
-    p.add_argument("--agents", choices=AGENT_KINDS, default=default,
+    p.add_argument("--agents", choices=AGENT_KINDS, default=default, action=_GivenAgents,
                    help="'lm' (agent i uses role agent.i of --lm-config) or 'sim' (seeded simulated agents, "
                         f"offline and fast); default {default}")
     sim = p.add_argument_group("simulated agents (--agents sim)",
@@ -253,7 +398,7 @@ def add_support_options(p: argparse.ArgumentParser) -> None:
                         "support file beside the task file if there is one, else the hidden-profile design default), "
                         "file, design, or task (only the tasks' own)")
     p.add_argument("--support-file", default=None, metavar="FILE",
-                   help="the support file (default: FILE.support.json beside the task file)")
+                   help="the support file (default: <data>.support.json beside the task file)")
 
 
 def prepare_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str
@@ -263,6 +408,10 @@ def prepare_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str
     from is part of the agents description, so of the run's fingerprint)."""
     if getattr(args, "agents", "lm") == "sim":
         from groundstate.eval.consilience.support import apply_support
+
+        if not getattr(args, "agents_given", False):
+            print("agents: sim, the default (seeded simulated agents, offline; --agents lm runs LM agents)",
+                  file=sys.stderr)
 
         tasks, support = apply_support(tasks, tasks_file, getattr(args, "support", "auto"),
                                        getattr(args, "support_file", None))

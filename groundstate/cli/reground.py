@@ -6,7 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_run_options
+    from groundstate.cli.options import add_report_dir, add_run_options
     from groundstate.eval.reground.tasks import (
         BASELINE_HELP,
         add_baseline_arguments,
@@ -20,10 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "compare.json and compare.png. Programs: " + ", ".join(names))
     p.add_argument("programs", nargs="*", metavar="PROGRAM", help="programs to compare: " + ", ".join(names))
     p.add_argument("--data", default=None, help="an OffQuery data file, or 'synthetic' (default)")
-    p.add_argument("--report-dir", default=None, help="where to write the report (default <out>/compare-<id>)")
+    add_report_dir(p, "where to write the report (default <runs-dir>/compare-<id>)")
     p.add_argument("--paper-tables", action="store_true",
                    help="also write the paper's Table 1 (T1/T2/T3 and gains over standard), Table 10 (M = 1..5 and "
-                        "oracle) and Table 11 (tokens) layouts from every stored OffQuery run under --out "
+                        "oracle) and Table 11 (tokens) layouts from every stored OffQuery run under --runs-dir "
                         "(run the programs first, or name them here)")
     add_data_arguments(p)
     add_reground_arguments(p)
@@ -56,7 +56,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                                      on_start=lambda name: console.print(f"[bold]{name}[/bold]"))
         metrics = ("t1", "t2", "t2_retention", "t2_exclusion", "t3")
         rows = comparison_rows(summaries, metrics=metrics, notes=notes)
-        report_dir = Path(args.report_dir or Path(args.out) / f"compare-{fingerprint(run_ids, 10)}")
+        report_dir = Path(args.report_dir or Path(args.runs_dir) / f"compare-{fingerprint(run_ids, 10)}")
         judge = getattr(t2_judge(args), "name", str(args.judge_lm))
         title = f"OffQuery ({args.condition} shared context; T2 judge: {judge})"
         paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": args.condition,
@@ -68,8 +68,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from groundstate.eval.tasks import load_builtin_tasks
 
         names = [n for n in load_builtin_tasks() if n != "qa"]
-        runs = offquery_runs(args.out, names)
-        tables_dir = Path(args.report_dir or Path(args.out) / "paper-tables")
+        runs = offquery_runs(args.runs_dir, names)
+        tables_dir = Path(args.report_dir or Path(args.runs_dir) / "paper-tables")
         if args.programs and args.report_dir:
             tables_dir = tables_dir / "paper-tables"
         written = write_tables(runs, tables_dir)

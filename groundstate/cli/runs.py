@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from groundstate.cli.options import Parser
+from groundstate.cli.options import Parser, add_runs_dir
 from groundstate.cli.output import print_summary
 
 
@@ -17,17 +17,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description="One row per run: records done/selected, errors and its state: running "
                             "(a live process holds the run's lock), killed (ended without its final summary), "
                             "stopped (with the reason), incomplete or complete.")
-    p.add_argument("--out", default="runs", help="directory of run directories")
+    add_runs_dir(p)
     p.set_defaults(func=cmd_runs_list)
     p = runs_sub.add_parser("show", help="show one run's configuration and summary")
     p.add_argument("run", help="run id (or a unique prefix) or run directory")
-    p.add_argument("--out", default="runs", help="directory of run directories (default runs/)")
+    add_runs_dir(p)
     p.add_argument("--json", action="store_true", help="print config and summary as JSON")
     p.add_argument("--errors", type=int, default=5, help="show up to N failed records")
     p.set_defaults(func=cmd_runs_show)
     p = runs_sub.add_parser("merge", help="merge the shards of one run into a single run")
     p.add_argument("runs", nargs="+", help="run ids or directories (the shards)")
-    p.add_argument("--out", default="runs", help="directory of run directories (default runs/)")
+    add_runs_dir(p)
     p.set_defaults(func=cmd_runs_merge)
 
 
@@ -37,9 +37,9 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
     from groundstate.eval.runs import list_runs
 
-    runs = list_runs(args.out)
+    runs = list_runs(args.runs_dir)
     if not runs:
-        print(f"no runs under {args.out}/")
+        print(f"no runs under {args.runs_dir}/")
         return 0
     table = Table()
     for col in ("run id", "program", "LM", "records", "errors", "state"):
@@ -56,7 +56,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     from groundstate.errors import one_line
     from groundstate.eval.runs import load_run, resolve_run_dir
 
-    run = load_run(resolve_run_dir(args.out, args.run))
+    run = load_run(resolve_run_dir(args.runs_dir, args.run))
     if args.json:
         print(json.dumps({k: run[k] for k in ("run_id", "config", "summary")}, indent=2))
         return 0
@@ -72,8 +72,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 def cmd_runs_merge(args: argparse.Namespace) -> int:
     from groundstate.eval.runs import merge_runs, resolve_run_dir
 
-    runs = [resolve_run_dir(args.out, r) for r in args.runs]
-    merged = merge_runs(runs, out=args.out)
+    runs = [resolve_run_dir(args.runs_dir, r) for r in args.runs]
+    merged = merge_runs(runs, out=args.runs_dir)
     print_summary(merged["summary"])
     missing = merged["summary"]["shards"]["missing"]
     print(f"merged {len(runs)} shards into {merged['dir']}" + (f" (missing shards: {missing})" if missing else ""))

@@ -45,7 +45,7 @@ class RunLock:
             holder = handle.read().strip() or "unknown"
             handle.close()
             raise RunInUseError(f"run {self.run_id} is in use by another groundstate process (pid {holder}); "
-                                "wait for it or use another --out") from None
+                                "wait for it or use another --runs-dir") from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()}\n")

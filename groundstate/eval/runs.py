@@ -256,7 +256,7 @@ def resolve_run_dir(out: str | Path, name: str) -> str:
     if path.is_dir():
         return str(path)
     if path.is_absolute() or len(path.parts) != 1:
-        raise InputError(f"no run directory {name} (it does not exist); see `groundstate runs list --out DIR`")
+        raise InputError(f"no run directory {name} (it does not exist); see `groundstate runs list --runs-dir DIR`")
     candidate = Path(out) / name
     if candidate.is_dir():
         return str(candidate)

@@ -47,7 +47,8 @@ def split_instances(instances: Sequence[Any], train: float = 0.6, val: float = 0
     """
     fractions = {"train": train, "val": val, "test": test}
     if any(f < 0 for f in fractions.values()) or abs(sum(fractions.values()) - 1.0) > 1e-6:
-        raise ConfigError(f"--train/--val/--test must be non-negative and sum to 1, got {train}/{val}/{test}")
+        raise ConfigError("--train-share/--val-share/--test-share must be non-negative and sum to 1, "
+                          f"got {train}/{val}/{test}")
     ids = [x.id for x in instances]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)

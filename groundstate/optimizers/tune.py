@@ -201,7 +201,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         raise ConfigError("the training set is empty")
     if optimizer in NEEDS_VALSET and not valset:
         raise ConfigError(f"optimizer '{optimizer}' chooses among candidate programs and needs a validation set "
-                          "(--val)")
+                          "(--val-data)")
     budget = budget or Budget()
     budget.check(optimizer)
     if trainable is not None:

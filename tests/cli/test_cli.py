@@ -51,7 +51,7 @@ def test_usage_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as info:
         main(["run", "qa", "--threads", "many"])
     assert info.value.code == 2
-    assert "invalid int value" in capsys.readouterr().err
+    assert "expected a whole number of at least 1, got 'many'" in capsys.readouterr().err
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def write_qa(path, n, bad_line=None):
 
 def test_bad_data_line_names_file_and_line(tmp_path, capsys, scripted_cli_lm):
     data = write_qa(tmp_path / "qa.jsonl", 3, bad_line=1)
-    assert main(["run", "qa", "--data", str(data), "--out", str(tmp_path / "runs")]) == 2
+    assert main(["run", "qa", "--data", str(data), "--runs-dir", str(tmp_path / "runs")]) == 2
     err = one_line_error(capsys)
     assert "qa.jsonl" in err and "line 2" in err
 
@@ -79,7 +79,7 @@ def test_bad_data_line_names_file_and_line(tmp_path, capsys, scripted_cli_lm):
 def test_missing_field_names_record_and_field(tmp_path, capsys, scripted_cli_lm):
     data = tmp_path / "qa.jsonl"
     data.write_text(json.dumps({"id": "a", "answer": "1"}) + "\n")
-    assert main(["run", "qa", "--data", str(data), "--out", str(tmp_path / "runs")]) == 2
+    assert main(["run", "qa", "--data", str(data), "--runs-dir", str(tmp_path / "runs")]) == 2
     err = one_line_error(capsys)
     assert "record a" in err and "field 'question'" in err
 
@@ -88,16 +88,16 @@ def test_run_shards_merge_list_show(tmp_path, capsys, scripted_cli_lm):
     data = write_qa(tmp_path / "qa.jsonl", 12)
     out = str(tmp_path / "runs")
     for i in range(2):
-        assert main(["run", "qa", "--data", str(data), "--out", out, "--shard", f"{i}/2", "--threads", "2"]) == 0
+        assert main(["run", "qa", "--data", str(data), "--runs-dir", out, "--shard", f"{i}/2", "--threads", "2"]) == 0
     capsys.readouterr()
-    assert main(["runs", "list", "--out", out]) == 0
+    assert main(["runs", "list", "--runs-dir", out]) == 0
     listed = capsys.readouterr().out
     run_ids = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert len(run_ids) == 2 and all(r[:10] in listed for r in run_ids)
-    assert main(["runs", "merge", *run_ids, "--out", out]) == 0
+    assert main(["runs", "merge", *run_ids, "--runs-dir", out]) == 0
     assert "merged 2 shards" in capsys.readouterr().out
     merged = next(p for p in (tmp_path / "runs").iterdir() if p.name.endswith("-merged"))
-    assert main(["runs", "show", merged.name, "--out", out, "--json"]) == 0
+    assert main(["runs", "show", merged.name, "--runs-dir", out, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["summary"]["n_done"] == 12 and shown["summary"]["scores"]["exact_match"]["mean"] == 1.0
 
@@ -108,7 +108,7 @@ def test_max_error_rate_exit_1_keeps_results(tmp_path, capsys, monkeypatch):
     data = tmp_path / "qa.jsonl"
     data.write_text("".join(json.dumps({"id": f"r{i}", "question": f"FAIL question number {i}"}) + "\n"
                             for i in range(20)))
-    code = main(["run", "qa", "--data", str(data), "--out", str(tmp_path / "runs"), "--threads", "1",
+    code = main(["run", "qa", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--threads", "1",
                  "--max-error-rate", "0.2"])
     assert code == 1
     assert "exceeds --max-error-rate" in capsys.readouterr().err
@@ -122,10 +122,11 @@ def test_shipped_examples_resolve_by_name_from_any_directory(tmp_path, monkeypat
 
     monkeypatch.chdir(tmp_path)  # not the repository root
     assert examples.path("qa").endswith("qa.jsonl") and "qa" in examples.names()
-    assert main(["run", "qa", "--data", name, "--limit", "2", "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    assert main(["run", "qa", "--data", name, "--limit", "2", "--runs-dir", str(tmp_path / "runs"),
+                 "--no-progress"]) == 0
     summary = json.loads(next((tmp_path / "runs").glob("*/summary.json")).read_text())
     assert summary["n_done"] == 2
     capsys.readouterr()
-    assert main(["run", "qa", "--data", "example:nope", "--out", str(tmp_path / "runs")]) == 2
+    assert main(["run", "qa", "--data", "example:nope", "--runs-dir", str(tmp_path / "runs")]) == 2
     captured = capsys.readouterr()
     assert "no example named 'nope'" in captured.out + captured.err

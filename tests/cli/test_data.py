@@ -14,9 +14,9 @@ def test_generate_validate_stats(tmp_path, capsys):
     instances = load_instances(out)
     assert len(instances) == 2 * 4 * 3
     capsys.readouterr()
-    assert main(["data", "validate", str(out)]) == 0
+    assert main(["data", "validate", "--data", str(out)]) == 0
     assert "24 valid instances (24 checked against the generator's rule), 0 problem(s)" in capsys.readouterr().out
-    assert main(["data", "stats", str(out), "--json"]) == 0
+    assert main(["data", "stats", "--data", str(out), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["domain"] == {"disaster": 12, "healthcare": 12}
 
@@ -28,7 +28,7 @@ def test_validate_reports_a_broken_generated_instance(tmp_path, capsys):
     rows[1]["answer"], rows[1]["wrong_answer"] = rows[1]["wrong_answer"], rows[1]["answer"]
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     capsys.readouterr()
-    assert main(["data", "validate", str(out)]) == 2
+    assert main(["data", "validate", "--data", str(out)]) == 2
     text = capsys.readouterr().out
     assert f"record {rows[1]['id']}: reliable world does not give the correct option" in text
 
@@ -38,7 +38,7 @@ def test_validate_bad_file_is_one_line_exit_2(tmp_path, capsys):
     good = json.loads(json.dumps(load_instances_from_generator()[0]))
     good["answer"] = "E"
     bad.write_text(json.dumps(good) + "\n")
-    assert main(["data", "validate", str(bad)]) == 2
+    assert main(["data", "validate", "--data", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "bad.jsonl" in err and "answer" in err
 
@@ -52,7 +52,7 @@ def load_instances_from_generator():
 def test_build_rule_from_mediq_fixture(tmp_path, capsys):
     source = DATA / "mediq" / "cases.jsonl"
     out = tmp_path / "built.jsonl"
-    assert main(["data", "build", "offquery", "--from-mediq", str(source), "--builder", "rule",
+    assert main(["data", "build", "offquery", "--data", str(source), "--builder", "rule",
                  "--out", str(out)]) == 0
     built = load_instances(out)
     assert built and all(len(x.misleading) == 1 for x in built)

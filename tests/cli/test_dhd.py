@@ -87,7 +87,7 @@ def test_every_dhd_command_has_help(capsys):
 def test_generate_replay_analyze_crossfit_mask(tmp_path, lm, capsys):
     cache = tmp_path / "cache"
     common = ["--cache", str(cache), "--threads", "2", "--no-progress"]
-    assert run(["generate", "--problems", str(SCIBENCH), "--k", "3", *common]) == 0
+    assert run(["generate", "--data", str(SCIBENCH), "--k", "3", *common]) == 0
     assert "4 problems: 0 already cached, 4 generated" in capsys.readouterr().out
     assert lm.engine.calls == 4 * 4
 
@@ -139,7 +139,7 @@ def test_generate_replay_analyze_crossfit_mask(tmp_path, lm, capsys):
 def test_bad_problem_file_is_one_line_exit_2(tmp_path, lm, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"problem_text": "Q", "answer_number": "lots", "unit": "m", "problemid": "x1"}]))
-    assert run(["generate", "--problems", str(bad), "--cache", str(tmp_path / "c"), "--format", "scibench"]) == 2
+    assert run(["generate", "--data", str(bad), "--cache", str(tmp_path / "c"), "--format", "scibench"]) == 2
     line = capsys.readouterr().out.strip()
     assert "\n" not in line and str(bad) in line and "record position 0" in line and "field 'answer_number'" in line
     assert lm.engine.calls == 0
@@ -149,7 +149,7 @@ def test_steps_out_of_order_are_one_line_errors(tmp_path, lm, capsys):
     assert run(["replay", "--cache", str(tmp_path / "none"), "--mode", "loo"]) == 2
     assert "is not a DHD message cache" in capsys.readouterr().out
     cache = tmp_path / "cache"
-    assert run(["generate", "--problems", str(SCIBENCH), "--cache", str(cache), "--k", "2", "--no-progress"]) == 0
+    assert run(["generate", "--data", str(SCIBENCH), "--cache", str(cache), "--k", "2", "--no-progress"]) == 0
     capsys.readouterr()
     assert run(["analyze", "--cache", str(cache)]) == 2
     assert "no finished replay blocks" in capsys.readouterr().out
@@ -183,7 +183,7 @@ def test_temperature_and_evaluator_options_reach_the_calls_and_the_run_config(tm
     lm.engine.complete = spy
     cache = tmp_path / "cache"
     common = ["--cache", str(cache), "--no-progress"]
-    assert run(["generate", "--problems", str(SCIBENCH), "--k", "2", "--recruiter-temperature", "0.1",
+    assert run(["generate", "--data", str(SCIBENCH), "--k", "2", "--recruiter-temperature", "0.1",
                 "--hypothesizer-temperature", "0.9", *common]) == 0
     assert {(s, t) for s, t in seen} == {("recruiter", 0.1), ("hypothesizer", 0.9)}  # rules: no judge calls
     (generated,) = read_configs(cache / "runs")["dhd-generate"]
@@ -222,7 +222,7 @@ def test_replay_single_defaults_k_to_the_cache_k(tmp_path, lm, monkeypatch, caps
     import groundstate.cli.dhd as cli_dhd
 
     cache = tmp_path / "cache"
-    assert run(["generate", "--problems", str(SCIBENCH), "--cache", str(cache), "--k", "3", "--no-progress"]) == 0
+    assert run(["generate", "--data", str(SCIBENCH), "--cache", str(cache), "--k", "3", "--no-progress"]) == 0
     seen = {}
     real = cli_dhd._run
 

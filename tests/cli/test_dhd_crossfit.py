@@ -10,7 +10,7 @@ from tests.cli.test_dhd import SCIBENCH, lm, run  # noqa: F401  (lm: the scripte
 def _replayed(tmp_path, capsys):
     cache = tmp_path / "cache"
     common = ["--cache", str(cache), "--threads", "2", "--no-progress"]
-    assert run(["generate", "--problems", str(SCIBENCH), "--k", "3", *common]) == 0
+    assert run(["generate", "--data", str(SCIBENCH), "--k", "3", *common]) == 0
     assert run(["replay", "--mode", "loo", "--repeats", "3", "--k", "3", *common]) == 0
     capsys.readouterr()
     return cache

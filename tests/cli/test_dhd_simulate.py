@@ -13,7 +13,7 @@ FAST = ["--permutations", "300", "--resamples", "100", "--multiplicity-permutati
 
 def test_simulate_then_analyze(tmp_path, capsys):
     cache = tmp_path / "sim"
-    assert main(["dhd", "simulate", "--out", str(cache), "--problems", "40", "--blocks", "5", "--seed", "3",
+    assert main(["dhd", "simulate", "--cache", str(cache), "--n", "40", "--blocks", "5", "--seed", "3",
                  "--effects", "W+:0.3:0.8", "C-:0.3:0.8", "--accuracy-range", "0.5", "1", "--fail-rate", "0.01",
                  "--benchmarks", "a", "b"]) == 0
     out = capsys.readouterr().out
@@ -35,7 +35,7 @@ def test_simulate_then_analyze(tmp_path, capsys):
     selected = {s["problem_id"] for s in loo["multiplicity"]["families"]["W+"]["selected_bh"]}
     assert len(selected - {p for p, _ in planted}) <= 1  # (BH at q = 0.05: a false selection is possible)
     assert (cache / "analysis" / "multiplicity.jsonl").is_file()
-    assert main(["dhd", "analyze", "--cache", str(cache), "--out", str(tmp_path / "flip"), "--null", "sign-flip",
+    assert main(["dhd", "analyze", "--cache", str(cache), "--report-dir", str(tmp_path / "flip"), "--null", "sign-flip",
                  "--full", "a", *FAST]) == 0
     report = json.loads((tmp_path / "flip" / "report.json").read_text())
     assert report["modes"]["loo"]["permutation_null"]["null_kind"] == "sign-flip"
@@ -44,11 +44,11 @@ def test_simulate_then_analyze(tmp_path, capsys):
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     cache = tmp_path / "sim"
-    assert main(["dhd", "simulate", "--out", str(cache), "--problems", "5", "--blocks", "2"]) == 0
+    assert main(["dhd", "simulate", "--cache", str(cache), "--n", "5", "--blocks", "2"]) == 0
     capsys.readouterr()
-    assert main(["dhd", "simulate", "--out", str(cache), "--problems", "5"]) == 2  # never into a used directory
+    assert main(["dhd", "simulate", "--cache", str(cache), "--n", "5"]) == 2  # never into a used directory
     assert "not empty" in capsys.readouterr().err
-    assert main(["dhd", "simulate", "--out", str(tmp_path / "x"), "--effects", "W+:2:0.5"]) == 2
+    assert main(["dhd", "simulate", "--cache", str(tmp_path / "x"), "--effects", "W+:2:0.5"]) == 2
     assert "share and size" in capsys.readouterr().err
     run_dir = next((cache / "runs").iterdir())
     rows = read_results(run_dir / RESULTS)

@@ -94,3 +94,114 @@ def test_dhd_lm_config_reaches_the_lm(tmp_path):
     args = build_parser().parse_args(["dhd", "replay", "--cache", "c", "--mode", "loo", "--lm-config", str(config)])
     described = json.dumps(lm_config_from_args(args).describe())
     assert "openai/served" in described and "localhost:9" in described
+
+
+# -- one spelling per meaning (the shared options of groundstate.cli.options) -----------------------------------
+OLD_SPELLINGS = ("--tasks", "--problems", "--from-mediq", "--out-dir", "--workers", "--data-seed", "--runs")
+
+
+def visible_flags(parser):
+    return {flag for a in parser._actions if a.help != argparse.SUPPRESS for flag in a.option_strings}
+
+
+def test_no_command_shows_an_earlier_spelling():
+    shown = {(" ".join(path), flag) for path, parser in leaf_parsers(build_parser())
+             for flag in visible_flags(parser) if flag in OLD_SPELLINGS}
+    assert not shown
+
+
+def test_shared_options_have_one_default_everywhere():
+    from groundstate.cli.options import CALL_THREADS, THREADS
+
+    defaults = {}
+    for path, parser in leaf_parsers(build_parser()):
+        for flag, expected in (("--threads", THREADS), ("--call-threads", CALL_THREADS), ("--agents", "sim"),
+                               ("--seed", 0)):
+            action = option(parser, flag)
+            if action is not None:
+                defaults.setdefault(flag, set()).add(action.default)
+                assert action.default == expected, (" ".join(path), flag, action.default)
+    assert set(defaults) == {"--threads", "--call-threads", "--agents", "--seed"}
+
+
+def test_a_runs_directory_is_always_runs_dir_and_never_out():
+    for path, parser in leaf_parsers(build_parser()):
+        runs_dir, out = option(parser, "--runs-dir"), option(parser, "--out")
+        if runs_dir is not None:
+            assert runs_dir.dest == "runs_dir", path
+        if out is not None:
+            assert out.dest == "out" and "run directories" not in out.help, path
+
+
+@pytest.mark.parametrize("old, new", [
+    (["hidden", "run", "--tasks", "t.jsonl"], ["hidden", "run", "--data", "t.jsonl"]),
+    (["consilience", "ablate", "actions", "--calibration", "c.jsonl", "--test", "t.jsonl"],
+     ["consilience", "ablate", "actions", "--calibration-data", "c.jsonl", "--data", "t.jsonl"]),
+    (["dhd", "generate", "--problems", "p.json", "--cache", "c", "--workers", "3", "--out", "r"],
+     ["dhd", "generate", "--data", "p.json", "--cache", "c", "--call-threads", "3", "--runs-dir", "r"]),
+    (["dhd", "analyze", "--cache", "c", "--out", "rep", "--runs", "r"],
+     ["dhd", "analyze", "--cache", "c", "--report-dir", "rep", "--runs-dir", "r"]),
+    (["dhd", "simulate", "--out=c", "--problems", "30"], ["dhd", "simulate", "--cache", "c", "--n", "30"]),
+    (["data", "build", "offquery", "--from-mediq", "m.jsonl", "--out", "o.jsonl"],
+     ["data", "build", "offquery", "--data", "m.jsonl", "--out", "o.jsonl"]),
+    (["data", "validate", "d.jsonl"], ["data", "validate", "--data", "d.jsonl"]),
+    (["split", "d.jsonl", "--train", "0.5", "--val", "0.3", "--test", "0.2", "--out-dir", "s"],
+     ["split", "--data", "d.jsonl", "--train-share", "0.5", "--val-share", "0.3", "--test-share", "0.2",
+      "--out", "s"]),
+    (["consilience", "split", "t.jsonl", "--train", "0.5", "--calibration", "0.25", "--test", "0.25"],
+     ["consilience", "split", "--data", "t.jsonl", "--train-share", "0.5", "--calibration-share", "0.25",
+      "--test-share", "0.25"]),
+    (["optimize", "reground", "--train", "a.jsonl", "--val", "b.jsonl", "--out", "o"],
+     ["optimize", "reground", "--data", "a.jsonl", "--val-data", "b.jsonl", "--out", "o"]),
+    (["run", "reground", "--data", "synthetic", "--data-seed", "3", "--out", "r"],
+     ["run", "reground", "--data", "synthetic", "--synthetic-seed", "3", "--runs-dir", "r"]),
+    (["runs", "list", "--out", "r"], ["runs", "list", "--runs-dir", "r"]),
+    (["hidden", "annotate", "--tasks", "t.jsonl", "--workers", "2"],
+     ["hidden", "annotate", "--data", "t.jsonl", "--call-threads", "2"]),
+])
+def test_earlier_spellings_are_hidden_aliases_with_a_note(old, new, capsys):
+    parser = build_parser()
+    assert vars(parser.parse_args(old)) == vars(parser.parse_args(new))
+    err = capsys.readouterr().err
+    assert "is now" in err and "one more release" in err
+
+
+def test_a_positional_input_and_data_together_is_an_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["data", "stats", "a.jsonl", "--data", "b.jsonl"])
+    assert info.value.code == 2 and "given twice" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["data", "stats"])
+    assert "required: --data" in capsys.readouterr().err
+
+
+def readme_commands():
+    """Every ``groundstate ...`` command of the README's and the Makefile's code (continuation lines joined)."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", text, flags=re.S)
+    blocks.append((root / "Makefile").read_text(encoding="utf-8").replace("$(BIN)/", ""))
+    commands = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #")[0].strip()
+            if line.startswith("groundstate "):
+                commands.append(shlex.split(line)[1:])
+    return commands
+
+
+def test_every_readme_and_demo_command_parses_in_todays_spelling(capsys):
+    commands = readme_commands()
+    assert len(commands) > 30
+    for argv in commands:
+        argv = [a if a != "..." else "x" for a in argv]
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exc:
+            raise AssertionError(f"groundstate {' '.join(argv)}: {capsys.readouterr().err}") from exc
+        err = capsys.readouterr().err
+        assert "is now" not in err, f"groundstate {' '.join(argv)} uses an earlier spelling: {err}"

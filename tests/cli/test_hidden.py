@@ -39,9 +39,9 @@ def test_validate_generated_and_hiddenbench_files(tmp_path, capsys):
     out = tmp_path / "travel.jsonl"
     cli.main(["hidden", "generate", "travel", "--n", "5", "--out", str(out)])
     capsys.readouterr()
-    assert cli.main(["hidden", "validate", str(out)]) == 0
+    assert cli.main(["hidden", "validate", "--data", str(out)]) == 0
     assert "5 tasks loaded (5 checked against the travel validator), 0 problem(s)" in capsys.readouterr().out
-    assert cli.main(["hidden", "validate", str(DATA / "sample.json")]) == 0
+    assert cli.main(["hidden", "validate", "--data", str(DATA / "sample.json")]) == 0
     assert "3 tasks loaded, 0 problem(s)" in capsys.readouterr().out
 
 
@@ -54,7 +54,7 @@ def test_validate_reports_every_travel_violation_and_exits_2(tmp_path, capsys):
     structure["agents"][0]["preferences"][0]["statement"] = "I like nice trips."
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     capsys.readouterr()
-    assert cli.main(["hidden", "validate", str(out)]) == 2
+    assert cli.main(["hidden", "validate", "--data", str(out)]) == 2
     lines = capsys.readouterr().out.splitlines()
     prefix = f"{out}: record {rows[1]['id']}: "
     assert f"{prefix}name 'Not Snake' is not a short snake_case name" in lines
@@ -65,14 +65,14 @@ def test_validate_reports_every_travel_violation_and_exits_2(tmp_path, capsys):
 
 
 def test_validate_bad_hiddenbench_file(tmp_path, capsys):
-    assert cli.main(["hidden", "validate", str(DATA / "mixed.json")]) == 2
+    assert cli.main(["hidden", "validate", "--data", str(DATA / "mixed.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "mixed.json" in err and "record 1 (id 'bad-2')" in err
     assert "field 'correct_answer'" in err
-    assert cli.main(["hidden", "validate", str(DATA / "mixed.json"), "--skip-invalid"]) == 2
+    assert cli.main(["hidden", "validate", "--data", str(DATA / "mixed.json"), "--skip-invalid"]) == 2
     out = capsys.readouterr().out
     assert out.count("(record skipped)") == 2 and "2 tasks loaded, 2 problem(s)" in out
-    assert cli.main(["hidden", "validate", str(DATA / "malformed.json")]) == 2
+    assert cli.main(["hidden", "validate", "--data", str(DATA / "malformed.json")]) == 2
     assert "malformed JSON" in capsys.readouterr().err
 
 
@@ -111,4 +111,4 @@ def test_generate_travel_with_the_lm_builder(tmp_path, capsys, monkeypatch):
     assert "answers: A 1, B 1, C 1, D 1" in capsys.readouterr().out
     tasks = load_hidden_tasks(out)
     assert [t.id for t in tasks] == [f"travel-lm-1-{i}" for i in range(4)]
-    assert cli.main(["hidden", "validate", str(out)]) == 0
+    assert cli.main(["hidden", "validate", "--data", str(out)]) == 0

@@ -43,8 +43,8 @@ def tasks_file(tmp_path):
 
 def test_hidden_run_with_simulated_agents(tasks_file, tmp_path, capsys):
     path, tasks = tasks_file
-    argv = ["--tasks", str(path), "--protocol", "hidden-post", "--agents", "sim", "--rounds", "2",
-            "--sim-noise", "0", "--out", str(tmp_path / "runs"), "--threads", "2", "--no-progress"]
+    argv = ["--data", str(path), "--protocol", "hidden-post", "--agents", "sim", "--rounds", "2",
+            "--sim-noise", "0", "--runs-dir", str(tmp_path / "runs"), "--threads", "2", "--no-progress"]
     assert run(argv) == 0
     out = capsys.readouterr().out
     for metric in ("task accuracy", "vote accuracy", "rounds", "words"):  # the summary table's human headers
@@ -72,20 +72,20 @@ def test_hidden_run_simulated_needs_support(tmp_path, capsys):
     path = tmp_path / "plain.jsonl"
     task = make_task(0).model_copy(update={"support": {}, "id": "plain-1"})
     path.write_text(task.model_dump_json() + "\n")
-    assert run(["--tasks", str(path), "--agents", "sim", "--support", "task", "--out", str(tmp_path / "runs")]) == 2
+    assert run(["--data", str(path), "--agents", "sim", "--support", "task", "--runs-dir", str(tmp_path / "runs")]) == 2
     out = capsys.readouterr().out
     assert "record plain-1" in out and "field 'support'" in out and "per-fact support" in out
     # by default a task without support runs on the hidden-profile design default, and says so
-    assert run(["--tasks", str(path), "--agents", "sim", "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    assert run(["--data", str(path), "--agents", "sim", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]) == 0
     assert "design default" in capsys.readouterr().err
 
 
 def test_hidden_run_bad_options_are_one_line_errors(tasks_file, tmp_path, capsys):
     path, _ = tasks_file
-    assert run(["--tasks", str(path), "--agents", "sim", "--sim-recall", "2", "--out", str(tmp_path)]) == 2
+    assert run(["--data", str(path), "--agents", "sim", "--sim-recall", "2", "--runs-dir", str(tmp_path)]) == 2
     assert "--sim-recall must be between 0 and 1" in capsys.readouterr().out
     with pytest.raises(SystemExit) as info:
-        parse(["--tasks", str(path), "--protocol", "debate"])
+        parse(["--data", str(path), "--protocol", "debate"])
     assert info.value.code == 2
 
 
@@ -95,8 +95,8 @@ def test_hidden_run_with_lm_agents_uses_one_lm_per_agent_role(tasks_file, tmp_pa
            for i in range(4)}
     default = scripted_lm()
     monkeypatch.setattr(LMConfig, "lm_for", lambda self, role=None: lms.get(role, default))
-    argv = ["--tasks", str(path), "--protocol", "hidden-post", "--agents", "lm", "--rounds", "1", "--limit", "2",
-            "--out", str(tmp_path / "runs"), "--no-progress"]
+    argv = ["--data", str(path), "--protocol", "hidden-post", "--agents", "lm", "--rounds", "1", "--limit", "2",
+            "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
     assert run(argv) == 0
     (run_dir,) = (tmp_path / "runs").iterdir()
     rows = {r["id"]: r for r in read_results(run_dir / "results.jsonl")}
@@ -121,8 +121,8 @@ def test_embedded_hidden_post_end_to_end(tmp_path, capsys):
     path = tmp_path / "travel.jsonl"
     save_hidden_tasks(path, [to_hidden_profile(t) for t in generate_travel(1, seed=0, travelers=3)])
     out = tmp_path / "runs"
-    assert run(["--tasks", str(path), "--protocol", "hidden-post", "--agents", "lm", "--rounds", "1",
-                "--out", str(out), "--no-progress"]) == 0
+    assert run(["--data", str(path), "--protocol", "hidden-post", "--agents", "lm", "--rounds", "1",
+                "--runs-dir", str(out), "--no-progress"]) == 0
     summary = json.loads(next(out.glob("*/summary.json")).read_text())
     assert summary["n_done"] == 1 and summary["n_error"] == 0, summary
     assert summary["lm_calls"]["total"] == 6 and summary["tokens"]["total"] > 0
@@ -134,13 +134,15 @@ def test_embedded_hidden_post_end_to_end(tmp_path, capsys):
 def test_hidden_run_defaults_to_simulated_agents_and_says_so(tmp_path, capsys):
     path = tmp_path / "tasks.jsonl"
     path.write_text(make_task(0).model_dump_json() + "\n")
-    args = parse(["--tasks", str(path)])
+    args = parse(["--data", str(path)])
     assert args.agents == "sim"
-    assert run(["--tasks", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0  # offline: no LM
+    assert run(["--data", str(path), "--runs-dir", str(tmp_path / "runs"), "--no-progress"]) == 0  # offline: no LM
     assert "agents: sim" in capsys.readouterr().err
     summary = json.loads(next((tmp_path / "runs").glob("*/summary.json")).read_text())
     assert summary["n_done"] == 1 and summary["lm_calls"]["total"] == 0
-    assert parse(["--tasks", str(path), "--agents", "lm"]).agents == "lm"  # LM agents stay one flag away
+    assert parse(["--data", str(path), "--agents", "lm"]).agents == "lm"  # LM agents stay one flag away
+    assert run(["--data", str(path), "--agents", "sim", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]) == 0
+    assert "agents: sim" not in capsys.readouterr().err  # the note is for the default only
 
 
 def test_hidden_run_help_names_the_sim_default(capsys):

@@ -37,20 +37,21 @@ def test_splits_are_disjoint_by_id_and_source_case():
 def test_split_optimize_evaluate_cli(tmp_path, capsys, placeholder_lm):
     data = tmp_path / "syn.jsonl"
     save_instances(data, generate("healthcare", "main", 10, seed=0))
-    assert main(["split", str(data), "--train", "0.6", "--val", "0.2", "--test", "0.2", "--seed", "1"]) == 0
+    assert main(["split", "--data", str(data), "--train-share", "0.6", "--val-share", "0.2", "--test-share",
+                 "0.2", "--seed", "1"]) == 0
     train, val, test = (tmp_path / f"syn.{s}.jsonl" for s in ("train", "val", "test"))
     ids = [{x.id for x in load_instances(p)} for p in (train, val, test)]
     assert not ids[0] & ids[1] and not ids[0] & ids[2] and sum(map(len, ids)) == 10
     out = tmp_path / "opt"
-    assert main(["optimize", "reground", "--stage", "resolve", "--optimizer", "bootstrap", "--train", str(train),
-                 "--val", str(val), "--out", str(out), "--max-demos", "1"]) == 0
+    assert main(["optimize", "reground", "--stage", "resolve", "--optimizer", "bootstrap", "--data", str(train),
+                 "--val-data", str(val), "--out", str(out), "--max-demos", "1"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["task"] == "reground" and manifest["metric"]["spec"] == "t3"
     assert manifest["optimizer"]["trainable"] == ["resolve.choose"]
     assert set(manifest["data"]["train"]["ids"]) == ids[0] and manifest["data"]["train"]["sha256"]
     assert set(manifest["scores"]) == {"train", "val"} and manifest["cost"]["lm_calls"] > 0
     capsys.readouterr()
-    assert main(["evaluate", str(out), "--data", str(test), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    assert main(["evaluate", str(out), "--data", str(test), "--runs-dir", str(tmp_path / "runs"), "--no-progress"]) == 0
     text = capsys.readouterr().out
     assert "before (unoptimized)" in text and "after (optimized)" in text
     assert all(f" {h} " in text for h in ("T1", "T2", "T3", "tokens/inst."))
@@ -68,7 +69,7 @@ def test_split_optimize_evaluate_cli(tmp_path, capsys, placeholder_lm):
 def test_optimize_bad_input_is_one_line_exit_2(tmp_path, capsys, placeholder_lm, argv, message):
     data = tmp_path / "d.jsonl"
     save_instances(data, generate("healthcare", "main", 3))
-    assert main(["optimize", "oracle", "--train", str(data), "--out", str(tmp_path / "o"), *argv]) == 2
+    assert main(["optimize", "oracle", "--data", str(data), "--out", str(tmp_path / "o"), *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
 
@@ -76,7 +77,7 @@ def test_optimize_bad_input_is_one_line_exit_2(tmp_path, capsys, placeholder_lm,
 def test_evaluate_refuses_incompatible_artifact(tmp_path, capsys, placeholder_lm):
     data = tmp_path / "d.jsonl"
     save_instances(data, generate("healthcare", "main", 3))
-    main(["optimize", "oracle", "--train", str(data), "--out", str(tmp_path / "o"), "--metric", "t3"])
+    main(["optimize", "oracle", "--data", str(data), "--out", str(tmp_path / "o"), "--metric", "t3"])
     manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
     manifest["versions"]["dspy"] = "2.5.0"
     (tmp_path / "o" / "manifest.json").write_text(json.dumps(manifest))
@@ -94,10 +95,10 @@ def test_embedded_bootstrap_then_held_out_evaluation(tmp_path, capsys):
     save_instances(test, instances[3:])
     out = tmp_path / "opt"
     assert main(["optimize", "oracle", "--optimizer", "bootstrap", "--metric", "t3", "--max-demos", "1",
-                 "--train", str(train), "--out", str(out)]) == 0
+                 "--data", str(train), "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["cost"]["lm_calls"] >= 3 and manifest["cost"]["input_tokens"] > 0
-    assert main(["evaluate", str(out), "--data", str(test), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    assert main(["evaluate", str(out), "--data", str(test), "--runs-dir", str(tmp_path / "runs"), "--no-progress"]) == 0
     rows = json.loads(next((out / "evaluations").glob("*/evaluate.json")).read_text())["rows"]
     assert [r["n"] for r in rows] == [1, 1] and all(r["errors"] == 0 for r in rows)
 
@@ -108,7 +109,7 @@ def test_optimize_whose_lm_calls_fail_exits_nonzero_and_saves_nothing(tmp_path, 
     dead = scripted_lm(lambda req: ConnectionError("connection refused"))
     monkeypatch.setattr(LMConfig, "lm_for", lambda self, role=None: dead)
     out = tmp_path / "o"
-    assert main(["optimize", "oracle", "--train", str(data), "--out", str(out), "--metric", "t3"]) == 2
+    assert main(["optimize", "oracle", "--data", str(data), "--out", str(out), "--metric", "t3"]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]  # DSPy logs each failed example before it
     assert "metric calls failed" in last and "nothing to save" in last and not out.exists()
 
@@ -118,7 +119,7 @@ def test_gepa_with_an_unbuildable_reflection_lm_is_one_config_line(tmp_path, cap
     instances = generate("healthcare", "main", 4)
     save_instances(data, instances[:2])
     save_instances(val, instances[2:])
-    argv = ["optimize", "oracle", "--train", str(data), "--val", str(val), "--out", str(tmp_path / "o"),
+    argv = ["optimize", "oracle", "--data", str(data), "--val-data", str(val), "--out", str(tmp_path / "o"),
             "--metric", "t3", "--optimizer", "gepa", "--reflection-lm", "no-such-provider/x"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -130,15 +131,16 @@ def test_unchanged_optimization_is_flagged_and_evaluate_refuses_overlap(tmp_path
     save_instances(data, generate("healthcare", "main", 3))
     out = tmp_path / "o"
     # the placeholder LM answers every case wrongly, so bootstrapping keeps no demo: nothing changes
-    assert main(["optimize", "oracle", "--train", str(data), "--out", str(out), "--metric", "t3"]) == 0
+    assert main(["optimize", "oracle", "--data", str(data), "--out", str(out), "--metric", "t3"]) == 0
     assert "left the program unchanged" in capsys.readouterr().out
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["program_state"]["unchanged"] is True
     assert manifest["program_state"]["before"] == manifest["program_state"]["after"]
     assert manifest["data"]["train"]["groups"]
     runs = str(tmp_path / "runs")
-    assert main(["evaluate", str(out), "--data", str(data), "--out", runs, "--no-progress"]) == 2
+    assert main(["evaluate", str(out), "--data", str(data), "--runs-dir", runs, "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert "was in the program's train data" in err and "--allow-overlap" in err and "\n" not in err
-    assert main(["evaluate", str(out), "--data", str(data), "--out", runs, "--no-progress", "--allow-overlap"]) == 0
+    assert main(["evaluate", str(out), "--data", str(data), "--runs-dir", runs, "--no-progress",
+                 "--allow-overlap"]) == 0
     assert "warning: the saved program's state equals the unoptimized" in capsys.readouterr().out

@@ -17,7 +17,7 @@ def placeholder_lm(monkeypatch):
 
 def test_run_reground_on_synthetic_prints_scores_and_stores_run(tmp_path, capsys, placeholder_lm):
     out = tmp_path / "runs"
-    assert main(["run", "reground", "--data", "synthetic", "--n", "3", "--out", str(out), "--threads", "2"]) == 0
+    assert main(["run", "reground", "--data", "synthetic", "--n", "3", "--runs-dir", str(out), "--threads", "2"]) == 0
     text = capsys.readouterr().out
     for metric in ("t1", "t2", "t3", "LM calls / record", "tokens / record", "stored in"):
         assert metric in text
@@ -33,7 +33,7 @@ def test_run_reground_on_synthetic_prints_scores_and_stores_run(tmp_path, capsys
 
 def test_condition_and_knobs_change_the_run_id(tmp_path, placeholder_lm):
     out = tmp_path / "runs"
-    base = ["run", "reground", "--n", "1", "--out", str(out), "--no-progress"]
+    base = ["run", "reground", "--n", "1", "--runs-dir", str(out), "--no-progress"]
     assert main(base) == 0
     assert main([*base, "--condition", "reliable"]) == 0
     assert main([*base, "--max-candidates", "2"]) == 0
@@ -43,7 +43,7 @@ def test_condition_and_knobs_change_the_run_id(tmp_path, placeholder_lm):
 def test_compare_writes_table_json_chart_and_reuses_runs(tmp_path, capsys, placeholder_lm):
     out = tmp_path / "runs"
     report = tmp_path / "report"
-    args = ["compare", "reground", "oracle", "--n", "2", "--out", str(out), "--report-dir", str(report),
+    args = ["compare", "reground", "oracle", "--n", "2", "--runs-dir", str(out), "--report-dir", str(report),
             "--oracle-attribution", "gold"]
     capsys.readouterr()
     assert main(args) == 0
@@ -62,7 +62,7 @@ def test_compare_writes_table_json_chart_and_reuses_runs(tmp_path, capsys, place
 
 
 def test_compare_rejects_unknown_program(tmp_path, capsys):
-    assert main(["compare", "reground", "nosuch", "--out", str(tmp_path)]) == 2
+    assert main(["compare", "reground", "nosuch", "--runs-dir", str(tmp_path)]) == 2
     assert "unknown program 'nosuch'" in capsys.readouterr().err
 
 
@@ -71,7 +71,7 @@ def test_compare_rejects_unknown_program(tmp_path, capsys):
 def test_embedded_run_reground_end_to_end(tmp_path, capsys):
     out = tmp_path / "runs"
     # the minimum that proves the path (1 record, M = 1): the embedded model is a plumbing LM
-    assert main(["run", "reground", "--data", "synthetic", "--n", "1", "--max-candidates", "1", "--out", str(out),
+    assert main(["run", "reground", "--data", "synthetic", "--n", "1", "--max-candidates", "1", "--runs-dir", str(out),
                  "--threads", "2", "--no-progress"]) == 0
     summary = json.loads(next(out.glob("*/summary.json")).read_text())
     assert summary["n_done"] == 1
@@ -85,7 +85,7 @@ def test_compare_all_baselines_with_placeholder_lm(tmp_path, placeholder_lm):
     report = tmp_path / "report"
     programs = ["reground", "standard", "voting", "robin", "manager", "instructor", "self-reflect", "confidence",
                 "oracle"]
-    assert main(["compare", *programs, "--n", "1", "--out", str(tmp_path / "runs"), "--report-dir", str(report),
+    assert main(["compare", *programs, "--n", "1", "--runs-dir", str(tmp_path / "runs"), "--report-dir", str(report),
                  "--no-progress"]) == 0
     rows = json.loads((report / "compare.json").read_text())["rows"]
     assert [r["name"] for r in rows] == programs

@@ -111,7 +111,7 @@ def test_runs_list_states_complete_running_and_killed(tmp_path, monkeypatch, cap
         states = {run["config"]["data"]: run for run in list_runs(tmp_path / "runs")}
         assert states["running"]["state"].startswith("running (pid ")
         monkeypatch.setenv("COLUMNS", "250")
-        assert main(["runs", "list", "--out", str(tmp_path / "runs")]) == 0
+        assert main(["runs", "list", "--runs-dir", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
     assert "complete" in out and "killed" in out and "running" in out and "2/5" in out
     assert done.run_dir.name in out

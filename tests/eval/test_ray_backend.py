@@ -139,9 +139,9 @@ def test_unreachable_ray_address_is_one_line_exit_2(tmp_path):
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env.pop("RAY_ADDRESS", None)
     proc = subprocess.run([sys.executable, "-m", "groundstate.cli", "run", "qa", "--data", str(data), "--lm",
-                           "openai/gpt-4o-mini", "--out", str(tmp_path / "runs"), "--no-progress", "--backend", "ray",
-                           "--ray-address", "127.0.0.1:9"], capture_output=True, text=True, cwd=ROOT, env=env,
-                          timeout=120)
+                           "openai/gpt-4o-mini", "--runs-dir", str(tmp_path / "runs"), "--no-progress",
+                           "--backend", "ray", "--ray-address", "127.0.0.1:9"], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "--ray-address 127.0.0.1:9" in lines[0] and "ray start --head" in lines[0]

@@ -70,11 +70,11 @@ SIM = ["--agents", "sim", "--max-rounds", "4"]
 
 def test_explore_calibrate_coverage_give_the_same_results_on_threads_and_ray(tmp_path, tasks, capsys):
     for name, backend in (("serial", ["--threads", "1"]), ("threads", ["--threads", "3"]), ("ray", RAY)):
-        assert main(["consilience", "explore", "--tasks", str(tasks), "--out", str(tmp_path / f"{name}.jsonl"),
+        assert main(["consilience", "explore", "--data", str(tasks), "--out", str(tmp_path / f"{name}.jsonl"),
                      *SIM, *backend]) == 0
-        assert main(["consilience", "calibrate", "--tasks", str(tasks), "--alpha", "0.3",
+        assert main(["consilience", "calibrate", "--data", str(tasks), "--alpha", "0.3",
                      "--out", str(tmp_path / f"cal-{name}"), *SIM, *backend]) == 0
-        code = main(["consilience", "coverage", "--tasks", str(tasks), "--calibrator", str(tmp_path / "cal-serial"),
+        code = main(["consilience", "coverage", "--data", str(tasks), "--calibrator", str(tmp_path / "cal-serial"),
                      "--min-calibration", "2", "--json-out", str(tmp_path / f"cov-{name}.json"), *SIM, *backend])
         assert code in (0, 1)
     capsys.readouterr()
@@ -115,7 +115,7 @@ def test_dhd_replay_on_ray_gives_the_same_pairs_as_threads(tmp_path, monkeypatch
     monkeypatch.setattr(options, "backend_settings", with_setup)
     threads, on_ray = tmp_path / "threads", tmp_path / "ray"
     common = ["--no-progress", "--threads", "2"]
-    assert dhd_tests.run(["generate", "--problems", str(SCIBENCH), "--k", "3", "--cache", str(threads),
+    assert dhd_tests.run(["generate", "--data", str(SCIBENCH), "--k", "3", "--cache", str(threads),
                           *common]) == 0
     shutil.copytree(threads, on_ray)
     replay = ["replay", "--mode", "loo", "--repeats", "2", "--k", "2", "3", *common]

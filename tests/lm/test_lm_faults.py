@@ -206,7 +206,7 @@ def test_lm_check_against_a_working_server(tmp_path, servers, capsys):
 def test_hanging_server_records_each_error_and_finishes(tmp_path, servers, capsys):
     server = servers("hang")
     started = time.monotonic()
-    code = main(["run", "qa", "--data", str(qa_file(tmp_path / "qa.jsonl", 3)), "--out", str(tmp_path / "runs"),
+    code = main(["run", "qa", "--data", str(qa_file(tmp_path / "qa.jsonl", 3)), "--runs-dir", str(tmp_path / "runs"),
                  "--lm-config", str(lm_toml(tmp_path / "lm.toml", server.url)), "--lm-timeout", "2",
                  "--threads", "3", "--no-progress"])
     elapsed = time.monotonic() - started
@@ -240,7 +240,7 @@ def test_echoed_key_never_reaches_results_summary_or_terminal(tmp_path, servers,
 def test_failed_calls_are_failures_not_cache_hits(tmp_path, servers, capsys):
     server = servers("500")
     data, config = qa_file(tmp_path / "qa.jsonl", 4), lm_toml(tmp_path / "lm.toml", server.url)
-    assert main(["run", "qa", "--data", str(data), "--out", str(tmp_path / "runs"), "--lm-config", str(config),
+    assert main(["run", "qa", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--lm-config", str(config),
                  "--no-progress"]) == 0
     rows, summary, _ = run_rows(tmp_path / "runs")
     assert [r["cached_calls"] for r in rows] == [0] * 4 and [r["failed_calls"] for r in rows] == [1] * 4
@@ -258,7 +258,7 @@ def test_cache_key_includes_the_server(tmp_path, servers, capsys):
 
     def run(server: FakeServer, out: str) -> list[dict]:
         config = lm_toml(tmp_path / f"{out}.toml", server.url, model=model)
-        assert main(["run", "qa", "--data", str(data), "--out", str(tmp_path / out), "--lm-config", str(config),
+        assert main(["run", "qa", "--data", str(data), "--runs-dir", str(tmp_path / out), "--lm-config", str(config),
                      "--no-progress", "--threads", "1"]) == 0
         return run_rows(tmp_path / out)[0]
 
@@ -294,7 +294,7 @@ def test_decoding_settings_and_rollout_ids_stay_in_the_key(servers):
 @pytest.mark.timeout(120)
 def test_second_process_on_a_run_in_use_exits_2(tmp_path, servers, capsys):
     server = servers()
-    args = ["run", "qa", "--data", str(qa_file(tmp_path / "qa.jsonl", 3)), "--out", str(tmp_path / "runs"),
+    args = ["run", "qa", "--data", str(qa_file(tmp_path / "qa.jsonl", 3)), "--runs-dir", str(tmp_path / "runs"),
             "--lm-config", str(lm_toml(tmp_path / "lm.toml", server.url)), "--no-progress"]
     assert main(args) == 0
     _, _, run_dir = run_rows(tmp_path / "runs")
@@ -304,7 +304,7 @@ def test_second_process_on_a_run_in_use_exits_2(tmp_path, servers, capsys):
     assert done.returncode == 2
     err = one_line(done.stderr)
     assert f"run {run_dir.name} is in use by another groundstate process (pid {os.getpid()})" in err
-    assert "another --out" in err
+    assert "another --runs-dir" in err
     assert (run_dir / "results.jsonl").read_text() == before
     assert main(args) == 0  # released: the same command runs (and finds everything done)
     assert (run_dir / "results.jsonl").read_text() == before
@@ -325,7 +325,8 @@ def two_shards(tmp_path, monkeypatch, capsys):
     data = qa_file(tmp_path / "qa.jsonl", 12)
     out = tmp_path / "runs"
     for i in range(2):
-        assert main(["run", "qa", "--data", str(data), "--out", str(out), "--shard", f"{i}/2", "--no-progress"]) == 0
+        assert main(["run", "qa", "--data", str(data), "--runs-dir", str(out), "--shard", f"{i}/2",
+                     "--no-progress"]) == 0
     capsys.readouterr()
     shard = {json.loads((p / "config.json").read_text())["shard"][0]: p for p in out.iterdir()}
     return out, shard[0], shard[1]
@@ -333,13 +334,13 @@ def two_shards(tmp_path, monkeypatch, capsys):
 
 def test_merge_refuses_a_shard_given_twice(tmp_path, two_shards, capsys):
     out, s0, s1 = two_shards
-    assert main(["runs", "merge", s0.name, s0.name, "--out", str(out)]) == 2
+    assert main(["runs", "merge", s0.name, s0.name, "--runs-dir", str(out)]) == 2
     assert "given twice" in one_line(capsys.readouterr().err)
-    assert main(["runs", "merge", s0.name, str(s0), "--out", str(out)]) == 2  # the same directory, spelled twice
+    assert main(["runs", "merge", s0.name, str(s0), "--runs-dir", str(out)]) == 2  # the same directory, spelled twice
     assert "given twice" in one_line(capsys.readouterr().err)
     copy = tmp_path / "elsewhere" / s0.name
     shutil.copytree(s0, copy)
-    assert main(["runs", "merge", str(s0), str(copy), "--out", str(out)]) == 2  # shard 0/2 twice, two places
+    assert main(["runs", "merge", str(s0), str(copy), "--runs-dir", str(out)]) == 2  # shard 0/2 twice, two places
     assert "shard 0/2 is given twice" in one_line(capsys.readouterr().err)
     assert not any(p.name.endswith("-merged") for p in out.iterdir())
 
@@ -349,7 +350,7 @@ def test_merge_refuses_overlapping_shards(two_shards, capsys):
     stolen = (s0 / "results.jsonl").read_text().splitlines()[0]
     with open(s1 / "results.jsonl", "a", encoding="utf-8") as handle:
         handle.write(stolen + "\n")
-    assert main(["runs", "merge", s0.name, s1.name, "--out", str(out)]) == 2
+    assert main(["runs", "merge", s0.name, s1.name, "--runs-dir", str(out)]) == 2
     err = one_line(capsys.readouterr().err)
     assert f"record '{json.loads(stolen)['id']}' is in both" in err and "overlap" in err
     assert not any(p.name.endswith("-merged") for p in out.iterdir())
@@ -359,7 +360,7 @@ def test_runs_show_missing_path_is_one_line(tmp_path, capsys):
     missing = tmp_path / "does" / "not" / "exist"
     assert main(["runs", "show", str(missing)]) == 2
     assert str(missing) in one_line(capsys.readouterr().err)
-    assert main(["runs", "show", "no-such-run", "--out", str(tmp_path)]) == 2
+    assert main(["runs", "show", "no-such-run", "--runs-dir", str(tmp_path)]) == 2
     assert "no run 'no-such-run'" in one_line(capsys.readouterr().err)
 
 
@@ -430,7 +431,7 @@ def test_optimize_with_every_call_failing_exits_2_and_saves_nothing(tmp_path, mo
     train = tmp_path / "train.jsonl"
     save_instances(train, generate("healthcare", "main", 3, seed=0))
     out = tmp_path / "opt"
-    code = main(["optimize", "reground", "--stage", "resolve", "--train", str(train), "--out", str(out),
+    code = main(["optimize", "reground", "--stage", "resolve", "--data", str(train), "--out", str(out),
                  "--max-demos", "1"])
     assert code == 2
     stderr = capsys.readouterr().err  # DSPy's progress bars and its log of each failed example, then our line

@@ -26,7 +26,7 @@ from typing import Any
 
 from groundstate.errors import InputError
 
-REMEDY = "the replay run is damaged or from another version; re-run `groundstate dhd replay` into a fresh --out"
+REMEDY = "the replay run is damaged or from another version; re-run `groundstate dhd replay` into a fresh --runs-dir"
 
 
 def expected_arms(mode: str, full: str = "mean") -> tuple[tuple[str, ...], str]:

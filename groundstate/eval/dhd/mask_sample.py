@@ -251,7 +251,7 @@ def fix_sample(run_dir: str | Path, document: Mapping[str, Any]) -> dict[str, An
             f"the mask run {Path(run_dir).name} was started on the sample in {path} (from {before.get('path')}, "
             f"sha256 {str(before.get('sha256'))[:12]}); {document['labels']['path']} (sha256 "
             f"{document['labels']['sha256'][:12]}) now gives a different sample, and one run never mixes two: "
-            "restore the labels it was drawn from to finish it, or give --out DIR to start a new mask run")
+            "restore the labels it was drawn from to finish it, or give --runs-dir DIR to start a new mask run")
     if (stored.get("labels") or {}).get("sha256") != document["labels"]["sha256"]:
         logger.info("%s changed since the sample was drawn but gives the same sample; resuming", document["labels"])
     return stored

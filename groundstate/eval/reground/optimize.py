@@ -55,11 +55,11 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
     if args.candidates is not None:
         budget.num_candidate_programs = budget.num_candidates = args.candidates
     budget.check(args.optimizer)
-    train = load_any(args.train, condition=args.condition)
-    val = load_any(args.val, condition=args.condition) if args.val else []
+    train = load_any(args.data, condition=args.condition)
+    val = load_any(args.val_data, condition=args.condition) if args.val_data else []
     overlap = {x.id for x in train} & {x.id for x in val}
     if overlap:
-        raise ConfigError(f"--train and --val share {len(overlap)} instance id(s), e.g. '{sorted(overlap)[0]}'")
+        raise ConfigError(f"--data and --val-data share {len(overlap)} instance id(s), e.g. '{sorted(overlap)[0]}'")
     program = task.build(args)
     lm_config.apply(program)
     inputs = task.inputs_for(args)
@@ -80,9 +80,9 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
         "metric": {"spec": metric, "weights": weights, "judge": getattr(judge, "name", args.judge_lm)},
         "lms": {"default": describe_lm(lm), "roles": lm_config.describe()["roles"],
                 "reflection": describe_lm(reflection) if reflection else None},
-        "data": {"train": {"file": args.train, "ids": [x.id for x in train], "sha256": content_hash(train),
+        "data": {"train": {"file": args.data, "ids": [x.id for x in train], "sha256": content_hash(train),
                            "groups": sorted({group_key(x) for x in train})},
-                 "val": {"file": args.val, "ids": [x.id for x in val], "sha256": content_hash(val),
+                 "val": {"file": args.val_data, "ids": [x.id for x in val], "sha256": content_hash(val),
                          "groups": sorted({group_key(x) for x in val})} if val else None},
         "scores": result.scores,
         "program_state": {"before": program_state_hash(program), "after": program_state_hash(result.program),

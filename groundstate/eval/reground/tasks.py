@@ -31,7 +31,10 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", default="main",
                         help="with --data synthetic: main, misleading-shared, multi-misleading, distributed or all")
     parser.add_argument("--n", type=int, default=20, help="with --data synthetic: instances per domain and variant")
-    parser.add_argument("--data-seed", type=int, default=0, help="with --data synthetic: generator seed")
+    parser.add_argument("--synthetic-seed", type=int, default=0,
+                        help="with --data synthetic: the generator's seed (default 0; --seed seeds the run)")
+    if hasattr(parser, "alias"):  # the CLI's parser: the earlier spelling still works
+        parser.alias("--data-seed", "--synthetic-seed")
     parser.add_argument("--judge-lm", default="auto",
                         help="T2 judge: 'auto' (default: the LM judge on --lm when --lm names a real model, as in "
                              "the paper; else the lexical judge), 'lexical' (deterministic, approximate) or an LM spec")
@@ -56,9 +59,9 @@ def load_offquery_data(args: argparse.Namespace) -> tuple[list[Any], dict[str, A
             raise ConfigError(f"unknown --variant {unknown[0]}; choose from {', '.join(VARIANTS)} or all")
         if args.n < 1:
             raise ConfigError("--n must be at least 1")
-        instances = [x for d in domains for v in variants for x in generate(d, v, args.n, seed=args.data_seed)]
+        instances = [x for d in domains for v in variants for x in generate(d, v, args.n, seed=args.synthetic_seed)]
         return instances, {"synthetic": {"domains": list(domains), "variants": list(variants), "n": args.n,
-                                         "seed": args.data_seed}}
+                                         "seed": args.synthetic_seed}}
     instances = load_any(data, t2_truth=args.t2_truth, condition=condition,
                          allow_empty=getattr(args, "allow_empty", False), t2_facts=getattr(args, "t2_facts", None))
     description = {"file": Path(data).name, "sha256": file_hash(data)}

@@ -29,7 +29,7 @@ def test_matching_files_load_and_the_facts_file_is_found_beside_the_truth_file()
 def test_a_truth_file_of_another_data_file_is_refused(data, truth, capsys):
     with pytest.raises(InputError, match="does not belong"):
         load_offquery(data, t2_truth=truth)
-    assert main(["data", "validate", str(data), "--t2-truth", str(truth)]) == 2
+    assert main(["data", "validate", "--data", str(data), "--t2-truth", str(truth)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and str(data) in err and str(truth) in err
 

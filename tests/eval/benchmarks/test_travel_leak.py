@@ -123,21 +123,21 @@ def test_noise_is_a_note_not_a_warning():
 def test_validate_reports_the_leak_without_changing_the_exit_status(tmp_path, capsys):
     out = tmp_path / "travel.jsonl"
     out.write_text("".join(json.dumps(t.model_dump(mode="json")) + "\n" for t in generate_hidden_travel(40, seed=2)))
-    assert cli.main(["hidden", "validate", str(out)]) == 0
+    assert cli.main(["hidden", "validate", "--data", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("public-only leak: worst rule '") and "of 40 travel tasks (chance 25.0%" in lines[0]
     assert lines[-1].startswith("40 tasks loaded (40 checked against the travel validator), 0 problem(s)")
     # --max-leak turns a leak above POINTS into a problem: 0 points is always exceeded by the worst rule
-    assert cli.main(["hidden", "validate", str(out), "--max-leak", "0"]) == 2
+    assert cli.main(["hidden", "validate", "--data", str(out), "--max-leak", "0"]) == 2
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"{out}: public-only rule '") and lines[0].endswith("(--max-leak 0)")
     assert lines[-1].startswith("40 tasks loaded (40 checked against the travel validator), 1 problem(s)")
-    assert cli.main(["hidden", "validate", str(out), "--max-leak", "100"]) == 0
+    assert cli.main(["hidden", "validate", "--data", str(out), "--max-leak", "100"]) == 0
     capsys.readouterr()
 
 
 def test_validate_has_no_leak_line_without_travel_tasks(capsys):
-    assert cli.main(["hidden", "validate", str(TEST_DATA / "hiddenbench" / "sample.json")]) == 0
+    assert cli.main(["hidden", "validate", "--data", str(TEST_DATA / "hiddenbench" / "sample.json")]) == 0
     assert "public-only leak" not in capsys.readouterr().out
 
 
@@ -145,5 +145,5 @@ def test_validate_has_no_leak_line_without_travel_tasks(capsys):
 def test_a_bad_max_leak_is_one_line_exit_2(tmp_path, capsys, value):
     out = tmp_path / "travel.jsonl"
     out.write_text("")
-    assert cli.main(["hidden", "validate", str(out), "--allow-empty", "--max-leak", value]) == 2
+    assert cli.main(["hidden", "validate", "--data", str(out), "--allow-empty", "--max-leak", value]) == 2
     assert "--max-leak must be a non-negative" in capsys.readouterr().err

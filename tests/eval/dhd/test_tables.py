@@ -112,7 +112,7 @@ def test_analyze_writes_the_tables_and_dhd_tables_combines_caches(tmp_path, caps
     caches = []
     for seed in (1, 2):
         cache = tmp_path / f"model{seed}"
-        assert main(["dhd", "simulate", "--out", str(cache), "--problems", "30", "--blocks", "4", "--seed",
+        assert main(["dhd", "simulate", "--cache", str(cache), "--n", "30", "--blocks", "4", "--seed",
                      str(seed), "--effects", "W+:0.3:0.8", "--benchmarks", "x", "y"]) == 0
         assert main(["dhd", "analyze", "--cache", str(cache), *FAST]) == 0
         caches.append(cache)
@@ -138,22 +138,22 @@ def test_analyze_writes_the_tables_and_dhd_tables_combines_caches(tmp_path, caps
     assert "## Table 19" in text and "## Table 26" in text
     combined = tmp_path / "both"
     assert main(["dhd", "tables", "--analysis", str(caches[0] / "analysis"), str(caches[1] / "analysis"),
-                 "--label", "oss", "gemma", "--out", str(combined)]) == 0
+                 "--label", "oss", "gemma", "--report-dir", str(combined)]) == 0
     both = json.loads((combined / "tables.json").read_text())
     assert both["models"] == ["oss", "gemma"]
     assert [r["model"] for r in both["tables"]["19"]["rows"]] == ["oss", "gemma"]
     assert set(both["tables"]["25"]["rows"][0]) == {"benchmark", "oss", "gemma"}
-    assert main(["dhd", "analyze", "--cache", str(caches[1]), "--out", str(tmp_path / "plain"), "--no-tables",
+    assert main(["dhd", "analyze", "--cache", str(caches[1]), "--report-dir", str(tmp_path / "plain"), "--no-tables",
                  *FAST]) == 0
     assert not (tmp_path / "plain" / "tables.md").exists()
 
 
 def test_tables_bad_input_is_one_line(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    assert main(["dhd", "tables", "--analysis", str(tmp_path / "empty"), "--out", str(tmp_path / "t")]) == 2
+    assert main(["dhd", "tables", "--analysis", str(tmp_path / "empty"), "--report-dir", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "report.json" in err[0] and "dhd analyze" in err[0]
-    assert main(["dhd", "tables", "--analysis", str(tmp_path / "empty"), "--label", "a", "b", "--out",
+    assert main(["dhd", "tables", "--analysis", str(tmp_path / "empty"), "--label", "a", "b", "--report-dir",
                  str(tmp_path / "t")]) == 2
     assert "one name per --analysis directory" in capsys.readouterr().err
 

@@ -51,11 +51,11 @@ def test_compare_paper_tables_from_stored_runs(tmp_path, monkeypatch, capsys):
     assert main(["run", "reground", "--max-candidates", "1", *common]) == 0
     assert main(["run", "reground", "--oracle-t1", *common]) == 0
     capsys.readouterr()
-    assert main(["compare", "--paper-tables", "--out", str(out)]) == 0
+    assert main(["compare", "--paper-tables", "--runs-dir", str(out)]) == 0
     text = capsys.readouterr().out
     assert "Table 1 layout" in text and "Table 10 layout" in text and "Table 11 layout" in text
     table10_rows = json.loads((out / "paper-tables" / "table10.json").read_text())["rows"]
     assert [r["condition"] for r in table10_rows] == ["M = 1", "M = 3", "Oracle"]
     table1_rows = json.loads((out / "paper-tables" / "table1.json").read_text())["rows"]
     assert {r["program"] for r in table1_rows} == {"standard", "reground"}
-    assert main(["compare", "--out", str(out)]) == 2  # neither programs nor --paper-tables
+    assert main(["compare", "--runs-dir", str(out)]) == 2  # neither programs nor --paper-tables
