@@ -41,3 +41,14 @@ def qa_score(record, prediction):
 
 def json_adapter():
     return dspy.JSONAdapter()
+
+
+def table_row(out: str, first: str) -> list[str]:
+    """The cells of the rich table row of a command's terminal output whose first cell is ``first``."""
+    line = next(line for line in out.splitlines() if line.startswith(f"│ {first} "))
+    return [cell.strip() for cell in line.strip().strip("│").split("│")]
+
+
+def is_rich_table(out: str) -> bool:
+    """Whether ``out`` holds a rich table (box characters) and no Markdown table rule."""
+    return "┏" in out and "│" in out and "|---" not in out

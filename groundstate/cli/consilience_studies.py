@@ -68,7 +68,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_routing(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.routing import markdown, routing_ablation
+    from groundstate.cli.tables import print_table
+    from groundstate.eval.consilience.routing import HEADER, routing_ablation, table_cells
 
     tasks, _, team, _, _ = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
@@ -77,7 +78,8 @@ def cmd_routing(args: argparse.Namespace) -> int:
     metrics, steps = routing_ablation(config.program(team, controller, calibrator=calibrator, seed=args.seed), tasks)
     print(f"speaker routing on {len(tasks)} tasks, {len(steps)} controlled steps (action held fixed, every speaker "
           "evaluated); lower is better")
-    print(markdown(metrics))
+    print_table(table_cells(metrics), columns=HEADER,
+                title="speaker routing (Table 8 layout; means over steps, no intervals)")
     write_json_out(args.json_out, {"metrics": metrics, "steps": steps})
     return 0
 
@@ -88,7 +90,16 @@ def _ci(entry: dict[str, Any] | None) -> str:
     return format_ci(entry)
 
 
+ABLATION_TITLES: dict[str, str] = {
+    "actions": "one action left out (Table 7 layout): task accuracy (%, no intervals), change from the full set "
+               "in parentheses",
+    "features": "MLP feature sets (Table 6 layout; success with its 95% interval, costs as means)",
+    "sampling": "executed action drawn from the conformal set every round (Table 9 layout; rounds as means)",
+}
+
+
 def cmd_ablate(args: argparse.Namespace) -> int:
+    from groundstate.cli.tables import print_table
     from groundstate.errors import ConfigError
     from groundstate.eval.consilience import ablations
     from groundstate.eval.consilience.data import load_exploration
@@ -100,28 +111,30 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         if not args.explore:
             raise ConfigError("the feature ablation trains the MLP on each feature set: give --explore FILE")
         table = ablations.feature_ablation(load_exploration(args.explore), team, calibration, test, **common)
-        print(ablations.features_markdown(table))
     else:
         if "mlp" in args.controllers and not args.mlp:
             raise ConfigError("the mlp controller needs --mlp DIR")
         factories = {name: (lambda name=name: controller_named(name, args.mlp, args)) for name in args.controllers}
         if args.kind == "actions":
             table = ablations.action_ablation(factories, team, calibration, test, **common)
-            print(ablations.actions_markdown(table))
         else:
             table = ablations.sampling_ablation(factories, team, calibration, test, **common)
-            print(ablations.sampling_markdown(table))
+    header, body = ablations.CELLS[args.kind](table)
+    print_table(body, columns=header, title=ABLATION_TITLES[args.kind])
     write_json_out(args.json_out, table)
     return 0
 
 
 def cmd_generalize(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.generalize import markdown, unseen_task_generalization
+    from groundstate.cli.tables import print_table
+    from groundstate.eval.consilience.generalize import HEADER, summary_line, table_cells, unseen_task_generalization
 
     tasks, _, team, _, _ = tasks_and_team(args, args.data)
     result = unseen_task_generalization(tasks, team, train_size=args.train_size, splits=args.splits, seed=args.seed,
                                         max_rounds=args.max_rounds)
     print(f"MLP trained on {args.train_size}-task subsets, tested on the other {len(tasks) - args.train_size}")
-    print(markdown(result))
+    print_table(table_cells(result), columns=HEADER,
+                title="unseen-task generalization per split (accuracy with 95% intervals; paired difference as a mean)")
+    print(summary_line(result))
     write_json_out(args.json_out, result)
     return 0

@@ -373,9 +373,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_mask(args: argparse.Namespace) -> int:
     from groundstate.cli.options import configure_lms
+    from groundstate.cli.tables import print_table
     from groundstate.eval.dhd.cache import MessageCache
     from groundstate.eval.dhd.mask_sample import SAMPLE_FILE, default_labels_path, load_repeated_labels, resolve_quotas
-    from groundstate.eval.dhd.masking import CATEGORY_TITLES, mask_markdown
+    from groundstate.eval.dhd.masking import CATEGORY_TITLES, failures_note, mask_cells
     from groundstate.eval.dhd.run import mask
 
     cache = MessageCache(args.cache)
@@ -398,6 +399,10 @@ def cmd_mask(args: argparse.Namespace) -> int:
     if sample["shortfall"]:
         print("fewer candidates than asked: " + ", ".join(
             f"{CATEGORY_TITLES[c]} {sample['drawn'][c]} of {sample['requested'][c]}" for c in sample["shortfall"]))
-    print(f"integrator success (%) over {args.repeats} repetitions (Full and Repeat: two outcomes each):")
-    print(mask_markdown(table))
+    header, body = mask_cells(table)
+    print_table(body, columns=header,
+                title=f"integrator success (%, no intervals) over {args.repeats} repetitions (Full and Repeat: two "
+                      "outcomes each)")
+    if failures_note(table):
+        print(failures_note(table))
     return 0

@@ -64,7 +64,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"))
         print_comparison(rows, metrics, title=title, out=console)
     if args.paper_tables:
-        from groundstate.eval.reground.tables import offquery_runs, write_tables
+        from groundstate.cli.tables import print_table
+        from groundstate.eval.reground.tables import TITLES, built_tables, cells, offquery_runs, write_tables
         from groundstate.eval.tasks import load_builtin_tasks
 
         names = [n for n in load_builtin_tasks() if n != "qa"]
@@ -73,8 +74,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.programs and args.report_dir:
             tables_dir = tables_dir / "paper-tables"
         written = write_tables(runs, tables_dir)
-        for name in ("1", "10", "11"):
-            print(Path(written[f"table{name}"]).read_text(encoding="utf-8"))
+        for name, rows in built_tables(runs).items():
+            header, body = cells(name, rows)
+            print_table(body, columns=header, title=TITLES[name], out=console)
         paths.update(written)
     console.print("wrote " + ", ".join(paths.values()))
     return 0

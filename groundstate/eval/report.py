@@ -62,14 +62,29 @@ def table_cells(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METR
     return header, body
 
 
+def pipe_lines(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown (pipe) table's lines: the header, the rule, one line per row of cells."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(c) + " |" for c in body)]
+
+
 def markdown_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
                    title: str | None = None) -> str:
     """A Markdown table: program, each metric as ``mean [low, high]``, tokens/calls per instance, errors."""
     header, body = table_cells(rows, metrics)
     lines = [f"### {title}", ""] if title else []
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *pipe_lines(header, body)]) + "\n"
+
+
+def no_data_note(ax: Any, text: str = "no data") -> None:
+    """Say in the middle of a chart panel that it has nothing to show, instead of leaving a blank frame."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
+
+
+def mark_unscored(ax: Any, rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> None:
+    """Write "no data" over each group of bars whose metrics all lack a mean (drawn at 0, which is not a score)."""
+    for x, row in enumerate(rows):
+        if all((row.get(m) or {}).get("mean") is None for m in metrics):
+            ax.text(x, 0.02, "no data", ha="center", va="bottom", color="grey", fontsize=8)
 
 
 def has_tokens_panel(rows: Sequence[Mapping[str, Any]]) -> bool:
@@ -115,15 +130,16 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(metrics)), fontsize=8,
                   frameon=False)
         ax.set_title(title or "OffQuery", pad=22)
+        mark_unscored(ax, rows, metrics)
     else:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+        no_data_note(ax)
         ax.set_title(title or "OffQuery")
     if tokens_panel:
         ax_tokens.bar(x, [r["tokens_per_instance"] for r in rows], color="grey")
         for i, row in enumerate(rows):
             if row.get("cached_calls"):
-                ax_tokens.annotate(f"cached\n({row['cached_calls']} calls)", (i, row["tokens_per_instance"]),
-                                   ha="center", va="bottom", fontsize=7)
+                ax_tokens.annotate(f"cached, not billed\n({row['cached_calls']} calls)",
+                                   (i, row["tokens_per_instance"]), ha="center", va="bottom", fontsize=7)
         ax_tokens.set_xticks(x, names, rotation=20, ha="right")
         ax_tokens.set_title("tokens per instance (cached calls bill none)"
                             if any(r.get("cached_calls") for r in rows) else "tokens per instance", fontsize=9)

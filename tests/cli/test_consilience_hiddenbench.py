@@ -11,6 +11,7 @@ import pytest
 
 from groundstate.cli import main
 from tests.conftest import requires_embedded
+from tests.helpers import is_rich_table, table_row
 
 FIXTURE = Path("tests/data/hiddenbench/hiddenbench_format.json")
 PUBLISHED = os.environ.get("GROUNDSTATE_HIDDENBENCH")
@@ -109,12 +110,17 @@ def test_the_whole_consilience_workflow_on_a_hiddenbench_file(hb, tmp_path, caps
     assert [r["method"] for r in table["rows"]] == ["Hidden-Pre", "Hidden-Post", "Full-Info", "Rules", "MLP"]
     assert (tmp_path / "table" / "table.md").read_text().count("|") > 20
     assert main(["consilience", "routing", "--data", str(parts["test"]), *sim]) == 0
-    assert "| round-robin |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert is_rich_table(out) and "normalized regret" in out and len(table_row(out, "round-robin")) == 5
     assert main(["consilience", "ablate", "actions", "--calibration-data", str(parts["calibration"]), "--data",
                  str(parts["test"]), "--controllers", "rules", "--max-rounds", "4", "--agents", "sim"]) == 0
-    assert "| -Route |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert is_rich_table(out) and "configuration" in out and len(table_row(out, "-Route")) == 2
     assert main(["consilience", "generalize", "--data", str(hb), "--train-size", "5", "--splits", "1",
                  "--max-rounds", "3", "--agents", "sim", "--json-out", str(tmp_path / "gen.json")]) == 0
+    out = capsys.readouterr().out
+    assert is_rich_table(out) and "held-out MLP" in out and "mean over splits" in out
+    assert table_row(out, "0")[1] != "-"  # split 0's held-out accuracy
     assert json.loads((tmp_path / "gen.json").read_text())["splits"][0]["n_test"] == 3
 
 

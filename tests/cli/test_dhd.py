@@ -18,6 +18,7 @@ from groundstate.eval.benchmarks.problems import load_problems
 from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
 from tests.helpers import DATA as TEST_DATA
+from tests.helpers import is_rich_table, table_row
 
 DATA = TEST_DATA / "dhd"
 SCIBENCH = DATA / "scibench_small.json"
@@ -129,8 +130,10 @@ def test_generate_replay_analyze_crossfit_mask(tmp_path, lm, capsys):
     assert run(["mask", "--sample", "3", "--repeats", "2", "--labels", str(analysis / "labels.jsonl"), *common]) == 0
     out = capsys.readouterr().out
     assert lm.engine.calls == before + 3 * 2 * 8  # eight outcomes per message and repetition
-    assert "| Diagnostic sample (n) | Full | Repeat | Remove | Neutral replacement | Hide answer" in out
-    assert "| Wrong-helpful (2) | 100 | 100 | 0 | 0 | 100 | 0 |" in out  # message 0: its reasoning helps
+    assert is_rich_table(out) and "Diagnostic sample (n)" in out and "Neutral replacement" in out
+    assert table_row(out, "Wrong-helpful (2)") == ["Wrong-helpful (2)", "100", "100", "0", "0", "100", "0"]  # message 0
+    markdown = next(cache.rglob("mask_table.md")).read_text()  # the written file keeps its Markdown
+    assert "| Wrong-helpful (2) | 100 | 100 | 0 | 0 | 100 | 0 |" in markdown
     assert "sample: 3 messages (Wrong-helpful 2, Indeterminate 1)" in out and "sample.json" in out
     assert run(["mask", "--sample", "3", "--repeats", "2", *common]) == 0  # --labels defaults to the analysis
     assert lm.engine.calls == before + 3 * 2 * 8  # resumed on the same fixed sample

@@ -77,3 +77,53 @@ def test_consilience_typo_is_gone():
     found = subprocess.run(["grep", "-rIl", "Consil" + "ence", str(root / "groundstate"), str(root / "README.md")],
                            capture_output=True, text=True).stdout
     assert found == ""
+
+
+def _saved_texts(monkeypatch) -> list[str]:
+    """Every text drawn in the axes of the figures saved from now on (charts that save and close their figure)."""
+    texts: list[str] = []
+
+    def savefig(fig, *args, **kwargs):
+        texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    return texts
+
+
+def test_dhd_charts_without_data_say_so(tmp_path, monkeypatch):
+    from groundstate.eval.dhd.report import plot_flip_direction, plot_loo_rates
+    from groundstate.eval.dhd.tables import plot_table_18, plot_table_24
+
+    texts = _saved_texts(monkeypatch)
+    assert plot_flip_direction({"wrong": {"n_flips": 0}}, tmp_path / "flips.png")
+    assert texts[-1].startswith("no data")
+    assert plot_loo_rates({3: {"n_eligible": 0, "W+": None, "W-": None, "C+": None, "C-": None}}, tmp_path / "r.png")
+    assert texts[-1] == "no data"  # no share drawn as a share of 0
+    assert plot_table_18([{"model": "m", "benchmark": "b", "wrong": None, "correct": None}], tmp_path / "t18.png")
+    assert texts[-1] == "no data"
+    assert plot_table_24([{"model": "m", "arm": "(A+B)/2", "observed": None}], tmp_path / "t24.png")
+    assert texts[-1] == "no data"
+
+
+def test_paper_tables_mark_cached_runs_and_print_as_rich(capsys):
+    from groundstate.eval.reground.tables import NO_RUNS, cells, table11
+
+    summary = {"n_done": 2, "scores": {}, "tokens": {}, "lm_calls": {"cached": 6}}
+    runs = [{"program": "standard", "lm": "gpt", "setting": "s", "options": {}, "summary": summary, "run_id": "a"}]
+    header, body = cells("11", table11(runs))
+    assert body[0][header.index("total")] == "0 (6 calls cached, not billed)"
+    assert cells("10", [])[1] == [[NO_RUNS, "", "", "", "", "", ""]]
+    print_table(body, columns=header, out=console(width=160))
+    out = capsys.readouterr().out
+    assert "┏" in out and "cached, not billed" in out and "|" not in out
+
+
+def test_an_unscored_program_is_marked_not_drawn_as_zero():
+    empty = {"n_done": 0, "scores": {}, "tokens": {}, "lm_calls": {}}
+    rows = comparison_rows({"scored": _summary(0), "x": empty}, metrics=("task_accuracy", "vote_accuracy"))
+    fig = comparison_figure(rows, ("task_accuracy", "vote_accuracy"))
+    try:
+        marks = [t for t in fig.axes[0].texts if t.get_text() == "no data"]
+        assert len(marks) == 1 and marks[0].get_position()[0] == 1  # over the second program only
+    finally:
+        plt.close(fig)

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from groundstate.eval.stats import wilson_ci
+from groundstate.eval.report import pipe_lines
+from groundstate.eval.stats import format_ci, wilson_ci
 from groundstate.optimizers.consilience import Configuration, calibrate, train_controller
 from groundstate.programs.consilience.control import ValueController
 from groundstate.programs.consilience.state import FEATURE_SETS
@@ -114,12 +115,13 @@ def sampling_ablation(controllers: Mapping[str, Callable[[], Any]], team: Callab
             for name, make in controllers.items()}
 
 
-def actions_markdown(table: Mapping[str, Mapping[str, Any]]) -> str:
-    """Table 7's layout: task accuracy (%) per configuration and controller, change from the full set."""
+def actions_cells(table: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """Table 7 as ``(header, cells)``: task accuracy (%) per configuration and controller, change from the full
+    set in parentheses, ``NA`` for a removed action the controller never takes."""
     controllers = list(table["full"])
-    lines = ["| configuration | " + " | ".join(controllers) + " |", "|---|" + "---|" * len(controllers)]
+    body = []
     for label, cells in table.items():
-        shown = []
+        shown = [label]
         for name in controllers:
             row = cells[name]
             if row is None:
@@ -128,26 +130,39 @@ def actions_markdown(table: Mapping[str, Mapping[str, Any]]) -> str:
             mean = row["task_accuracy"]["mean"]
             delta = "" if label == "full" else f" ({100 * (mean - table['full'][name]['task_accuracy']['mean']):+.1f})"
             shown.append(f"{100 * mean:.1f}{delta}")
-        lines.append(f"| {label} | " + " | ".join(shown) + " |")
-    return "\n".join(lines) + "\n"
+        body.append(shown)
+    return ["configuration", *controllers], body
+
+
+def features_cells(table: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """Table 6 as ``(header, cells)``: success, communication cost and final objective per feature set."""
+    header = ["features retained", "success", "communication cost", "final objective", "n"]
+    return header, [[label, format_ci(row["task_accuracy"]), f"{row['final_C']:.4f}", f"{row['final_J']:.4f}",
+                     str(row["n"])] for label, row in table.items()]
+
+
+def sampling_cells(table: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """Table 9 as ``(header, cells)``: mean success and mean rounds per trial per controller."""
+    header = ["method", "mean success", "mean rounds/trial", "n"]
+    return header, [[name, format_ci(row["task_accuracy"]), f"{row['messages']:.2f}", str(row["n"])]
+                    for name, row in table.items()]
+
+
+CELLS: dict[str, Callable[[Mapping[str, Mapping[str, Any]]], tuple[list[str], list[list[str]]]]] = {
+    "actions": actions_cells, "features": features_cells, "sampling": sampling_cells}
+"""Each ablation's table builder by its ``consilience ablate`` kind."""
+
+
+def actions_markdown(table: Mapping[str, Mapping[str, Any]]) -> str:
+    """Table 7's layout in Markdown (:func:`actions_cells`)."""
+    return "\n".join(pipe_lines(*actions_cells(table))) + "\n"
 
 
 def features_markdown(table: Mapping[str, Mapping[str, Any]]) -> str:
-    """Table 6's layout: success, communication cost and final objective per feature set."""
-    from groundstate.eval.stats import format_ci
-
-    lines = ["| features retained | success | communication cost | final objective | n |", "|---|---|---|---|---|"]
-    for label, row in table.items():
-        lines.append(f"| {label} | {format_ci(row['task_accuracy'])} | {row['final_C']:.4f} | {row['final_J']:.4f} "
-                     f"| {row['n']} |")
-    return "\n".join(lines) + "\n"
+    """Table 6's layout in Markdown (:func:`features_cells`)."""
+    return "\n".join(pipe_lines(*features_cells(table))) + "\n"
 
 
 def sampling_markdown(table: Mapping[str, Mapping[str, Any]]) -> str:
-    """Table 9's layout: mean success and mean rounds per trial per controller."""
-    from groundstate.eval.stats import format_ci
-
-    lines = ["| method | mean success | mean rounds/trial | n |", "|---|---|---|---|"]
-    for name, row in table.items():
-        lines.append(f"| {name} | {format_ci(row['task_accuracy'])} | {row['messages']:.2f} | {row['n']} |")
-    return "\n".join(lines) + "\n"
+    """Table 9's layout in Markdown (:func:`sampling_cells`)."""
+    return "\n".join(pipe_lines(*sampling_cells(table))) + "\n"

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from groundstate.errors import ConfigError
-from groundstate.eval.stats import wilson_ci
+from groundstate.eval.report import pipe_lines
+from groundstate.eval.stats import format_ci, wilson_ci
 from groundstate.optimizers.consilience import explore_tasks, train_controller
 from groundstate.programs.consilience.consilience import Consilience
 from groundstate.programs.consilience.control import ValueController
@@ -83,16 +84,23 @@ def unseen_task_generalization(tasks: Sequence[HiddenProfileTask], team: Callabl
     }
 
 
+HEADER: tuple[str, ...] = ("split", "held-out MLP", "all-task MLP, same tasks", "paired difference")
+
+
+def table_cells(result: dict[str, Any]) -> list[list[str]]:
+    """Per split, the cells under :data:`HEADER`: the held-out MLP and the all-task MLP on the same held-out
+    tasks, and their paired difference."""
+    return [[str(r["split"]), format_ci(r["held_out"]), format_ci(r["all_task_same_tasks"]),
+             f"{r['paired_difference']:+.3f}"] for r in result["splits"]]
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    """The means over splits and the all-task MLP on all tasks, with the note on certification."""
+    return (f"mean over splits: held-out {result['held_out_mean']:.3f}, all-task on the same tasks "
+            f"{result['all_task_same_tasks_mean']:.3f} (gap {result['gap_mean']:+.3f}); all-task MLP on all "
+            f"tasks (in-domain diagnostic) {format_ci(result['all_task_all_tasks'])}; {result['note']}")
+
+
 def markdown(result: dict[str, Any]) -> str:
     """Per split: the held-out MLP and the all-task MLP on the same held-out tasks; then the means."""
-    from groundstate.eval.stats import format_ci
-
-    lines = ["| split | held-out MLP | all-task MLP, same tasks | paired difference |", "|---|---|---|---|"]
-    for r in result["splits"]:
-        lines.append(f"| {r['split']} | {format_ci(r['held_out'])} | {format_ci(r['all_task_same_tasks'])} "
-                     f"| {r['paired_difference']:+.3f} |")
-    lines.append("")
-    lines.append(f"mean over splits: held-out {result['held_out_mean']:.3f}, all-task on the same tasks "
-                 f"{result['all_task_same_tasks_mean']:.3f} (gap {result['gap_mean']:+.3f}); all-task MLP on all "
-                 f"tasks (in-domain diagnostic) {format_ci(result['all_task_all_tasks'])}; {result['note']}")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*pipe_lines(HEADER, table_cells(result)), "", summary_line(result)]) + "\n"

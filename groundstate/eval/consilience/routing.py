@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from groundstate.eval.report import pipe_lines
 from groundstate.programs.consilience.consilience import RoundView, speaker_branch
 from groundstate.programs.consilience.control import ROUTERS, ControlContext, route
 
@@ -82,11 +83,19 @@ def routing_ablation(program: Any, tasks: Sequence[Any]) -> tuple[dict[str, dict
     return routing_metrics(steps), steps
 
 
-def markdown(metrics: dict[str, dict[str, Any]]) -> str:
-    """Table 8's layout: routing policy, mean objective change, normalised regret (plus step counts)."""
-    lines = ["| routing policy | mean dJ | normalized regret | steps | steps with no spread |", "|---|---|---|---|---|"]
+HEADER: tuple[str, ...] = ("routing policy", "mean dJ", "normalized regret", "steps", "steps with no spread")
+
+
+def table_cells(metrics: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """Each routing policy's cells under :data:`HEADER` (shared by the Markdown and the terminal table)."""
+    body = []
     for router, m in metrics.items():
         regret = "n/a" if m["normalized_regret"] is None else f"{m['normalized_regret']:.4f}"
         dj = "n/a" if m["mean_dJ"] is None else f"{m['mean_dJ']:+.4f}"
-        lines.append(f"| {router} | {dj} | {regret} | {m['steps']} | {m['flat_steps']} |")
-    return "\n".join(lines) + "\n"
+        body.append([router, dj, regret, str(m["steps"]), str(m["flat_steps"])])
+    return body
+
+
+def markdown(metrics: dict[str, dict[str, Any]]) -> str:
+    """Table 8's layout: routing policy, mean objective change, normalised regret (plus step counts)."""
+    return "\n".join(pipe_lines(HEADER, table_cells(metrics))) + "\n"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.eval.consilience.metrics import pooled_vote_accuracy
+from groundstate.eval.report import mark_unscored, no_data_note
 from groundstate.eval.stats import format_ci, mean_ci, wilson_ci
 
 ORDER: tuple[str, ...] = ("Hidden-Pre", "Hidden-Post", "Full-Info", "Rules", "MLP", "LLM", "LLM+Vote")
@@ -125,8 +126,9 @@ def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> str:
         # Above the axes, so the legend never covers a bar or its error bar.
         ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
         ax.set_title(title, fontsize=10, pad=20)
+        mark_unscored(ax, rows, ("task_accuracy", "vote_accuracy"))
     else:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+        no_data_note(ax)
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -55,6 +55,7 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.eval.dhd.replay import Arm, BlockProgram, make_arm, run_arm
+from groundstate.eval.report import pipe_lines
 from groundstate.eval.results import write_json
 from groundstate.programs.dhd.views import (  # noqa: F401  (re-exported: the masking names users know)
     ANSWER_FIELDS,
@@ -210,18 +211,28 @@ def _percent(value: float) -> str:
     return str(math.floor(value + 0.5 + 1e-9))  # half up, as the paper rounds (52.5 -> 53)
 
 
-def mask_markdown(table: Mapping[str, Any]) -> str:
-    """The mask table as Markdown in the layout of the paper's Table 23 (plus an ``All`` row)."""
+def mask_cells(table: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The mask table as ``(header, cells)`` in the layout of the paper's Table 23 (plus an ``All`` row):
+    success (%) per variant, with the failed calls left out of it."""
     variants = table["variants"]
-    lines = ["| Diagnostic sample (n) | " + " | ".join(TITLES[v] for v in variants) + " |",
-             "|---" * (len(variants) + 1) + "|"]
+    body = []
     for row in table["rows"].values():
         cells = [("-" if row[v]["success"] is None else _percent(row[v]["success"]))
                  + (f" ({row[v]['failures']} failed)" if row[v]["failures"] else "") for v in variants]
-        lines.append(f"| {row['title']} ({row['sampled']}) | " + " | ".join(cells) + " |")
-    if table.get("failures"):
-        lines.append(f"\n{table['failures']} failed call(s) are left out of the rates (not counted as wrong).")
-    return "\n".join(lines)
+        body.append([f"{row['title']} ({row['sampled']})", *cells])
+    return ["Diagnostic sample (n)", *(TITLES[v] for v in variants)], body
+
+
+def failures_note(table: Mapping[str, Any]) -> str | None:
+    """What the rates leave out, or ``None`` when no call failed."""
+    return f"{table['failures']} failed call(s) are left out of the rates (not counted as wrong)." \
+        if table.get("failures") else None
+
+
+def mask_markdown(table: Mapping[str, Any]) -> str:
+    """The mask table as Markdown (:func:`mask_cells`, then :func:`failures_note`)."""
+    note = failures_note(table)
+    return "\n".join(pipe_lines(*mask_cells(table)) + ([f"\n{note}"] if note else []))
 
 
 def write_table(run_dir: str | Path, table: Mapping[str, Any]) -> list[Path]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from groundstate.eval.dhd.effects import GROUPS, EffectTable, as_records, pair_effects
+from groundstate.eval.report import no_data_note
 from groundstate.eval.stats import wilson_ci
 
 logger = logging.getLogger(__name__)
@@ -121,8 +122,10 @@ def plot_flip_direction(stats: dict[str, dict[str, Any]], path: str | Path,
     ax.set_yticklabels([f"{n} proposal\nflip rate {stats[n]['flip_rate']:.1%}" for n in names])
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of correctness flips")
-    if ax.get_legend_handles_labels()[0]:  # no flips at all: nothing to label
+    if names:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
+    else:
+        no_data_note(ax, "no data: no message flipped the outcome")
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)
@@ -142,10 +145,16 @@ def plot_loo_rates(stats: dict[Any, dict[str, Any]], path: str | Path) -> bool:
     for i, group in enumerate(GROUPS):
         ax.bar(np.arange(len(sizes)) + (i - 1.5) * width, [stats[k][group] or 0.0 for k in sizes], width,
                label=group, color=colors[group])
+    for x, k in enumerate(sizes):
+        if not stats[k]["n_eligible"]:  # no eligible message at this K: no share, not a share of 0
+            ax.text(x, 0.02, "no data", ha="center", va="bottom", color="grey", fontsize=8)
     ax.set_xticks(range(len(sizes)))
     ax.set_xticklabels([f"K={k}\n(n={stats[k]['n_eligible']})" for k in sizes])
     ax.set_ylabel("share of eligible LOO messages")
-    ax.legend(ncol=4, frameon=False)
+    if any(stats[k]["n_eligible"] for k in sizes):
+        ax.legend(ncol=4, frameon=False)
+    elif not sizes:
+        no_data_note(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groundstate.eval.report import no_data_note
 from groundstate.eval.results import write_json
 from groundstate.files import jsonable
 
@@ -301,19 +302,20 @@ def plot_table_18(rows: Sequence[Mapping[str, Any]], path: str | Path) -> bool:
     labels = [f"{r['model']}\n{r['benchmark']}" for r in rows]
     fig, ax = plt.subplots(figsize=(1.2 * len(rows) + 2.5, 3.6))
     for offset, key, color in ((-0.18, "wrong", "#d8553b"), (0.18, "correct", "#3b7dd8")):
-        for x, row in enumerate(rows):
-            entry = row[key]
-            if not entry:
-                continue
+        points = [(x, row[key]) for x, row in enumerate(rows) if row[key] and row[key].get("mean") is not None]
+        for i, (x, entry) in enumerate(points):
             low, high = entry.get("low"), entry.get("high")
             err = None if low is None or high is None else [[entry["mean"] - low], [high - entry["mean"]]]
             ax.errorbar(x + offset, entry["mean"], yerr=err, fmt="o", color=color, capsize=3,
-                        label=f"{key}-answer messages" if x == 0 else None)
+                        label=f"{key}-answer messages" if i == 0 else None)
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("mean trajectory value (pp)")
-    ax.legend(frameon=False, fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(frameon=False, fontsize=8)
+    else:
+        no_data_note(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)
@@ -330,7 +332,10 @@ def plot_table_24(rows: Sequence[Mapping[str, Any]], path: str | Path) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(1.1 * len(rows) + 2.5, 3.4))
     for x, row in enumerate(rows):
-        ax.bar(x, row["observed"] or 0.0, color="#3b7dd8" if row["arm"] == "(A+B)/2" else "#8fb8ee")
+        if row["observed"] is None:  # no gain measured: say so rather than draw a gain of 0
+            ax.text(x, 0, "no data", ha="center", va="bottom", color="grey", fontsize=8)
+        else:
+            ax.bar(x, row["observed"], color="#3b7dd8" if row["arm"] == "(A+B)/2" else "#8fb8ee")
         control = row.get("all_action")
         if control:
             ax.plot([x - 0.35, x + 0.35], [control["high"]] * 2, color="#d8553b", linewidth=1.5,

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from groundstate.eval.report import pipe_lines
 from groundstate.eval.runs import list_runs
 from groundstate.eval.stats import format_ci
 
@@ -107,7 +108,8 @@ def table10(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def table11(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows ``{lm, setting, program, input, output, total}`` in tokens per instance (newest run per key)."""
+    """Rows ``{lm, setting, program, input, output, total, cached_calls}`` in tokens per instance (newest run per
+    key; ``cached_calls``: calls served from DSPy's cache, which bill no tokens)."""
     chosen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     for run in runs:
         if run["program"] == "reground" and not _is_default_reground(run["options"]):
@@ -120,7 +122,8 @@ def table11(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         tokens = summary.get("tokens") or {}
         inp, out = (tokens.get("input", 0) / n, tokens.get("output", 0) / n) if n else (0.0, 0.0)
         rows.append({"lm": lm, "setting": setting, "program": program, "input": inp, "output": out,
-                     "total": inp + out, "n": n, "run_id": run["run_id"]})
+                     "total": inp + out, "cached_calls": (summary.get("lm_calls") or {}).get("cached", 0), "n": n,
+                     "run_id": run["run_id"]})
     return rows
 
 
@@ -128,35 +131,51 @@ def _gain(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
-def markdown(table: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    """One of the tables as Markdown (``table`` is ``1``, ``10`` or ``11``)."""
+TITLES = {"1": "Table 1 layout: T1/T2/T3 with the relative gain over standard collaboration",
+          "10": "Table 10 layout: ReGround's candidate pool size M and the oracle condition",
+          "11": "Table 11 layout: tokens per instance"}
+NO_RUNS = "(no stored runs for this table)"
+
+
+def _total(row: Mapping[str, Any]) -> str:
+    """Total tokens per instance; a run served (partly) from DSPy's cache says so, as its cached calls bill none."""
+    text = f"{row['total']:.0f}"
+    return text + f" ({row['cached_calls']} calls cached, not billed)" if row.get("cached_calls") else text
+
+
+def cells(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """One of the tables (``table`` is ``1``, ``10`` or ``11``) as ``(header, cells)``, shared by the Markdown
+    file and the terminal table; a table without runs gets one row saying so."""
     if table == "1":
         header = ["LM", "setting", "program", "T1", "T2", "T3", "T1 gain", "T2 gain", "T3 gain", "n"]
-        cells = [[r["lm"], r["setting"], r["program"], *(format_ci(r[m]) for m in METRICS),
-                  *(_gain(r[f"gain_{m}"]) for m in METRICS), str(r["n"])] for r in rows]
-        title = "Table 1 layout: T1/T2/T3 with the relative gain over standard collaboration"
+        body = [[r["lm"], r["setting"], r["program"], *(format_ci(r[m]) for m in METRICS),
+                 *(_gain(r[f"gain_{m}"]) for m in METRICS), str(r["n"])] for r in rows]
     elif table == "10":
         header = ["LM", "setting", "candidates", "T1", "T2", "T3", "n"]
-        cells = [[r["lm"], r["setting"], r["condition"], *(format_ci(r[m]) for m in METRICS), str(r["n"])]
-                 for r in rows]
-        title = "Table 10 layout: ReGround's candidate pool size M and the oracle condition"
+        body = [[r["lm"], r["setting"], r["condition"], *(format_ci(r[m]) for m in METRICS), str(r["n"])]
+                for r in rows]
     else:
         header = ["LM", "setting", "program", "input", "output", "total", "n"]
-        cells = [[r["lm"], r["setting"], r["program"], f"{r['input']:.0f}", f"{r['output']:.0f}", f"{r['total']:.0f}",
-                  str(r["n"])] for r in rows]
-        title = "Table 11 layout: tokens per instance"
-    lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(c) + " |" for c in cells]
-    if not cells:
-        lines.append("| " + " | ".join(["(no stored runs for this table)"] + [""] * (len(header) - 1)) + " |")
-    return "\n".join(lines) + "\n"
+        body = [[r["lm"], r["setting"], r["program"], f"{r['input']:.0f}", f"{r['output']:.0f}",
+                 _total(r), str(r["n"])] for r in rows]
+    return header, body or [[NO_RUNS] + [""] * (len(header) - 1)]
+
+
+def markdown(table: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """One of the tables as Markdown (``table`` is ``1``, ``10`` or ``11``)."""
+    return "\n".join([f"### {TITLES[table]}", "", *pipe_lines(*cells(table, rows))]) + "\n"
+
+
+def built_tables(runs: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of Tables 1, 10 and 11."""
+    return {"1": table1(runs), "10": table10(runs), "11": table11(runs)}
 
 
 def write_tables(runs: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str, str]:
     """Write ``table1|10|11.md`` and ``.json`` (and ``table1.png``, T1/T2/T3 per program, with matplotlib)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    built = {"1": table1(runs), "10": table10(runs), "11": table11(runs)}
+    built = built_tables(runs)
     paths = {}
     for name, rows in built.items():
         (out_dir / f"table{name}.md").write_text(markdown(name, rows), encoding="utf-8")
@@ -166,9 +185,10 @@ def write_tables(runs: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict
     if built["1"]:
         from groundstate.eval.report import bar_chart
 
+        tokens = {t["run_id"]: t for t in built["11"]}
         chart_rows = [{"name": f"{r['program']} ({r['setting']})", **{m: r[m] for m in METRICS},
-                       "tokens_per_instance": next((t["total"] for t in built["11"] if t["run_id"] == r["run_id"]), 0)}
-                      for r in built["1"]]
+                       "tokens_per_instance": tokens.get(r["run_id"], {}).get("total", 0),
+                       "cached_calls": tokens.get(r["run_id"], {}).get("cached_calls", 0)} for r in built["1"]]
         if bar_chart(chart_rows, out_dir / "table1.png", METRICS, "Table 1 layout"):
             paths["chart"] = str(out_dir / "table1.png")
     return paths

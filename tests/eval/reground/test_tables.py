@@ -8,6 +8,7 @@ from groundstate.cli import main
 from groundstate.eval.reground.tables import markdown, table1, table10, table11
 from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
+from tests.helpers import is_rich_table
 
 
 def run(program, t1, t2, t3, setting="mediQ_easy.json, unreliable", lm="gpt", tokens=(1000, 200), n=10, **options):
@@ -54,6 +55,8 @@ def test_compare_paper_tables_from_stored_runs(tmp_path, monkeypatch, capsys):
     assert main(["compare", "--paper-tables", "--runs-dir", str(out)]) == 0
     text = capsys.readouterr().out
     assert "Table 1 layout" in text and "Table 10 layout" in text and "Table 11 layout" in text
+    assert is_rich_table(text) and "(no stored runs for this table)" not in text
+    assert "| LM |" in (out / "paper-tables" / "table1.md").read_text()  # the files keep their Markdown
     table10_rows = json.loads((out / "paper-tables" / "table10.json").read_text())["rows"]
     assert [r["condition"] for r in table10_rows] == ["M = 1", "M = 3", "Oracle"]
     table1_rows = json.loads((out / "paper-tables" / "table1.json").read_text())["rows"]
