@@ -3,7 +3,8 @@
 DSPy keeps ``dspy.context(...)`` overrides (LM, adapter, callbacks, usage tracker) in a context variable,
 which a plain ``ThreadPoolExecutor`` does not carry into its threads. :func:`thread_map` copies the caller's
 overrides into every worker, so a program stage that fans out (per-agent extraction, per-fact verification)
-uses the same LM and is metered by the same run as its caller.
+uses the same LM and is metered by the same run as its caller. Each worker also runs in a copy of the caller's
+context variables, so a tracer's current span (``mlflow.dspy.autolog()``) parents the workers' calls.
 
 DSPy exposes those overrides only through a private context variable; this module is the one place that
 touches it (:func:`current_overrides`, :func:`overrides`), so a DSPy change needs one fix here.
@@ -11,6 +12,7 @@ touches it (:func:`current_overrides`, :func:`overrides`), so a DSPy change need
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -71,5 +73,6 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int | None
     if workers <= 1:
         return [fn(item) for item in items]
     wrapped = _with_overrides(fn, current_overrides())
+    contexts = [contextvars.copy_context() for _ in items]  # one each: a tracer's current span (MLflow) nests
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="groundstate") as pool:
-        return list(pool.map(wrapped, items))
+        return list(pool.map(lambda context, item: context.run(wrapped, item), contexts, items))

@@ -42,8 +42,8 @@ BUILTIN: dict[str, str] = {
     "groundstate.programs.reground.standard:Confidence": "program",
     "groundstate.programs.reground.baselines:Voting": "program",
     "groundstate.programs.reground.baselines:Robin": "program",
-    "groundstate.programs.reground.baselines:Manager": "program",
-    "groundstate.programs.reground.baselines:Instructor": "program",
+    "groundstate.programs.reground.centralized:Manager": "program",
+    "groundstate.programs.reground.centralized:Instructor": "program",
     "groundstate.programs.reground.baselines:SelfReflect": "program",
     "groundstate.programs.dhd.deliberation:Recruiter": "program",
     "groundstate.programs.dhd.deliberation:Hypothesizer": "program",
@@ -62,7 +62,9 @@ ALIASES: dict[str, str] = {
     **{f"groundstate.programs.reground:{name}": f"groundstate.programs.reground.reground:{name}"
        for name in ("ReGround", "Verify", "Reconstruct", "Resolve")},
     **{f"groundstate.programs.collaboration:{name}": f"groundstate.programs.reground.baselines:{name}"
-       for name in ("Voting", "Robin", "Manager", "Instructor", "SelfReflect")},
+       for name in ("Voting", "Robin", "SelfReflect")},
+    **{f"groundstate.programs.{old}:{name}": f"groundstate.programs.reground.centralized:{name}"
+       for old in ("collaboration", "reground.baselines") for name in ("Manager", "Instructor")},
     "groundstate.programs.collaboration:Oracle": "groundstate.programs.reground.oracle:Oracle",
     "groundstate.programs.reground.baselines:Oracle": "groundstate.programs.reground.oracle:Oracle",
     **{f"groundstate.programs.collaboration:{name}": f"groundstate.programs.reground.standard:{name}"

@@ -9,7 +9,13 @@ from typing import Any
 
 from groundstate import files
 from groundstate.errors import InputError
-from groundstate.eval.sources import Records, as_source, write_jsonl  # noqa: F401  (write_jsonl: re-exported)
+from groundstate.eval.sources import (  # noqa: F401  (write_jsonl: re-exported)
+    PARQUET_SUFFIXES,
+    Records,
+    as_source,
+    read_parquet,
+    write_jsonl,
+)
 from groundstate.files import json_lines
 
 
@@ -44,9 +50,12 @@ def read_json(path: str | Path) -> Any:
 
 
 def read_records(path: str | Path, allow_empty: bool = False, **kwargs: Any) -> list[dict]:
-    """A JSON list (``.json``) or JSON Lines (anything else) of objects; no records is an error unless
-    ``allow_empty``."""
+    """A JSON list (``.json``), a Parquet file (``.parquet``/``.pq``, read through ``datasets`` as
+    :func:`~groundstate.eval.sources.read_parquet` does) or JSON Lines (anything else) of objects; no records is
+    an error unless ``allow_empty``."""
     path = Path(path)
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        return require_records(read_parquet(path).rows, path, allow_empty)
     if path.suffix == ".json":
         data = read_json(path)
         if not isinstance(data, list):

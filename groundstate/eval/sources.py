@@ -141,8 +141,10 @@ def read_parquet(path: Path) -> Records:
     datasets.disable_progress_bars()
     try:
         metadata = pq.read_schema(path).metadata or {}
-        with tempfile.TemporaryDirectory(prefix="groundstate-parquet-") as cache:
-            rows = datasets.Dataset.from_parquet(str(path), cache_dir=cache, keep_in_memory=True).to_list()
+        rows: list[dict] = []
+        if pq.read_metadata(path).num_rows:  # datasets cannot read a file of no rows (a batch size of 0)
+            with tempfile.TemporaryDirectory(prefix="groundstate-parquet-") as cache:
+                rows = datasets.Dataset.from_parquet(str(path), cache_dir=cache, keep_in_memory=True).to_list()
     except Exception as exc:  # pyarrow and datasets raise many kinds; the user needs one line
         raise InputError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", file=str(path)) from None
     finally:

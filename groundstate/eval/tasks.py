@@ -126,7 +126,7 @@ def _qa_load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, 
     from groundstate.eval.runner import file_hash
 
     if not args.data:
-        raise ConfigError("qa needs --data FILE (JSON Lines of {id, question, answer})")
+        raise ConfigError("qa needs --data FILE (JSON Lines, a JSON list or Parquet of {id, question, answer})")
     rows = read_records(args.data, allow_empty=getattr(args, "allow_empty", False))
     seen = set()
     for i, row in enumerate(rows):

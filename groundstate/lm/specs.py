@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from groundstate.errors import LMSetupError
-from groundstate.lm.embedded import EMBEDDED_MODEL_NAME, EmbeddedEngine
+from groundstate.lm.embedded import EMBEDDED_MODEL_NAME, AsyncEmbeddedEngine, EmbeddedEngine
 
 EMBEDDED_SPEC = "embedded"
 
@@ -117,7 +117,7 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
         engine.resolved_path()  # fail now, with a clear message, if the model file is missing
         options.setdefault("temperature", 0.0)
         options.setdefault("max_tokens", 512)
-        return dspy.LM(EMBEDDED_MODEL_NAME, engine=engine, **options)
+        return dspy.LM(EMBEDDED_MODEL_NAME, engine=engine, async_engine=AsyncEmbeddedEngine(engine), **options)
 
     if not isinstance(spec, str) or "/" not in spec or spec.startswith("/") or spec.endswith("/"):
         raise LMSetupError(

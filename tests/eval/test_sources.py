@@ -193,3 +193,21 @@ def test_load_run_exports_flat_tables(tmp_path):
     assert isinstance(table, datasets.Dataset) and table.num_rows == 4
     assert table.column_names == list(frame.columns)
     assert sorted(table["score.exact_match"]) == [0.0, 1.0, 1.0, 1.0]
+
+
+# -- the generic --data reader ---------------------------------------------------------------------------------
+def test_read_records_reads_parquet(tmp_path):
+    from groundstate.eval.io import read_records
+
+    rows = [{"id": "a", "question": "1+1?", "meta": {"tags": ["x"], "n": 1}}, {"id": "b", "question": "2+2?",
+                                                                            "meta": {"tags": [], "n": 2}}]
+    write_records(tmp_path / "ours.parquet", rows)
+    assert read_records(tmp_path / "ours.parquet") == rows  # object columns round-trip
+    pd.DataFrame([{"id": "c", "question": "3+3?"}]).to_parquet(tmp_path / "other.PQ", index=False)
+    assert read_records(tmp_path / "other.PQ") == [{"id": "c", "question": "3+3?"}]
+    pd.DataFrame({"id": pd.Series([], dtype=str)}).to_parquet(tmp_path / "empty.parquet", index=False)
+    assert read_records(tmp_path / "empty.parquet", allow_empty=True) == []
+    with pytest.raises(InputError, match="no records|empty"):
+        read_records(tmp_path / "empty.parquet")
+    with pytest.raises(InputError, match="not found"):
+        read_records(tmp_path / "missing.parquet")

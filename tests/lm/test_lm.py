@@ -93,6 +93,40 @@ def test_engine_passes_the_schema_and_reports_usage(monkeypatch):
     assert usage.get_total_tokens()[lm.model]["prompt_tokens"] == 123
 
 
+def test_embedded_lm_serves_acall_on_a_worker_thread(monkeypatch, tmp_path):
+    """``get_lm("embedded")`` has an async engine: ``acall`` decodes off the event loop, with the sync result."""
+    import asyncio
+    import threading
+
+    import groundstate.lm.embedded as lm_module
+
+    threads = []
+
+    class FakeLlama:
+        def create_chat_completion(self, messages, **kwargs):
+            threads.append(threading.current_thread())
+            return {"choices": [{"message": {"content": json.dumps({"answer": "4"})}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 12, "completion_tokens": 3}}
+
+    monkeypatch.setattr(lm_module, "load_llama", lambda *a: (FakeLlama(), threading.Lock()))
+    (tmp_path / "model.gguf").write_bytes(b"")
+    monkeypatch.setenv("GROUNDSTATE_GGUF", str(tmp_path / "model.gguf"))
+    lm = get_lm("embedded", cache=False)
+    predict = dspy.Predict("question -> answer")
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        sync = predict(question="2+2?")
+
+        async def both():
+            return await asyncio.gather(predict.acall(question="2+2?"), predict.acall(question="3+1?"))
+
+        async_ = asyncio.run(both())
+    assert sync.answer == "4" and [p.answer for p in async_] == ["4", "4"]
+    assert threads[0] is threading.main_thread() and all(t is not threading.main_thread() for t in threads[1:])
+    assert len(threads) == lm.engine.calls == 3
+    state = lm.dump_state()
+    assert state["async_engine"]["state"] == lm.engine.dump_state()  # a saved program keeps its async path
+
+
 def test_lm_config_file_roles(tmp_path):
     path = tmp_path / "lm.toml"
     path.write_text('[default]\nmodel = "openai/gpt-4o-mini"\n\n[roles."verify.*"]\nmodel = "hosted_vllm/m"\n'

@@ -170,3 +170,11 @@ def test_every_builtin_class_path_is_real_and_every_saveable_class_is_listed():
 def test_a_program_saved_under_an_earlier_module_path_still_loads(saved):
     rewrite(saved, program={"class": "groundstate.programs.reground:ReGround", "kwargs": {"max_candidates": 2}})
     assert isinstance(load_program(saved), ReGround)
+
+
+def test_artifacts_naming_a_moved_baseline_still_load():
+    from groundstate.programs.reground.centralized import Instructor, Manager
+    from groundstate.registry import resolve
+
+    assert resolve("groundstate.programs.reground.baselines:Manager", "program") is Manager
+    assert resolve("groundstate.programs.collaboration:Instructor", "program") is Instructor

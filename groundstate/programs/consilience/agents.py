@@ -262,45 +262,100 @@ class LMAgent(dspy.Module):
         belief = self.vote(task, transcript or Transcript())
         return dspy.Prediction(vote=belief.vote, confidence=belief.confidence, belief=belief)
 
-    # -- the DiscussionAgent interface --------------------------------------------------------------------
+    async def aforward(self, task: HiddenProfileTask, transcript: Transcript | None = None) -> dspy.Prediction:
+        """:meth:`forward` for ``await agent.acall(...)`` (the LM's async path)."""
+        belief = await self.avote(task, transcript or Transcript())
+        return dspy.Prediction(vote=belief.vote, confidence=belief.confidence, belief=belief)
+
+    # -- the DiscussionAgent interface (each method with an awaitable twin: abelief, aspeak, avote) -------------
     def belief(self, task: HiddenProfileTask, transcript: Transcript, round: int) -> Belief:
         """Elicit a probability per option, a vote and a confidence, repaired into a valid belief."""
-        out = self._predict(self.elicit, task, transcript)
-        return repair_belief(task.options, out.get("probabilities"), out.get("vote"), out.get("confidence"))
+        return self._believed(task, self._predict(self.elicit, task, transcript))
+
+    async def abelief(self, task: HiddenProfileTask, transcript: Transcript, round: int) -> Belief:
+        return self._believed(task, await self._apredict(self.elicit, task, transcript))
 
     def speak(self, task: HiddenProfileTask, transcript: Transcript, action: str | None, round: int) -> Message:
         """One or two sentences under ``action`` (its meaning is the instruction), or a free turn for ``None``."""
-        if action is not None and action not in ACTION_MEANINGS:
-            raise ValueError(f"unknown action '{action}'; expected one of {tuple(ACTION_MEANINGS)} or None")
-        instruction = FREE_TURN_MEANING if action is None else ACTION_MEANINGS[action]
-        out = self._predict(self.say, task, transcript, action=action or "Free turn", instruction=instruction)
-        text = as_data(_message_text(out.get("message")))  # model text that every later prompt quotes
-        return Message(speaker=self.index, action=action, round=round, text=text, words=len(text.split()))
+        return self._said(action, round, self._predict(self.say, task, transcript, **self._say_args(action)))
+
+    async def aspeak(self, task: HiddenProfileTask, transcript: Transcript, action: str | None, round: int
+                     ) -> Message:
+        out = await self._apredict(self.say, task, transcript, **self._say_args(action))
+        return self._said(action, round, out)
 
     def vote(self, task: HiddenProfileTask, transcript: Transcript) -> Belief:
         """The final vote and confidence (the distribution is rebuilt from them, see :func:`repair_belief`)."""
-        out = self._predict(self.decide, task, transcript)
-        return repair_belief(task.options, None, out.get("vote"), out.get("confidence"))
+        return self._voted(task, self._predict(self.decide, task, transcript))
+
+    async def avote(self, task: HiddenProfileTask, transcript: Transcript) -> Belief:
+        return self._voted(task, await self._apredict(self.decide, task, transcript))
 
     # -- internals ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _believed(task: HiddenProfileTask, out: dspy.Prediction) -> Belief:
+        return repair_belief(task.options, out.get("probabilities"), out.get("vote"), out.get("confidence"))
+
+    @staticmethod
+    def _say_args(action: str | None) -> dict[str, str]:
+        if action is not None and action not in ACTION_MEANINGS:
+            raise ValueError(f"unknown action '{action}'; expected one of {tuple(ACTION_MEANINGS)} or None")
+        return {"action": action or "Free turn",
+                "instruction": FREE_TURN_MEANING if action is None else ACTION_MEANINGS[action]}
+
+    def _said(self, action: str | None, round: int, out: dspy.Prediction) -> Message:
+        text = as_data(_message_text(out.get("message")))  # model text that every later prompt quotes
+        return Message(speaker=self.index, action=action, round=round, text=text, words=len(text.split()))
+
+    @staticmethod
+    def _voted(task: HiddenProfileTask, out: dspy.Prediction) -> Belief:
+        return repair_belief(task.options, None, out.get("vote"), out.get("confidence"))
+
+    def _attempts(self, predictor: dspy.Predict, task: HiddenProfileTask, transcript: Transcript, **extra: str
+                  ) -> list[dict[str, Any]]:
+        """The keyword arguments of ``predictor``'s call: outputs bound to the task's options (:func:`specialize`)
+        and, when that changes the signature, the retry with the unbound one (see :meth:`_predict`)."""
+        inputs = {**self._inputs(task, transcript), **extra}
+        base = shuffled_signature(predictor.signature) if self.presentation == "shuffled" else predictor.signature
+        bound = specialize(base, tuple(option_labels(task.options)))
+        if bound is predictor.signature:
+            return [inputs]
+        plain = inputs if base is predictor.signature else {**inputs, "signature": base}
+        return [{**inputs, "signature": bound}, plain]
+
     def _predict(self, predictor: dspy.Predict, task: HiddenProfileTask, transcript: Transcript, **extra: str
                  ) -> dspy.Prediction:
         """Call ``predictor`` with its outputs bound to the task's options (:func:`specialize`); if the LM's
         answer does not parse under those types, ask once more with the plain signature and repair the result."""
         from dspy.utils.exceptions import AdapterParseError
 
-        inputs = {**self._inputs(task, transcript), **extra}
-        base = shuffled_signature(predictor.signature) if self.presentation == "shuffled" else predictor.signature
-        bound = specialize(base, tuple(option_labels(task.options)))
+        first, *retry = self._attempts(predictor, task, transcript, **extra)
         with self._context():
-            if bound is predictor.signature:
-                return predictor(**inputs)
             try:
-                return predictor(**inputs, signature=bound)
+                return predictor(**first)
             except AdapterParseError as exc:
-                logger.debug("agent %d: output did not parse under the task's options (%s); asking again",
-                             self.index, exc)
-                return predictor(**inputs) if base is predictor.signature else predictor(**inputs, signature=base)
+                if not retry:
+                    raise
+                self._log_retry(exc)
+                return predictor(**retry[0])
+
+    async def _apredict(self, predictor: dspy.Predict, task: HiddenProfileTask, transcript: Transcript,
+                        **extra: str) -> dspy.Prediction:
+        """:meth:`_predict` awaiting ``predictor.acall``."""
+        from dspy.utils.exceptions import AdapterParseError
+
+        first, *retry = self._attempts(predictor, task, transcript, **extra)
+        with self._context():
+            try:
+                return await predictor.acall(**first)
+            except AdapterParseError as exc:
+                if not retry:
+                    raise
+                self._log_retry(exc)
+                return await predictor.acall(**retry[0])
+
+    def _log_retry(self, exc: Exception) -> None:
+        logger.debug("agent %d: output did not parse under the task's options (%s); asking again", self.index, exc)
 
     def _context(self):
         if self.agent_lm is None:

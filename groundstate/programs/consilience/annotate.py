@@ -86,9 +86,21 @@ class SupportAnnotator(dspy.Module):
         self.rate = dspy.Predict(RateFactSupport)
 
     def forward(self, task: HiddenProfileTask, fact: str) -> dspy.Prediction:
+        return self.rated(task, self.rate(**self.rate_args(task, fact)))
+
+    async def aforward(self, task: HiddenProfileTask, fact: str) -> dspy.Prediction:
+        """:meth:`forward` for ``await annotator.acall(...)`` (the LM's async path)."""
+        return self.rated(task, await self.rate.acall(**self.rate_args(task, fact)))
+
+    @staticmethod
+    def rate_args(task: HiddenProfileTask, fact: str) -> dict[str, Any]:
+        return {"scenario": as_data(task.description), "options": options_block(task.options),
+                "information": as_data(fact), "signature": _bound(tuple(option_labels(task.options)))}
+
+    @staticmethod
+    def rated(task: HiddenProfileTask, out: dspy.Prediction) -> dspy.Prediction:
+        """The support and ratings from the LM's answer, checked."""
         labels = tuple(option_labels(task.options))
-        out = self.rate(scenario=as_data(task.description), options=options_block(task.options),
-                        information=as_data(fact), signature=_bound(labels))
         ratings = out.ratings.model_dump() if hasattr(out.ratings, "model_dump") else dict(out.ratings or {})
         missing = [label for label in labels if label not in ratings]
         if missing:

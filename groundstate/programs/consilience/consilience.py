@@ -179,6 +179,14 @@ class Consilience(dspy.Module):
         """The configuration's admissible actions at ``state``."""
         return admissible_actions(vote_permitted(self.controller, state, self.min_vote_round), self.removed_actions)
 
+    async def aforward(self, task: HiddenProfileTask) -> dspy.Prediction:
+        """:meth:`forward` for ``await program.acall(...)``, same result: the whole loop (its fan-outs on
+        :func:`~groundstate.concurrency.thread_map`) runs on one worker thread, ``asyncio.to_thread``, which
+        carries the DSPy context, so the event loop stays free."""
+        import asyncio
+
+        return await asyncio.to_thread(self.forward, task)
+
     def forward(self, task: HiddenProfileTask) -> dspy.Prediction:
         from groundstate.programs.common import plurality
 

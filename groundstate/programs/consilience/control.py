@@ -258,6 +258,14 @@ class LLMController(dspy.Module):
         return {"kind": "llm", "min_vote_round": self.min_vote_round} if self.allow_vote else {"kind": "never"}
 
     def propose(self, state: CollectiveState, ctx: ControlContext) -> str:
+        return self.chosen(ctx, self.choose(**self.choose_args(state, ctx)))
+
+    async def apropose(self, state: CollectiveState, ctx: ControlContext) -> str:
+        """:meth:`propose` awaiting ``self.choose.acall``."""
+        return self.chosen(ctx, await self.choose.acall(**self.choose_args(state, ctx)))
+
+    def choose_args(self, state: CollectiveState, ctx: ControlContext) -> dict[str, str]:
+        """The prompt's inputs (counting a transcript cut in ``truncations``)."""
         beliefs = as_data("\n".join(f"Agent {i}: " + ", ".join(f"{o}={b.probs.get(o, 0):.2f}" for o in ctx.task.options)
                                     for i, b in enumerate(ctx.beliefs)))
         vector = ", ".join(f"{k}={v:.3f}" for k, v in zip(FEATURES, state.vector(), strict=True))
@@ -265,12 +273,14 @@ class LLMController(dspy.Module):
         transcript, dropped = fit_transcript(ctx.transcript, budget)
         if dropped:
             self.truncations += 1
-        out = self.choose(task=as_data(ctx.task.description), options=as_data("\n".join(ctx.task.options)),
-                          transcript=as_data(transcript),
-                          state=f"{vector}, p_star={state.p_star:.3f}, leader={as_data(state.leader)}",
-                          beliefs=beliefs,
-                          speaker_counts=", ".join(f"Agent {i}: {c}" for i, c in enumerate(ctx.spoken)),
-                          allowed=", ".join(ctx.admissible))
+        return {"task": as_data(ctx.task.description), "options": as_data("\n".join(ctx.task.options)),
+                "transcript": as_data(transcript),
+                "state": f"{vector}, p_star={state.p_star:.3f}, leader={as_data(state.leader)}", "beliefs": beliefs,
+                "speaker_counts": ", ".join(f"Agent {i}: {c}" for i, c in enumerate(ctx.spoken)),
+                "allowed": ", ".join(ctx.admissible)}
+
+    def chosen(self, ctx: ControlContext, out: dspy.Prediction) -> str:
+        """The LM's action if admissible, else the first admissible communication action (a fallback)."""
         if out.action in ctx.admissible:
             return out.action
         self.fallbacks += 1
@@ -278,6 +288,9 @@ class LLMController(dspy.Module):
 
     def forward(self, state: CollectiveState, ctx: ControlContext) -> str:
         return self.propose(state, ctx)
+
+    async def aforward(self, state: CollectiveState, ctx: ControlContext) -> str:
+        return await self.apropose(state, ctx)
 
 
 CONTROLLERS = ("rules", "mlp", "llm", "llm+vote")

@@ -308,3 +308,11 @@ class HiddenProfileProtocol(dspy.Module):
             agents = self.team(task)
         return run_discussion(task, agents, self.protocol, self.rounds, self.threads, self.seed,
                               self.memory).to_prediction()
+
+    async def aforward(self, task: HiddenProfileTask, agents: Sequence[DiscussionAgent] | None = None
+                       ) -> dspy.Prediction:
+        """:meth:`forward` for ``await program.acall(...)``, same result, on one worker thread
+        (``asyncio.to_thread``, which carries the DSPy context)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.forward, task, agents)

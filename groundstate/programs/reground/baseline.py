@@ -3,7 +3,9 @@ decision from the state, and the trace they all write.
 
 Subclass :class:`CollaborationBaseline` to compose a new collaboration strategy: create the predictors the
 stages use (``assess``, ``summarize``, ``update``, ``decide``) in ``__init__`` and call the stages from
-``forward``.
+``forward``. Every stage that calls an LM has an ``a``-prefixed twin (``aspeak``, ``aconclude``, ...) for an
+``aforward``: it awaits the predictors' ``acall`` (independent calls with ``asyncio.gather``) and shares the
+stage's argument and result helpers, so both paths send the same prompts and return the same prediction.
 
 Every piece of model-produced text a later prompt quotes (assessments, states, questions, replies) goes
 through :func:`~groundstate.programs.common.as_data` first, exactly like evidence.
@@ -11,7 +13,9 @@ through :func:`~groundstate.programs.common.as_data` first, exactly like evidenc
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import dspy
@@ -62,10 +66,26 @@ class CollaborationBaseline(dspy.Module):
     def speak(self, case: Case, agent: int, round_: int, peers: Sequence[Opinion], ordering: str,
               turns: list[dict] | None = None) -> Opinion:
         """Agent ``agent`` shares its assessment after seeing ``peers`` (with ``self.assess``)."""
+        prediction = self.assess(**self.speak_args(case, agent, peers, ordering))
+        return self.spoken(case, agent, round_, peers, ordering, prediction, turns)
+
+    async def aspeak(self, case: Case, agent: int, round_: int, peers: Sequence[Opinion], ordering: str,
+                     turns: list[dict] | None = None) -> Opinion:
+        """:meth:`speak` with ``await self.assess.acall``."""
+        prediction = await self.assess.acall(**self.speak_args(case, agent, peers, ordering))
+        return self.spoken(case, agent, round_, peers, ordering, prediction, turns)
+
+    @staticmethod
+    def speak_args(case: Case, agent: int, peers: Sequence[Opinion], ordering: str) -> dict[str, str]:
+        """The inputs of agent ``agent``'s assessment after seeing ``peers``."""
         person = case.agents[agent]
-        prediction = self.assess(agent=person.name, team=case.team, private_evidence=person.evidence,
-                                 shared_context=case.context_for_agents(ordering), question=case.question,
-                                 options=case.options, peer_messages=render_messages(peers))
+        return {"agent": person.name, "team": case.team, "private_evidence": person.evidence,
+                "shared_context": case.context_for_agents(ordering), "question": case.question,
+                "options": case.options, "peer_messages": render_messages(peers)}
+
+    def spoken(self, case: Case, agent: int, round_: int, peers: Sequence[Opinion], ordering: str, prediction: Any,
+               turns: list[dict] | None = None) -> Opinion:
+        """The message of an assessment, traced into ``turns`` if given."""
         message = Opinion.from_prediction(case, agent, round_, prediction)
         if turns is not None:
             turns.append(self.assess_turn(message, peers, ordering))
@@ -82,26 +102,46 @@ class CollaborationBaseline(dspy.Module):
         """Round 0: every agent assesses alone, all at once."""
         return thread_map(lambda i: self.speak(case, i, 0, [], ordering), range(case.n))
 
+    async def aopening_round(self, case: Case, ordering: str) -> list[Opinion]:
+        """:meth:`opening_round` with the assessments gathered."""
+        return list(await asyncio.gather(*(self.aspeak(case, i, 0, [], ordering) for i in range(case.n))))
+
     # -- closing ----------------------------------------------------------------------------------------
     def conclude(self, case: Case, turns: list[dict], *, discussion: str, opinions: str,
                  speakers: Iterable[int], agent_information: str | None = None, **extra: Any) -> dspy.Prediction:
         """The summarizer names the misleading agent and the updater writes the state (concurrently); then the
         decision is made from the state alone."""
-        speakers = sorted(set(speakers))
+        naming, writing = self.closing_args(case, discussion, opinions, agent_information)
+        verdict, written = thread_map(call, [partial(self.summarize, **naming), partial(self.update, **writing)])
+        misleading, state = self.concluded(case, turns, verdict, written, speakers)
+        return self.finish(case, misleading, state, turns, **extra)
+
+    async def aconclude(self, case: Case, turns: list[dict], *, discussion: str, opinions: str,
+                        speakers: Iterable[int], agent_information: str | None = None, **extra: Any
+                        ) -> dspy.Prediction:
+        """:meth:`conclude` with the summarizer and updater gathered."""
+        naming, writing = self.closing_args(case, discussion, opinions, agent_information)
+        verdict, written = await asyncio.gather(self.summarize.acall(**naming), self.update.acall(**writing))
+        misleading, state = self.concluded(case, turns, verdict, written, speakers)
+        return await self.afinish(case, misleading, state, turns, **extra)
+
+    @staticmethod
+    def closing_args(case: Case, discussion: str, opinions: str, agent_information: str | None
+                     ) -> tuple[dict[str, str], dict[str, str]]:
+        """The summarizer's and the updater's inputs."""
         info = case.sources() if agent_information is None else agent_information
+        return ({"team": case.team, "discussion": discussion},
+                {"shared_context": case.shared_context or "(no shared context)", "agent_information": info,
+                 "discussion": opinions})
 
-        def name_agent() -> Any:
-            return self.summarize(team=case.team, discussion=discussion)
-
-        def write_state() -> Any:
-            return self.update(shared_context=case.shared_context or "(no shared context)", agent_information=info,
-                               discussion=opinions)
-
-        verdict, written = thread_map(call, [name_agent, write_state])
+    def concluded(self, case: Case, turns: list[dict], verdict: Any, written: Any, speakers: Iterable[int]
+                  ) -> tuple[int | None, str]:
+        """``(misleading agent, state)`` from the summarizer's and the updater's outputs, traced."""
+        speakers = sorted(set(speakers))
         misleading = self.record_verdict(case, verdict, speakers, turns)
         state = str(written.state or "").strip()
         turns.append(turn("update_state", "updater", None, speakers, {"state": state}, saw_shared_context=True))
-        return self.finish(case, misleading, state, turns, **extra)
+        return misleading, state
 
     @staticmethod
     def record_verdict(case: Case, verdict: Any, speakers: Iterable[int], turns: list[dict]) -> int | None:
@@ -114,8 +154,16 @@ class CollaborationBaseline(dspy.Module):
 
     def decide_from(self, case: Case, state: str, turns: list[dict]) -> str | None:
         """``ChooseOption`` over the state only (never the raw evidence or transcript)."""
-        decision = self.decide(information=as_data(state) or "(empty state)", question=case.question,
-                               options=case.options)
+        return self.decided(self.decide(**self.decide_args(case, state)), turns)
+
+    @staticmethod
+    def decide_args(case: Case, state: str) -> dict[str, str]:
+        """The decision's inputs: the state, the question and the options."""
+        return {"information": as_data(state) or "(empty state)", "question": case.question, "options": case.options}
+
+    @staticmethod
+    def decided(decision: Any, turns: list[dict]) -> str | None:
+        """The decision's answer, traced."""
         turns.append(turn("decide", "decider", None, [], {"answer": decision.answer, "reason": decision.reason},
                           input="state"))
         return decision.answer
@@ -124,6 +172,12 @@ class CollaborationBaseline(dspy.Module):
                ) -> dspy.Prediction:
         """Decide from ``state`` and return the contract prediction."""
         answer = self.decide_from(case, state, turns)
+        return self.prediction(misleading, state, answer, turns, **extra)
+
+    async def afinish(self, case: Case, misleading: int | None, state: str, turns: list[dict], **extra: Any
+                      ) -> dspy.Prediction:
+        """:meth:`finish` with ``await self.decide.acall``."""
+        answer = self.decided(await self.decide.acall(**self.decide_args(case, state)), turns)
         return self.prediction(misleading, state, answer, turns, **extra)
 
     def prediction(self, misleading: Any, state: str, answer: str | None, turns: list[dict],

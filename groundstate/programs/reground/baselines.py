@@ -29,25 +29,28 @@ Choices made where the paper is silent (each class docstring repeats its own):
 
 Model-produced text that a later prompt quotes (assessments, states, the instructor's questions and the
 agents' replies) is escaped with :func:`~groundstate.programs.common.as_data`, exactly like evidence.
+
+Every baseline also has ``aforward`` for ``await program.acall(...)``: the same prompts and prediction, each LM call
+awaited through the predictor's ``acall`` and the concurrent ones gathered (``asyncio.gather``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.files import jsonable
-from groundstate.programs.common import as_data, plurality, saveable
-from groundstate.programs.reground.baseline import Agents, CollaborationBaseline, call, check_choice, check_count
+from groundstate.programs.common import plurality, saveable
+from groundstate.programs.reground.baseline import Agents, CollaborationBaseline, check_choice, check_count
+from groundstate.programs.reground.centralized import Instructor, Manager
 from groundstate.programs.reground.oracle import Oracle
 from groundstate.programs.reground.standard import Confidence, StandardCollaboration
 from groundstate.programs.reground.turns import (
-    NO_MESSAGES,
     ORDERINGS,
     Case,
     Opinion,
@@ -56,19 +59,13 @@ from groundstate.programs.reground.turns import (
     turn,
 )
 from groundstate.signatures.collaboration import (
-    AnswerInstructor,
-    AskAgent,
     ChooseMode,
-    ContributeToState,
     NameMisleadingAgent,
     ReflectOnAssessment,
     ShareAssessment,
-    UpdateCompactState,
     UpdateSharedState,
 )
 from groundstate.signatures.resolution import ChooseOption
-
-DEFAULT_INSTRUCTOR_QUESTION = "What does your evidence report that bears on the task?"
 
 
 @saveable
@@ -97,15 +94,33 @@ class Voting(CollaborationBaseline):
         ballots = thread_map(partial(self.ballot, case), range(case.n))
         return self.tally(ballots)
 
+    async def aforward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
+                       ) -> dspy.Prediction:
+        """:meth:`forward` for ``await program.acall(...)``: the ballots gathered, each awaiting its calls."""
+        case = Case.build(agents, shared_context, question, options)
+        return self.tally(list(await asyncio.gather(*(self.aballot(case, i) for i in range(case.n)))))
+
     def ballot(self, case: Case, agent: int) -> dict[str, Any]:
         """One agent's independent assessment, state and decision, with its trace entries."""
         message = self.speak(case, agent, 0, [], "shared-first")
+        state = str(self.update(**self.state_args(case, agent, message)).state or "").strip()
+        return self.counted(case, agent, message, state, self.decide(**self.decide_args(case, state)))
+
+    async def aballot(self, case: Case, agent: int) -> dict[str, Any]:
+        """:meth:`ballot`, awaiting each call."""
+        message = await self.aspeak(case, agent, 0, [], "shared-first")
+        state = str((await self.update.acall(**self.state_args(case, agent, message))).state or "").strip()
+        return self.counted(case, agent, message, state, await self.decide.acall(**self.decide_args(case, state)))
+
+    @staticmethod
+    def state_args(case: Case, agent: int, message: Opinion) -> dict[str, str]:
+        """The inputs of an agent's own state: the shared context, its evidence and its assessment."""
+        return {"shared_context": case.shared_context or "(no shared context)",
+                "agent_information": case.sources([agent]), "discussion": render_messages([message])}
+
+    def counted(self, case: Case, agent: int, message: Opinion, state: str, decision: Any) -> dict[str, Any]:
+        """An agent's ballot from its assessment, state and decision, with its trace entries."""
         person = case.agents[agent]
-        state = str(self.update(shared_context=case.shared_context or "(no shared context)",
-                                agent_information=case.sources([agent]),
-                                discussion=render_messages([message])).state or "").strip()
-        decision = self.decide(information=as_data(state) or "(empty state)", question=case.question,
-                               options=case.options)
         turns = [self.assess_turn(message, [], "shared-first"),
                  turn("update_state", agent, 0, [agent], {"state": state}, saw_shared_context=True),
                  turn("decide", agent, 0, [], {"answer": decision.answer, "reason": decision.reason}, input="state")]
@@ -161,155 +176,32 @@ class Robin(CollaborationBaseline):
         case = Case.build(agents, shared_context, question, options)
         turns: list[dict] = []
         order = speaking_order(case.agents, self.seed)
-        transcript = self.discuss(case, order, turns)
-        latest = {m.agent: m for m in transcript}
-        return self.conclude(case, turns, discussion=render_messages(transcript),
-                             opinions=render_messages([latest[i] for i in sorted(latest)]), speakers=order,
-                             order=order)
-
-    def discuss(self, case: Case, order: list[int], turns: list[dict]) -> list[Opinion]:
         transcript: list[Opinion] = []
-        for r in range(self.rounds):
-            for agent in order:
-                transcript.append(self.speak(case, agent, r, list(transcript), self.ordering, turns))
-        return transcript
+        for r, agent in self.turn_order(order):
+            transcript.append(self.speak(case, agent, r, list(transcript), self.ordering, turns))
+        return self.conclude(case, turns, **self.closing(transcript, order))
 
-
-@saveable
-class Manager(CollaborationBaseline):
-    """Centralized collaboration with a carried-forward state (appendix D.4).
-
-    The manager's record starts as the shared context. Agents speak in index order; each sees the current
-    record (never the other agents' raw messages) and reports what its evidence adds or contradicts; the
-    manager then folds the report into the record (``UpdateCompactState``). At the end the summarizer names
-    the misleading agent from the reports the manager received, and the decision is made from the final
-    record, concurrently. ``state`` is the final record.
-
-    Args:
-        rounds: passes over the agents.
-    """
-
-    program_name = "manager"
-
-    def __init__(self, rounds: int = 1):
-        super().__init__()
-        self.rounds = check_count("rounds", rounds, 1)
-        self.contribute = dspy.Predict(ContributeToState)
-        self.compact = dspy.Predict(UpdateCompactState)
-        self.summarize = dspy.Predict(NameMisleadingAgent)
-        self.decide = dspy.Predict(ChooseOption)
-
-    def config(self) -> dict[str, Any]:
-        return {"rounds": self.rounds}
-
-    def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
-                ) -> dspy.Prediction:
+    async def aforward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
+                       ) -> dspy.Prediction:
+        """:meth:`forward` for ``await program.acall(...)`` (the turns are sequential, each awaited)."""
         case = Case.build(agents, shared_context, question, options)
         turns: list[dict] = []
-        state, reports = self.discuss(case, turns)
-        return self.close(case, state, reports, turns)
+        order = speaking_order(case.agents, self.seed)
+        transcript: list[Opinion] = []
+        for r, agent in self.turn_order(order):
+            transcript.append(await self.aspeak(case, agent, r, list(transcript), self.ordering, turns))
+        return await self.aconclude(case, turns, **self.closing(transcript, order))
 
-    def discuss(self, case: Case, turns: list[dict]) -> tuple[str, list[Opinion]]:
-        state = case.shared_context.strip() or "(nothing recorded yet)"
-        reports: list[Opinion] = []
-        for r in range(self.rounds):
-            for i, person in enumerate(case.agents):
-                prediction = self.contribute(agent=person.name, team=case.team, private_evidence=person.evidence,
-                                             team_state=state, question=case.question, options=case.options)
-                report = Opinion.from_prediction(case, i, r, prediction)
-                turns.append(self.assess_turn(report, [], "shared-first", step="report", saw_state=True))
-                state = as_data(str(self.compact(current_state=state, speaker=person.name,
-                                                 message=report.render()).updated_state or "").strip()) or state
-                turns.append(turn("update_state", "manager", r, [i], {"state": state}))
-                reports.append(report)
-        return state, reports
-
-    def close(self, case: Case, state: str, reports: list[Opinion], turns: list[dict]) -> dspy.Prediction:
-        def name_agent() -> Any:
-            return self.summarize(team=case.team, discussion=render_messages(reports))
-
-        def decide() -> Any:
-            return self.decide(information=state, question=case.question, options=case.options)
-
-        verdict, decision = thread_map(call, [name_agent, decide])
-        misleading = self.record_verdict(case, verdict, [m.agent for m in reports], turns)
-        turns.append(turn("decide", "decider", None, [], {"answer": decision.answer, "reason": decision.reason},
-                          input="state"))
-        return self.prediction(misleading, state, decision.answer, turns)
-
-
-@saveable
-class Instructor(CollaborationBaseline):
-    """Centralized elicitation (appendix D.4): an instructor questions one agent per turn, then decides.
-
-    The instructor sees the shared context and the questions and answers so far, never an agent's raw
-    evidence. Each turn it names one agent and asks one focused question; that agent answers from its own
-    evidence only (it sees nothing else: no context, no other answers). If the instructor names no valid
-    agent, the least-asked agent (lowest index on ties) is asked. After ``turns`` turns the summarizer names
-    the misleading agent from the questions and answers, the updater writes the state from the shared context
-    and the answers (grouped by agent), and the decision is made from the state.
-
-    Args:
-        turns: number of questions (default: one per agent).
-    """
-
-    program_name = "instructor"
-
-    def __init__(self, turns: int | None = None):
-        super().__init__()
-        self.turns = None if turns is None else check_count("turns", turns, 1)
-        self.ask = dspy.Predict(AskAgent)
-        self.answer = dspy.Predict(AnswerInstructor)
-        self.summarize = dspy.Predict(NameMisleadingAgent)
-        self.update = dspy.Predict(UpdateSharedState)
-        self.decide = dspy.Predict(ChooseOption)
-
-    def config(self) -> dict[str, Any]:
-        return {"turns": self.turns}
-
-    def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
-                ) -> dspy.Prediction:
-        case = Case.build(agents, shared_context, question, options)
-        turns: list[dict] = []
-        exchanges = self.interview(case, turns)
-        return self.conclude(case, turns, discussion=self.render(case, exchanges), opinions=NO_MESSAGES,
-                             speakers=[j for j, _, _ in exchanges], agent_information=self.by_agent(case, exchanges))
+    def turn_order(self, order: list[int]) -> list[tuple[int, int]]:
+        """``(round, agent)`` of every turn, in speaking order."""
+        return [(r, agent) for r in range(self.rounds) for agent in order]
 
     @staticmethod
-    def render(case: Case, exchanges: Sequence[tuple[int, str, str]]) -> str:
-        """The questions and answers in the order they were asked."""
-        lines = [f"Instructor to {case.agents[i].name}: {q}\n{case.agents[i].name}: {a}" for i, q, a in exchanges]
-        return "\n\n".join(lines) if lines else NO_MESSAGES
-
-    @staticmethod
-    def by_agent(case: Case, exchanges: Sequence[tuple[int, str, str]]) -> str:
-        """What each agent reported, one block per agent (the updater's view of the agents' information)."""
-        blocks = []
-        for agent in sorted({i for i, _, _ in exchanges}):
-            lines = [f"- asked: {q}\n  answered: {a}" for i, q, a in exchanges if i == agent]
-            blocks.append(f"{case.agents[agent].name}:\n" + "\n".join(lines))
-        return "\n\n".join(blocks) if blocks else NO_MESSAGES
-
-    def interview(self, case: Case, turns: list[dict]) -> list[tuple[int, str, str]]:
-        exchanges: list[tuple[int, str, str]] = []
-        asked: Counter[int] = Counter()
-        for t in range(self.turns or case.n):
-            notes = (f"Shared context:\n{case.shared_context or '(none)'}\n\n"
-                     f"Questions and answers so far:\n{self.render(case, exchanges)}")
-            request = self.ask(case_notes=notes, team=case.team, question=case.question, options=case.options)
-            target = case.index(request.target_agent)
-            chosen = target if target is not None else min(range(case.n), key=lambda i: (asked[i], i))
-            focused = as_data(str(request.focused_question or "").strip()) or DEFAULT_INSTRUCTOR_QUESTION
-            turns.append(turn("ask", "instructor", t, [j for j, _, _ in exchanges],
-                              {"target_agent": chosen, "raw_target": jsonable(request.target_agent),
-                               "question": focused}, saw_shared_context=True))
-            person = case.agents[chosen]
-            reply = as_data(str(self.answer(agent=person.name, private_evidence=person.evidence,
-                                            instructor_question=focused).reply or "").strip())
-            turns.append(turn("answer", chosen, t, [], {"reply": reply}, saw_shared_context=False))
-            exchanges.append((chosen, focused, reply))
-            asked[chosen] += 1
-        return exchanges
+    def closing(transcript: list[Opinion], order: list[int]) -> dict[str, Any]:
+        """The closing stages' inputs: the whole transcript, and each agent's latest message as its opinion."""
+        latest = {m.agent: m for m in transcript}
+        return {"discussion": render_messages(transcript),
+                "opinions": render_messages([latest[i] for i in sorted(latest)]), "speakers": order, "order": order}
 
 
 @saveable
@@ -351,31 +243,85 @@ class SelfReflect(CollaborationBaseline):
         rounds = [self.opening_round(case, self.ordering)]
         turns.extend(self.assess_turn(m, [], self.ordering) for m in rounds[0])
         for r in range(1, self.rounds + 1):
-            results = thread_map(partial(self.next_turn, case, r, rounds[-1]), range(case.n))
-            rounds.append([message for message, _ in results])
-            turns.extend(entry for _, entries in results for entry in entries)
-        return self.conclude(case, turns, discussion=render_messages([m for r in rounds for m in r]),
-                             opinions=render_messages(rounds[-1]), speakers=range(case.n))
+            rounds.append(self.next_round(turns, thread_map(partial(self.next_turn, case, r, rounds[-1]),
+                                                            range(case.n))))
+        return self.conclude(case, turns, **self.closing(case, rounds))
+
+    async def aforward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
+                       ) -> dspy.Prediction:
+        """:meth:`forward` for ``await program.acall(...)``: each round's agents gathered, each awaiting its calls."""
+        case = Case.build(agents, shared_context, question, options)
+        turns: list[dict] = []
+        rounds = [await self.aopening_round(case, self.ordering)]
+        turns.extend(self.assess_turn(m, [], self.ordering) for m in rounds[0])
+        for r in range(1, self.rounds + 1):
+            results = await asyncio.gather(*(self.anext_turn(case, r, rounds[-1], i) for i in range(case.n)))
+            rounds.append(self.next_round(turns, list(results)))
+        return await self.aconclude(case, turns, **self.closing(case, rounds))
 
     def next_turn(self, case: Case, round_: int, previous: list[Opinion], agent: int
                   ) -> tuple[Opinion, list[dict]]:
         """One agent's round: choose a mode, then reflect alone or debate with the peers' messages."""
-        person, own = case.agents[agent], previous[agent]
-        peers = [m for m in previous if m.agent != agent]
-        mode = self.choose_mode(agent=person.name, private_evidence=person.evidence, previous_assessment=own.render(),
-                                peer_messages=render_messages(peers)).mode
-        mode = mode if mode in ("reflect", "debate") else "debate"
-        entries = [turn("choose_mode", agent, round_, [p.agent for p in peers], {"mode": mode})]
+        mode, entries = self.chosen(round_, previous, agent, self.choose_mode(**self.mode_args(case, previous, agent)))
         if mode == "reflect":
-            prediction = self.reflect(agent=person.name, team=case.team, private_evidence=person.evidence,
-                                      shared_context=case.context_for_agents(self.ordering), question=case.question,
-                                      options=case.options, previous_assessment=own.render())
-            message = Opinion.from_prediction(case, agent, round_, prediction)
-            entries.append(self.assess_turn(message, [own], self.ordering, step="reflect", mode=mode))
+            prediction = self.reflect(**self.reflect_args(case, previous, agent))
         else:
-            message = self.speak(case, agent, round_, peers, self.ordering)
-            entries.append(self.assess_turn(message, peers, self.ordering, step="debate", mode=mode))
+            prediction = self.assess(**self.speak_args(case, agent, self.peers(previous, agent), self.ordering))
+        return self.turned(case, round_, previous, agent, mode, prediction, entries)
+
+    async def anext_turn(self, case: Case, round_: int, previous: list[Opinion], agent: int
+                         ) -> tuple[Opinion, list[dict]]:
+        """:meth:`next_turn`, awaiting each call."""
+        choice = await self.choose_mode.acall(**self.mode_args(case, previous, agent))
+        mode, entries = self.chosen(round_, previous, agent, choice)
+        if mode == "reflect":
+            prediction = await self.reflect.acall(**self.reflect_args(case, previous, agent))
+        else:
+            prediction = await self.assess.acall(**self.speak_args(case, agent, self.peers(previous, agent),
+                                                                   self.ordering))
+        return self.turned(case, round_, previous, agent, mode, prediction, entries)
+
+    # -- the steps both paths share ----------------------------------------------------------------------
+    @staticmethod
+    def peers(previous: list[Opinion], agent: int) -> list[Opinion]:
+        return [m for m in previous if m.agent != agent]
+
+    def mode_args(self, case: Case, previous: list[Opinion], agent: int) -> dict[str, str]:
+        person = case.agents[agent]
+        return {"agent": person.name, "private_evidence": person.evidence,
+                "previous_assessment": previous[agent].render(),
+                "peer_messages": render_messages(self.peers(previous, agent))}
+
+    def chosen(self, round_: int, previous: list[Opinion], agent: int, choice: Any) -> tuple[str, list[dict]]:
+        """The mode (``debate`` unless the agent chose ``reflect``) and its trace entry."""
+        mode = choice.mode if choice.mode in ("reflect", "debate") else "debate"
+        return mode, [turn("choose_mode", agent, round_, [p.agent for p in self.peers(previous, agent)],
+                           {"mode": mode})]
+
+    def reflect_args(self, case: Case, previous: list[Opinion], agent: int) -> dict[str, str]:
+        person = case.agents[agent]
+        return {"agent": person.name, "team": case.team, "private_evidence": person.evidence,
+                "shared_context": case.context_for_agents(self.ordering), "question": case.question,
+                "options": case.options, "previous_assessment": previous[agent].render()}
+
+    def turned(self, case: Case, round_: int, previous: list[Opinion], agent: int, mode: str, prediction: Any,
+               entries: list[dict]) -> tuple[Opinion, list[dict]]:
+        """The agent's message of the round, with its trace entries."""
+        message = Opinion.from_prediction(case, agent, round_, prediction)
+        seen = [previous[agent]] if mode == "reflect" else self.peers(previous, agent)
+        entries.append(self.assess_turn(message, seen, self.ordering, step=mode, mode=mode))
         return message, entries
+
+    @staticmethod
+    def next_round(turns: list[dict], results: list[tuple[Opinion, list[dict]]]) -> list[Opinion]:
+        """A round's messages from the agents' turns, whose trace entries go into ``turns``."""
+        turns.extend(entry for _, entries in results for entry in entries)
+        return [message for message, _ in results]
+
+    @staticmethod
+    def closing(case: Case, rounds: list[list[Opinion]]) -> dict[str, Any]:
+        return {"discussion": render_messages([m for r in rounds for m in r]), "opinions": render_messages(rounds[-1]),
+                "speakers": range(case.n)}
 
 
 BASELINES: dict[str, type[dspy.Module]] = {

@@ -4,6 +4,7 @@ from a model reading every agent's private evidence (the authors' oracle) or fro
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -50,21 +51,44 @@ class Oracle(dspy.Module):
     def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str,
                 reliable_information: str, misleading: Sequence[int] | None = None) -> dspy.Prediction:
         case = Case.build(agents, shared_context, question, options)
+        verdict = self.attribute(**self.attribute_args(case)) if self.oracle_t1 == "model" else None
+        decision = self.decide(**self.decide_args(case, reliable_information))
+        return self.result(case, misleading, reliable_information, verdict, decision)
+
+    async def aforward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str,
+                       reliable_information: str, misleading: Sequence[int] | None = None) -> dspy.Prediction:
+        """:meth:`forward` for ``await program.acall(...)``: the attribution and the decision (independent) gathered."""
+        case = Case.build(agents, shared_context, question, options)
+
+        async def attribution() -> Any:
+            return await self.attribute.acall(**self.attribute_args(case)) if self.oracle_t1 == "model" else None
+
+        verdict, decision = await asyncio.gather(attribution(),
+                                                 self.decide.acall(**self.decide_args(case, reliable_information)))
+        return self.result(case, misleading, reliable_information, verdict, decision)
+
+    def attribute_args(self, case: Case) -> dict[str, Any]:
+        """The attributor's inputs: every agent's private evidence, the answer constrained to the team's agents."""
+        ids = tuple(a.agent for a in case.agents)
+        signature = self.attribute.signature.with_updated_fields("misleading_agent", type_=Literal[ids])
+        return {"opinions": "\n".join(f"{a.name}: {a.evidence}" for a in case.agents), "signature": signature}
+
+    @staticmethod
+    def decide_args(case: Case, reliable_information: str) -> dict[str, str]:
+        return {"information": as_data(reliable_information), "question": case.question, "options": case.options}
+
+    def result(self, case: Case, misleading: Sequence[int] | None, reliable_information: str, verdict: Any,
+               decision: Any) -> dspy.Prediction:
+        """The prediction from the attributor's verdict (``None`` under ``oracle_t1="gold"``) and the decision."""
         turns: list[dict] = []
-        if self.oracle_t1 == "gold":
+        if verdict is None:
             gold = [int(i) for i in (misleading or [])]
             named: Any = gold[0] if len(gold) == 1 else (gold or None)
         else:
-            ids = tuple(a.agent for a in case.agents)
-            signature = self.attribute.signature.with_updated_fields("misleading_agent", type_=Literal[ids])
-            evidence = "\n".join(f"{a.name}: {a.evidence}" for a in case.agents)
-            verdict = self.attribute(opinions=evidence, signature=signature)
             named = case.index(verdict.misleading_agent)
-            turns.append(turn("name_misleading", "attributor", None, list(ids),
+            turns.append(turn("name_misleading", "attributor", None, [a.agent for a in case.agents],
                               {"misleading_agent": named, "raw": verdict.misleading_agent, "reason": verdict.reason},
                               input="private_evidence"))
-        decision = self.decide(information=as_data(reliable_information), question=case.question,
-                               options=case.options)
         turns.append(turn("decide", "decider", None, [], {"answer": decision.answer, "reason": decision.reason},
                           input="reliable_information"))
         trace = {"program": self.program_name, "upper_bound": True, "t1": self.oracle_t1,

@@ -22,6 +22,7 @@ context).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -78,71 +79,102 @@ class StandardCollaboration(CollaborationBaseline):
         final = self.discuss(case, turns)[-1]
         misleading = self.name_misleading(case, final, turns)
         trusted = [m for m in final if m.agent != misleading]
-        written = self.update(shared_context=case.shared_context or "(no shared context)",
-                              opinions=render_messages(trusted))
-        state = str(written.state or "").strip()
-        turns.append(turn("update_state", "updater", None, [m.agent for m in trusted], {"state": state},
-                          saw_shared_context=True, saw_private_evidence=False))
+        state = self.written(trusted, self.update(**self.update_args(case, trusted)), turns)
         return self.finish(case, misleading, state, turns)
 
     async def aforward(self, agents: Agents, shared_context: str, question: str,
                        options: Mapping[str, str] | str) -> dspy.Prediction:
-        """:meth:`forward` for ``await program.acall(...)``, same result. The discussion rounds (a fan-out per round
-        on :func:`~groundstate.concurrency.thread_map`) and the final decision run on one worker thread
-        (``asyncio.to_thread`` carries the DSPy context); the state update awaits the LM's async path."""
-        import asyncio
-
+        """:meth:`forward` for ``await program.acall(...)``, same result: every call awaits the predictor's
+        ``acall``, each round's simultaneous turns gathered (``asyncio.gather``)."""
         case = Case.build(agents, shared_context, question, options)
         turns: list[dict] = []
-
-        def discussed():
-            final = self.discuss(case, turns)[-1]
-            return final, self.name_misleading(case, final, turns)
-
-        final, misleading = await asyncio.to_thread(discussed)
+        final = (await self.adiscuss(case, turns))[-1]
+        misleading = await self.aname_misleading(case, final, turns)
         trusted = [m for m in final if m.agent != misleading]
-        written = await self.update.acall(shared_context=case.shared_context or "(no shared context)",
-                                          opinions=render_messages(trusted))
+        state = self.written(trusted, await self.update.acall(**self.update_args(case, trusted)), turns)
+        return await self.afinish(case, misleading, state, turns)
+
+    @staticmethod
+    def update_args(case: Case, trusted: list[Opinion]) -> dict[str, str]:
+        """The updater's inputs: the initial shared context and the final opinions of the agents not named."""
+        return {"shared_context": case.shared_context or "(no shared context)", "opinions": render_messages(trusted)}
+
+    @staticmethod
+    def written(trusted: list[Opinion], written: Any, turns: list[dict]) -> str:
+        """The updater's state, traced."""
         state = str(written.state or "").strip()
         turns.append(turn("update_state", "updater", None, [m.agent for m in trusted], {"state": state},
                           saw_shared_context=True, saw_private_evidence=False))
-        return await asyncio.to_thread(self.finish, case, misleading, state, turns)
+        return state
 
     # -- the discussion ------------------------------------------------------------------------------------
     def discuss(self, case: Case, turns: list[dict]) -> list[list[Opinion]]:
         """Every round's opinions, the opening turn first, appending one trace entry per turn."""
-        context = case.context_for_agents(self.ordering)
-
-        def opening(i: int) -> Opinion:
-            person = case.agents[i]
-            return Opinion.from_opinion(case, i, 0, self.open(agent=person.name, private_evidence=person.evidence,
-                                                              shared_context=context))
-
-        rounds = [thread_map(opening, range(case.n))]
+        rounds = [thread_map(lambda i: Opinion.from_opinion(case, i, 0, self.open(**self.open_args(case, i))),
+                             range(case.n))]
         turns.extend(self.opinion_turn(m, [], saw_private=True) for m in rounds[0])
         for r in range(1, self.rounds + 1):
             rounds.append(self.exchange_round(case, r, rounds[-1], turns))
         return rounds
 
-    def exchange_round(self, case: Case, round_: int, previous: list[Opinion], turns: list[dict]) -> list[Opinion]:
-        context = case.context_for_agents(self.ordering)
+    async def adiscuss(self, case: Case, turns: list[dict]) -> list[list[Opinion]]:
+        """:meth:`discuss`, each round's simultaneous turns gathered."""
+        opened = await asyncio.gather(*(self.open.acall(**self.open_args(case, i)) for i in range(case.n)))
+        rounds = [[Opinion.from_opinion(case, i, 0, out) for i, out in enumerate(opened)]]
+        turns.extend(self.opinion_turn(m, [], saw_private=True) for m in rounds[0])
+        for r in range(1, self.rounds + 1):
+            rounds.append(await self.aexchange_round(case, r, rounds[-1], turns))
+        return rounds
 
-        def revise(i: int, own: Opinion, peers: list[Opinion]) -> Opinion:
-            out = self.revise(agent=case.agents[i].name, previous_opinion=own.text, shared_context=context,
-                              other_opinions=render_messages(peers))
-            return Opinion.from_opinion(case, i, round_, out)
+    def exchange_round(self, case: Case, round_: int, previous: list[Opinion], turns: list[dict]) -> list[Opinion]:
+        def revise(i: int, peers: list[Opinion]) -> Opinion:
+            return Opinion.from_opinion(case, i, round_, self.revise(**self.revise_args(case, i, previous, peers)))
 
         if self.topology == "chain":
             current: list[Opinion] = []
             for i in range(case.n):
                 peers = [current[j] for j in neighbours("chain", i, case.n)]  # same-round predecessor
-                current.append(revise(i, previous[i], peers))
+                current.append(revise(i, peers))
                 turns.append(self.opinion_turn(current[-1], peers))
             return current
-        peers = [[previous[j] for j in neighbours(self.topology, i, case.n)] for i in range(case.n)]
-        current = thread_map(lambda i: revise(i, previous[i], peers[i]), range(case.n))
+        peers = self.round_peers(case, previous)
+        current = thread_map(lambda i: revise(i, peers[i]), range(case.n))
         turns.extend(self.opinion_turn(m, peers[m.agent]) for m in current)
         return current
+
+    async def aexchange_round(self, case: Case, round_: int, previous: list[Opinion], turns: list[dict]
+                              ) -> list[Opinion]:
+        """:meth:`exchange_round` with the turns awaited (in a chain one after another, otherwise gathered)."""
+        async def revise(i: int, peers: list[Opinion]) -> Opinion:
+            out = await self.revise.acall(**self.revise_args(case, i, previous, peers))
+            return Opinion.from_opinion(case, i, round_, out)
+
+        if self.topology == "chain":
+            current: list[Opinion] = []
+            for i in range(case.n):
+                peers = [current[j] for j in neighbours("chain", i, case.n)]
+                current.append(await revise(i, peers))
+                turns.append(self.opinion_turn(current[-1], peers))
+            return current
+        peers = self.round_peers(case, previous)
+        current = list(await asyncio.gather(*(revise(i, peers[i]) for i in range(case.n))))
+        turns.extend(self.opinion_turn(m, peers[m.agent]) for m in current)
+        return current
+
+    def open_args(self, case: Case, agent: int) -> dict[str, str]:
+        """The opening turn's inputs: the agent's private evidence (and the shared context under shared-first)."""
+        person = case.agents[agent]
+        return {"agent": person.name, "private_evidence": person.evidence,
+                "shared_context": case.context_for_agents(self.ordering)}
+
+    def revise_args(self, case: Case, agent: int, previous: list[Opinion], peers: list[Opinion]) -> dict[str, str]:
+        """A revision's inputs: the agent's previous opinion and the peers' opinions it sees."""
+        return {"agent": case.agents[agent].name, "previous_opinion": previous[agent].text,
+                "shared_context": case.context_for_agents(self.ordering), "other_opinions": render_messages(peers)}
+
+    def round_peers(self, case: Case, previous: list[Opinion]) -> list[list[Opinion]]:
+        """Every agent's peers from the previous round under the (all-to-all or tree) topology."""
+        return [[previous[j] for j in neighbours(self.topology, i, case.n)] for i in range(case.n)]
 
     def opinion_turn(self, message: Opinion, peers: list[Opinion], saw_private: bool = False) -> dict[str, Any]:
         return turn("opinion", message.agent, message.round, [p.agent for p in peers], message.output(),
@@ -152,9 +184,21 @@ class StandardCollaboration(CollaborationBaseline):
     def name_misleading(self, case: Case, final: list[Opinion], turns: list[dict]) -> int:
         """The summarizer names the misleading agent from the final opinions; the answer is constrained to
         the team's agents (the authors' code falls back to agent 0 for an unusable answer; so do we)."""
+        return self.named(case, final, self.summarize(**self.summarize_args(case, final)), turns)
+
+    async def aname_misleading(self, case: Case, final: list[Opinion], turns: list[dict]) -> int:
+        """:meth:`name_misleading` with ``await self.summarize.acall``."""
+        return self.named(case, final, await self.summarize.acall(**self.summarize_args(case, final)), turns)
+
+    def summarize_args(self, case: Case, final: list[Opinion]) -> dict[str, Any]:
+        """The summarizer's inputs: the final opinions, the answer constrained to the team's agents."""
         ids = tuple(a.agent for a in case.agents)
         signature = self.summarize.signature.with_updated_fields("misleading_agent", type_=Literal[ids])
-        verdict = self.summarize(opinions=render_messages(final), signature=signature)
+        return {"opinions": render_messages(final), "signature": signature}
+
+    @staticmethod
+    def named(case: Case, final: list[Opinion], verdict: Any, turns: list[dict]) -> int:
+        """The agent the summarizer named (agent 0 for an unusable answer), traced."""
         named = case.index(verdict.misleading_agent)
         misleading = named if named is not None else case.agents[0].agent
         turns.append(turn("name_misleading", "summarizer", None, [m.agent for m in final],
