@@ -1,48 +1,63 @@
-"""Signatures for evidence-grounded state reconstruction (ReGround, stage 2)."""
+"""Signatures for evidence-grounded state reconstruction (ReGround, stage 2). Kept compact for the reason given
+in :mod:`groundstate.signatures.verification` (instructions are repeated in every call)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 import dspy
+from pydantic import BaseModel
 
-from groundstate.signatures.verification import DATA_NOTE
+from groundstate.signatures.verification import DATA_NOTE, instructions
 
 
 class DecomposeContext(dspy.Signature):
-    __doc__ = f"""Split a shared context into atomic facts: each fact states exactly one claim and can be checked
-    on its own. Keep values, negations and qualifiers exactly as written; add nothing. {DATA_NOTE}"""
+    __doc__ = instructions(f"""Split a shared context into atomic facts, each one claim checkable on its own.
+    Keep values, negations and qualifiers exactly; add nothing. {DATA_NOTE}""")
 
-    context: str = dspy.InputField(desc="the shared context to decompose")
-    facts: list[str] = dspy.OutputField(desc="atomic facts, one claim each, at most 25 words each")
+    context: str = dspy.InputField(desc="the shared context")
+    facts: list[str] = dspy.OutputField(desc="one claim each, at most 25 words each")
 
 
 class VerifyFact(dspy.Signature):
-    __doc__ = f"""Check one fact against trusted evidence, and rate how much the fact matters for the case.
-
-    Verdict, from the evidence alone (no outside knowledge, nothing inferred beyond it): supported when the
-    evidence states or unambiguously entails the fact; refuted when the evidence explicitly conflicts with
-    it; unverifiable when the evidence is silent, only touches related matters, or is not enough.
-
-    Importance, whatever the verdict: high when the fact bears directly on the decision (the diagnosis or
-    treatment, the response to the incident): key findings and symptoms, test and imaging results,
-    measurements, procedures, allergies or significant medications, the course of events, telling negative
-    findings. medium when it is useful context: relevant history and background conditions, circumstances
-    that affect what can be done. low when it is unlikely to change the decision: administrative details,
-    demographics that do not matter here, general background. {DATA_NOTE}"""
+    __doc__ = instructions(f"""Check one fact against trusted evidence and rate its importance for the case.
+    Verdict, from the evidence alone (no outside knowledge or inference): supported if the evidence states or
+    unambiguously entails it, refuted if the evidence explicitly conflicts with it, otherwise unverifiable
+    (silent, only related matters, or not enough). Importance, whatever the verdict: high if it bears directly
+    on the decision (diagnosis, treatment, incident response): key findings and symptoms, test and imaging
+    results, measurements, procedures, allergies, significant medications, the course of events, telling
+    negative findings; medium if useful context (relevant history, background conditions, circumstances that
+    affect what can be done); low if unlikely to change the decision (administrative details, irrelevant
+    demographics, general background). {DATA_NOTE}""")
 
     fact: str = dspy.InputField(desc="the fact to check")
-    evidence: str = dspy.InputField(desc="trusted statements (the only basis for the verdict)")
-    verdict: Literal["supported", "refuted", "unverifiable"] = dspy.OutputField(desc="the verdict")
-    importance: Literal["high", "medium", "low"] = dspy.OutputField(desc="how much the fact matters for the case")
+    evidence: str = dspy.InputField(desc="trusted statements, the only basis for the verdict")
+    verdict: Literal["supported", "refuted", "unverifiable"] = dspy.OutputField()
+    importance: Literal["high", "medium", "low"] = dspy.OutputField()
+
+
+class FactCheck(BaseModel):
+    """One fact's verdict and importance (an item of :class:`VerifyFacts`), naming the fact by its number."""
+
+    fact: int
+    verdict: Literal["supported", "refuted", "unverifiable"]
+    importance: Literal["high", "medium", "low"]
+
+
+class VerifyFacts(dspy.Signature):
+    __doc__ = ("Check each numbered fact separately against the trusted evidence; return one check per fact, in "
+               "order.\n" + VerifyFact.__doc__.split("\n", 1)[1])  # the same rule as one fact's check
+
+    facts: str = dspy.InputField(desc="the facts to check, numbered")
+    evidence: str = dspy.InputField(desc="trusted statements, the only basis for the verdicts")
+    checks: list[FactCheck] = dspy.OutputField(desc="one check per fact: its number, verdict and importance")
 
 
 class RegenerateState(dspy.Signature):
-    __doc__ = f"""Write the group's information state from verified facts and the trusted sources' statements: a
-    fluent, coherent account of the case, as a professional would summarize it, not a list. Keep every
-    concrete value and finding exactly; include nothing that is not in the inputs; do not reach a decision.
-    {DATA_NOTE}"""
+    __doc__ = instructions(f"""Write the group's information state from the verified facts and trusted statements:
+    a fluent account of the case as a professional would summarize it, not a list. Keep every value and finding
+    exactly; add nothing; reach no decision. {DATA_NOTE}""")
 
     verified_facts: str = dspy.InputField(desc="shared-context facts that survived verification")
-    trusted_statements: str = dspy.InputField(desc="statements from the sources judged reliable")
-    state: str = dspy.OutputField(desc="the information state, as a narrative in plain sentences")
+    trusted_statements: str = dspy.InputField(desc="statements of the sources judged reliable")
+    state: str = dspy.OutputField(desc="a narrative in plain sentences")

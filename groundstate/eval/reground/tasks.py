@@ -135,6 +135,9 @@ def add_reground_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("agent", "statement"), default="agent",
                         help="find the misleading agent (default) or misleading statements spread over agents "
                              "(§E.4; scores statement precision/recall on instances that plant them)")
+    parser.add_argument("--batch-facts", action="store_true",
+                        help="reconstruction: check all shared-context facts in one call (same rule and evidence; "
+                             "fewer tokens) instead of one call per fact as the authors do")
 
 
 def _reground_build(args: argparse.Namespace):
@@ -144,7 +147,8 @@ def _reground_build(args: argparse.Namespace):
     if args.max_candidates < 1:
         raise ConfigError("--max-candidates must be at least 1")
     return ReGround(max_candidates=args.max_candidates, multi_misleading=args.multi_misleading,
-                    oracle_t1=args.oracle_t1, stop_early=args.stop_early, keep_rule=args.keep_rule, mode=args.mode)
+                    oracle_t1=args.oracle_t1, stop_early=args.stop_early, keep_rule=args.keep_rule, mode=args.mode,
+                    batch_facts=getattr(args, "batch_facts", False))
 
 
 def _reground_inputs(args: argparse.Namespace):
@@ -159,7 +163,8 @@ _register("reground", "ReGround: verify evidence, reconstruct the shared state, 
                              "oracle_t1": a.oracle_t1,
                              **({"stop_early": True} if a.stop_early else {}),
                              **({"keep_rule": a.keep_rule} if a.keep_rule != "authors" else {}),
-                             **({"mode": a.mode} if a.mode != "agent" else {})},
+                             **({"mode": a.mode} if a.mode != "agent" else {}),
+                             **({"batch_facts": True} if getattr(a, "batch_facts", False) else {})},
           inputs=_reground_inputs)
 
 

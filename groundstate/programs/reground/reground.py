@@ -52,7 +52,7 @@ from groundstate.programs.common import (
 )
 from groundstate.records import AgentEvidence
 from groundstate.signatures.resolution import ChooseOption
-from groundstate.signatures.state import DecomposeContext, RegenerateState, VerifyFact
+from groundstate.signatures.state import DecomposeContext, RegenerateState, VerifyFact, VerifyFacts
 from groundstate.signatures.verification import (
     Adjudicate,
     ArgueSource,
@@ -267,20 +267,27 @@ class Reconstruct(dspy.Module):
         keep_rule: ``authors`` (default; the authors' code): keep a fact if it is *supported* or its
             importance is *low*, whatever the verdict. ``strict`` (earlier groundstate): keep *supported*
             facts and *unverifiable* facts of *low* importance only, so a refuted fact never survives.
+        batch_facts: check all facts in one call (:class:`~groundstate.signatures.state.VerifyFacts`, the
+            same per-fact rule and evidence, one verdict and importance per fact) instead of one call per fact
+            (default, the authors' code). Saves the evidence and instructions repeated per fact; facts the
+            batched answer leaves out are checked one by one.
         max_workers: threads for the concurrent per-fact checks.
 
     ``forward(shared_context, trusted_statements)`` returns ``Prediction(state, kept_facts, removed_facts,
     trace)``.
     """
 
-    def __init__(self, keep_rule: str = "authors", max_workers: int = 8):
+    def __init__(self, keep_rule: str = "authors", max_workers: int = 8, batch_facts: bool = False):
         super().__init__()
         if keep_rule not in KEEP_RULES:
             raise ValueError(f"keep_rule must be one of {KEEP_RULES}, got '{keep_rule}'")
         self.keep_rule = keep_rule
         self.max_workers = max_workers
+        self.batch_facts = batch_facts
         self.decompose = dspy.Predict(DecomposeContext)
         self.verify_fact = dspy.Predict(VerifyFact)
+        if batch_facts:
+            self.verify_facts = dspy.Predict(VerifyFacts)
         self.regenerate = dspy.Predict(RegenerateState)
 
     def keep(self, verdict: str, importance: str) -> bool:
@@ -289,10 +296,37 @@ class Reconstruct(dspy.Module):
             return verdict == "supported" or importance == "low"
         return verdict == "supported" or (verdict == "unverifiable" and importance == "low")
 
+    @staticmethod
+    def numbered(facts: Sequence[str]) -> str:
+        """The facts of a batched check, one numbered line each."""
+        return "\n".join(f"{k}. {fact}" for k, fact in enumerate(facts, 1))
+
+    @staticmethod
+    def by_fact(facts: Sequence[str], checks) -> dict[int, Any]:
+        """The batched answer's checks by fact index, matched by the number each names (not by position, so a
+        skipped fact never shifts the others); a number naming no listed fact, or a fact a second time, is
+        ignored."""
+        found: dict[int, Any] = {}
+        for check in checks or []:
+            number = getattr(check, "fact", None)
+            if isinstance(number, int) and 1 <= number <= len(facts):
+                found.setdefault(number - 1, check)
+        return found
+
+    @staticmethod
+    def in_order(facts: Sequence[str], found: dict[int, Any], singles: Sequence[Any]) -> list[Any]:
+        """Every fact's check in fact order: the batched one where there is one, else the next single check."""
+        rest = iter(singles)
+        return [found[i] if i in found else next(rest) for i in range(len(facts))]
+
     def forward(self, shared_context: str, trusted_statements: Sequence[str]) -> dspy.Prediction:
         facts = model_text(self.decompose(context=as_data(shared_context)).facts)
         evidence = bullet_list([as_data(s) for s in trusted_statements])
-        verdicts = thread_map(lambda f: self.verify_fact(fact=f, evidence=evidence), facts, self.max_workers)
+        found = self.by_fact(facts, self.verify_facts(facts=self.numbered(facts), evidence=evidence).checks) \
+            if self.batch_facts and facts else {}
+        missing = [f for i, f in enumerate(facts) if i not in found]  # checked one by one
+        singles = thread_map(lambda f: self.verify_fact(fact=f, evidence=evidence), missing, self.max_workers)
+        verdicts = self.in_order(facts, found, singles)
         checked = [{"fact": f, "verdict": v.verdict, "importance": v.importance,
                     "kept": self.keep(v.verdict, v.importance)} for f, v in zip(facts, verdicts, strict=True)]
         kept = [c["fact"] for c in checked if c["kept"]]
@@ -308,7 +342,11 @@ class Reconstruct(dspy.Module):
 
         facts = model_text((await self.decompose.acall(context=as_data(shared_context))).facts)
         evidence = bullet_list([as_data(s) for s in trusted_statements])
-        verdicts = await asyncio.gather(*(self.verify_fact.acall(fact=f, evidence=evidence) for f in facts))
+        found = self.by_fact(facts, (await self.verify_facts.acall(facts=self.numbered(facts), evidence=evidence)
+                                     ).checks) if self.batch_facts and facts else {}
+        missing = [f for i, f in enumerate(facts) if i not in found]
+        singles = await asyncio.gather(*(self.verify_fact.acall(fact=f, evidence=evidence) for f in missing))
+        verdicts = self.in_order(facts, found, singles)
         checked = [{"fact": f, "verdict": v.verdict, "importance": v.importance,
                     "kept": self.keep(v.verdict, v.importance)} for f, v in zip(facts, verdicts, strict=True)]
         kept = [c["fact"] for c in checked if c["kept"]]
@@ -404,6 +442,7 @@ class ReGround(dspy.Module):
         mode: ``agent`` (find the misleading source, the main setting) or ``statement`` (find misleading
             statements spread over agents, §E.4; :class:`VerifyStatements`).
         max_workers: threads for the concurrent calls of each stage.
+        batch_facts: check the shared-context facts in one call (see :class:`Reconstruct`).
 
     ``forward(agents, shared_context, question, options, misleading=None)`` returns
     ``Prediction(misleading_agent, state, kept_facts, removed_facts, answer, trace)`` (plus
@@ -411,7 +450,8 @@ class ReGround(dspy.Module):
     """
 
     def __init__(self, max_candidates: int = 3, multi_misleading: bool = False, oracle_t1: bool = False,
-                 stop_early: bool = False, keep_rule: str = "authors", mode: str = "agent", max_workers: int = 8):
+                 stop_early: bool = False, keep_rule: str = "authors", mode: str = "agent", max_workers: int = 8,
+                 batch_facts: bool = False):
         super().__init__()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got '{mode}'")
@@ -422,7 +462,7 @@ class ReGround(dspy.Module):
         else:
             self.verify = Verify(max_candidates=max_candidates, multi_misleading=multi_misleading,
                                  stop_early=stop_early, max_workers=max_workers)
-        self.reconstruct = Reconstruct(keep_rule=keep_rule, max_workers=max_workers)
+        self.reconstruct = Reconstruct(keep_rule=keep_rule, max_workers=max_workers, batch_facts=batch_facts)
         self.resolve = Resolve()
 
     def forward(self, agents, shared_context: str, question: str, options, misleading: Sequence[int] | None = None):

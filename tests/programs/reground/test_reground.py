@@ -293,3 +293,56 @@ def test_statement_mode_flags_the_statements_other_agents_refute_and_scores_them
     assert statement_scores(None, planted)["statement_recall"] == 0.0
     for statement in out.misleading_statements:
         assert all(statement not in r.field("trusted_statements") for r in calls(lm.engine.requests, "state"))
+
+
+class BatchScript(Script):
+    """:class:`Script` that also answers the batched fact check, fact by fact with the same verdict table
+    (``short`` drops the last checks, as a model that stops early would)."""
+
+    def __init__(self, short=0, reverse=False, **kwargs):
+        super().__init__(**kwargs)
+        self.short, self.reverse = short, reverse
+
+    def __call__(self, req):
+        if "checks" not in req.output_fields:
+            return super().__call__(req)
+        facts = [line.split(". ", 1)[1] for line in req.field("facts").splitlines()]
+        found = [next((v for k, v in self.verdicts.items() if k in fact), ("supported", "high")) for fact in facts]
+        checks = [{"fact": k, "verdict": verdict, "importance": importance}
+                  for k, (verdict, importance) in enumerate(found, 1)]
+        kept = checks[:len(checks) - self.short]
+        return {"checks": kept[::-1] if self.reverse else kept}  # matched by number, so order does not matter
+
+
+BATCH_CONTEXT = "A 60-year-old man. Has cough. Temperature is 36.5 C."
+BATCH_VERDICTS = {"60-year-old": ("refuted", "low"), "36.5": ("refuted", "high"), "cough": ("supported", "medium")}
+
+
+@pytest.mark.parametrize("short, reverse", [(0, False), (2, False), (1, True)])
+def test_batched_fact_checks_decide_like_one_call_per_fact(short, reverse):
+    kwargs = {"shared_context": BATCH_CONTEXT, "trusted_statements": ["Temperature is 39.2 C. Age 62."]}
+    single, single_reqs = run(Reconstruct(), BatchScript(verdicts=BATCH_VERDICTS), **kwargs)
+    batched, reqs = run(Reconstruct(batch_facts=True),
+                        BatchScript(short=short, reverse=reverse, verdicts=BATCH_VERDICTS), **kwargs)
+    assert (batched.kept_facts, batched.removed_facts) == (single.kept_facts, single.removed_facts)
+    assert batched.trace == single.trace
+    assert len(calls(single_reqs, "verdict")) == 3 and len(calls(reqs, "checks")) == 1
+    assert len(calls(reqs, "verdict")) == short  # facts the batched answer left out are checked one by one
+    request = calls(reqs, "checks")[0]
+    numbered = ["1. A 60-year-old man.", "2. Has cough.", "3. Temperature is 36.5 C."]
+    assert request.field("facts").splitlines() == numbered
+    assert request.field("evidence") == calls(single_reqs, "verdict")[0].field("evidence")
+
+
+def test_batched_fact_checks_async_matches_sync():
+    import asyncio
+
+    kwargs = {"shared_context": BATCH_CONTEXT, "trusted_statements": ["Temperature is 39.2 C."]}
+    program = Reconstruct(batch_facts=True)
+    expected, _ = run(program, BatchScript(short=1, verdicts=BATCH_VERDICTS), **kwargs)
+    lm = scripted_lm(BatchScript(short=1, verdicts=BATCH_VERDICTS))
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        got = asyncio.run(program.acall(**kwargs))
+    assert (got.kept_facts, got.removed_facts, got.trace) == (expected.kept_facts, expected.removed_facts,
+                                                             expected.trace)
+    assert ReGround(batch_facts=True).reconstruct.batch_facts and not ReGround().reconstruct.batch_facts
