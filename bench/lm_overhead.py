@@ -24,7 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import dspy  # noqa: E402
 
 from groundstate.eval.runner import Runner  # noqa: E402
-from groundstate.lm.embedded import EmbeddedEngine, load_llama  # noqa: E402
+from groundstate.lm.embedded import EmbeddedEngine  # noqa: E402
 from groundstate.programs.qa import QuestionAnswering  # noqa: E402
 from groundstate.signatures.checks import StructuredCheck  # noqa: E402
 from groundstate.testing import scripted_lm  # noqa: E402
@@ -50,17 +50,16 @@ class RecordingEngine(EmbeddedEngine):
         fmt = request.config.response_format
         self.last = {
             "messages": self._messages(request),
-            "response_format": {"type": "json_object",
-                                "schema": bound_schema(fmt["schema"], self.max_string_length, self.max_items)},
+            "grammar": self.grammar(bound_schema(fmt["schema"], self.max_string_length, self.max_items)),
             "max_tokens": request.config.max_tokens or 512,
         }
         return super().complete(request)
 
 
 def bench_embedded(repeats: int = 3) -> dict:
-    engine = RecordingEngine()
+    engine = RecordingEngine(contexts=1)  # one context: both paths use (and reset) the same one
     lm = dspy.LM("embedded/smollm2-135m-instruct", engine=engine, cache=False, temperature=0.0, max_tokens=256)
-    llama, lock = load_llama(engine.resolved_path(), engine.n_ctx, engine.n_threads)
+    pool = engine.pool()
     predict = dspy.Predict(StructuredCheck)
     wrapped_time = raw_time = 0.0
     wrapped_tokens = raw_tokens = 0
@@ -71,7 +70,7 @@ def bench_embedded(repeats: int = 3) -> dict:
                 # llama.cpp reuses the KV cache of a shared prompt prefix; reset it before every timed call so
                 # neither path gets the other's prompt evaluation for free, and alternate which path goes first.
                 def wrapped(question=question, options=options):
-                    with lock:
+                    with pool.context() as llama:
                         llama.reset()
                     with dspy.track_usage() as usage:
                         started = time.perf_counter()
@@ -81,12 +80,11 @@ def bench_embedded(repeats: int = 3) -> dict:
 
                 def raw():
                     call = engine.last
-                    with lock:
+                    with pool.context() as llama:
                         llama.reset()
                         started = time.perf_counter()
                         out = llama.create_chat_completion(messages=call["messages"], temperature=0.0, seed=0,
-                                                           max_tokens=call["max_tokens"],
-                                                           response_format=call["response_format"])
+                                                           max_tokens=call["max_tokens"], grammar=call["grammar"])
                         elapsed = time.perf_counter() - started
                     return elapsed, out["usage"]["completion_tokens"]
 

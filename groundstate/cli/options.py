@@ -107,7 +107,8 @@ def add_verbose_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_lm_options(parser: argparse.ArgumentParser) -> None:
-    """``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``, ``--lm-config``."""
+    """``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``, ``--lm-config``,
+    ``--lm-threads``, ``--lm-contexts``."""
     parser.add_argument("--lm", default=None, metavar="SPEC",
                         help="LM spec: 'embedded' (default, offline SmolLM2) or a LiteLLM model string "
                              "such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>")
@@ -119,6 +120,13 @@ def add_lm_options(parser: argparse.ArgumentParser) -> None:
                              "recorded as that record's error). The embedded LM is local and ignores it")
     parser.add_argument("--lm-config", default=None, metavar="FILE",
                         help="TOML file of LM settings: [default] and [roles.<pattern>] (one LM per agent role)")
+    parser.add_argument("--lm-threads", type=positive_int, default=None, metavar="N",
+                        help="embedded LM: CPU threads per llama.cpp context ('threads' in --lm-config; default "
+                             "1). Greedy outputs depend on it, so it is part of the run id")
+    parser.add_argument("--lm-contexts", type=positive_int, default=None, metavar="N",
+                        help="embedded LM: requests decoded at once, one llama.cpp context each ('contexts' in "
+                             "--lm-config; default: the idle cores divided by --lm-threads, bounded by memory). "
+                             "Outputs do not depend on it")
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -249,7 +257,9 @@ def lm_config_from_args(args: argparse.Namespace):
                                  api_base=getattr(args, "api_base", None),
                                  temperature=getattr(args, "temperature", None),
                                  max_tokens=getattr(args, "max_tokens", None),
-                                 timeout=getattr(args, "lm_timeout", None))
+                                 timeout=getattr(args, "lm_timeout", None),
+                                 threads=getattr(args, "lm_threads", None),
+                                 contexts=getattr(args, "lm_contexts", None))
 
 
 def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:

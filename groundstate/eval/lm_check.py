@@ -38,7 +38,7 @@ def check_lm(lm: Any) -> CheckReport:
     """
     import dspy
 
-    from groundstate.lm.embedded import EmbeddedEngine, load_llama
+    from groundstate.lm.embedded import EmbeddedEngine
     from groundstate.lm.faults import lm_failure
     from groundstate.lm.specs import default_adapter, describe_lm
     from groundstate.signatures.checks import StructuredCheck
@@ -46,7 +46,8 @@ def check_lm(lm: Any) -> CheckReport:
     model_file, load_seconds = None, None
     if isinstance(getattr(lm, "engine", None), EmbeddedEngine):
         started = time.perf_counter()
-        load_llama(lm.engine.resolved_path(), lm.engine.n_ctx, lm.engine.n_threads)
+        with lm.engine.pool().context():  # loads the first context (or finds it loaded)
+            pass
         model_file, load_seconds = lm.engine.resolved_path(), time.perf_counter() - started
     predict = dspy.Predict(StructuredCheck)
     with dspy.context(lm=lm, adapter=default_adapter(lm)), dspy.track_usage() as usage:

@@ -79,8 +79,19 @@ def canonical_json(value: Any) -> str:
 
 
 def fingerprint(config: dict[str, Any], length: int = 12) -> str:
-    """A short stable hash of a JSON-able configuration."""
-    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:length]
+    """A short stable hash of a JSON-able configuration, without its ``runtime`` entries at any depth (how fast
+    it ran, e.g. the embedded LM's contexts: :data:`~groundstate.lm.embedded.RUNTIME_KEY`)."""
+    return hashlib.sha256(canonical_json(_without_runtime(config)).encode("utf-8")).hexdigest()[:length]
+
+
+def _without_runtime(value: Any) -> Any:
+    from groundstate.lm.embedded import RUNTIME_KEY
+
+    if isinstance(value, dict):
+        return {k: _without_runtime(v) for k, v in value.items() if k != RUNTIME_KEY}
+    if isinstance(value, list | tuple):
+        return [_without_runtime(v) for v in value]
+    return value
 
 
 def file_hash(path: str | os.PathLike) -> str:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import LMSetupError
-from groundstate.lm.specs import EMBEDDED_SPEC, LM_OPTIONS, check_lm_options, get_lm
+from groundstate.lm.embedded import RUNTIME_KEY
+from groundstate.lm.specs import EMBEDDED_SPEC, LM_OPTIONS, RUNTIME_OPTIONS, check_lm_options, get_lm
 
 
 @dataclass
@@ -20,6 +21,8 @@ class LMConfig:
 
         [default]
         model = "embedded"
+        threads = 1                   # embedded only: CPU threads per decode (part of the run id)
+        contexts = 2                  # embedded only: decodes at once (not part of the run id)
 
         [roles."verify.*"]            # glob over predictor names / role names
         model = "openai/gpt-4o-mini"
@@ -74,9 +77,12 @@ class LMConfig:
     @classmethod
     def from_options(cls, *, lm_config: str | os.PathLike | None = None, lm: str | None = None,
                      api_base: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
-                     timeout: float | None = None) -> LMConfig:
+                     timeout: float | None = None, threads: int | None = None,
+                     contexts: int | None = None) -> LMConfig:
         """The configuration command-line options describe: the ``lm_config`` file (if any), with ``lm``
-        replacing its default model and the other options overriding the default's settings."""
+        replacing its default model and the other options overriding the default's settings. ``threads`` and
+        ``contexts`` (``--lm-threads``, ``--lm-contexts``) apply to every embedded LM of the configuration (the
+        default and the roles) that does not set its own, and are an error when none is embedded."""
         config = cls.load(lm_config) if lm_config else cls()
         if lm:
             config.default = {"model": lm}
@@ -85,7 +91,22 @@ class LMConfig:
         if extra:
             config.default = {**config.default, **extra}
         config.default.setdefault("model", EMBEDDED_SPEC)
+        config._apply_engine_settings({k: v for k, v in {"threads": threads, "contexts": contexts}.items()
+                                       if v is not None})
         return config
+
+    def _apply_engine_settings(self, settings: dict[str, Any]) -> None:
+        if not settings:
+            return
+        check_lm_options(settings, "--lm-" + "/--lm-".join(settings))
+        entries = [self.default, *self.roles.values()]
+        embedded = [e for e in entries if e.get("model") == EMBEDDED_SPEC]
+        if not embedded:
+            raise LMSetupError(f"--lm-{'/--lm-'.join(settings)} apply only to the embedded LM, and no LM of "
+                               "this configuration is embedded")
+        for entry in embedded:
+            own = {"threads" if k == "n_threads" else k for k in entry}
+            entry.update({k: v for k, v in settings.items() if k not in own})
 
     def spec_for(self, role: str | None) -> dict[str, Any]:
         if role is not None:
@@ -99,8 +120,8 @@ class LMConfig:
         entry = self.spec_for(role)
         key = repr(sorted(entry.items()))
         if key not in self._cache:
-            options = {k: v for k, v in entry.items() if k != "model"}
-            self._cache[key] = get_lm(entry["model"], **options)
+            options = {k: v for k, v in entry.items() if k not in ("model", RUNTIME_KEY)}
+            self._cache[key] = get_lm(entry["model"], **options, **entry.get(RUNTIME_KEY, {}))
         return self._cache[key]
 
     def apply(self, program) -> dict[str, str]:
@@ -127,4 +148,10 @@ def _role_matches(role: str, pattern: str) -> bool:
 
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if "key" not in k.lower()}
+    """``entry`` without keys, its settings that change no output (``contexts``) under :data:`RUNTIME_KEY`, which
+    run fingerprints leave out (:meth:`LMConfig.lm_for` reads them back, for Ray workers)."""
+    out = {k: v for k, v in entry.items() if "key" not in k.lower() and k not in RUNTIME_OPTIONS}
+    runtime = {k: v for k, v in entry.items() if k in RUNTIME_OPTIONS}
+    if runtime:
+        out[RUNTIME_KEY] = runtime
+    return out

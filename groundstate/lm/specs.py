@@ -27,10 +27,16 @@ EMBEDDED_SPEC = "embedded"
 
 # Options a spec may carry in an LM config file or on the command line.
 LM_OPTIONS = {"temperature", "max_tokens", "api_base", "api_version", "cache", "num_retries", "timeout", "top_p",
-              "model_path", "n_ctx", "n_threads", "max_string_length", "max_items", "seed"}
+              "model_path", "n_ctx", "threads", "contexts", "n_threads", "max_string_length", "max_items", "seed"}
 
 
-EMBEDDED_ONLY_OPTIONS = {"model_path", "n_ctx", "n_threads", "max_string_length", "max_items", "seed"}
+EMBEDDED_ONLY_OPTIONS = {"model_path", "n_ctx", "threads", "contexts", "n_threads", "max_string_length",
+                         "max_items", "seed"}
+"""Settings only the embedded LM takes (``n_threads`` is the earlier name of ``threads``)."""
+
+
+RUNTIME_OPTIONS = {"contexts"}
+"""Settings that change how fast an LM answers, never what: described apart, outside run fingerprints."""
 
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -52,6 +58,8 @@ _CHECKS: dict[str, tuple[Any, str]] = {
     "timeout": (lambda v: _is_number(v) and 0 < v < float("inf"), "a positive number of seconds"),
     "num_retries": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "n_ctx": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "threads": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "contexts": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
     "n_threads": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
     "max_string_length": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
     "max_items": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
@@ -90,8 +98,10 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
         spec: ``"embedded"`` or a LiteLLM model string ``provider/model``.
         **options: ``temperature``, ``max_tokens``, ``api_base``, ``cache``, ``num_retries``, ``timeout``
             (seconds per call, default :data:`DEFAULT_TIMEOUT_S`; ignored by ``embedded``, which is local);
-            for ``embedded`` also ``model_path``, ``n_ctx``, ``n_threads``, ``max_string_length``,
-            ``max_items``, ``seed``.
+            for ``embedded`` also ``model_path``, ``n_ctx``, ``threads`` (CPU threads per llama.cpp context;
+            ``n_threads`` is its earlier name), ``contexts`` (requests decoded at once), ``max_string_length``,
+            ``max_items``, ``seed``. ``threads`` defaults to 1; ``contexts`` to what the idle cores and the
+            memory allow (:func:`~groundstate.lm.embedded.choose_contexts`).
 
     Returns:
         A ``dspy.LM`` over the embedded engine for ``embedded``; a :class:`~groundstate.lm.cache.KeyedLM`
@@ -110,6 +120,10 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     if spec == EMBEDDED_SPEC:
         options.pop("timeout", None)  # the embedded model runs in this process: nothing to wait for
         engine_opts = {k: options.pop(k) for k in list(options) if k in EMBEDDED_ONLY_OPTIONS}
+        if "n_threads" in engine_opts:
+            if "threads" in engine_opts:
+                raise LMSetupError("give 'threads' or its earlier name 'n_threads' for the embedded LM, not both")
+            engine_opts["threads"] = engine_opts.pop("n_threads")
         for key in ("api_base", "api_version"):
             if key in options:
                 raise LMSetupError(f"option '{key}' does not apply to the embedded LM")
@@ -162,7 +176,10 @@ def configure(spec: str = EMBEDDED_SPEC, **options: Any):
 
 
 def describe_lm(lm) -> dict[str, Any]:
-    """A JSON-able description of an LM for run configs and manifests (never an API key)."""
+    """A JSON-able description of an LM for run configs and manifests (never an API key). The embedded
+    engine's number of contexts sits under ``engine.runtime``: recorded, but not part of a run's fingerprint
+    (a context gives the same greedy outputs as any other); its threads (``n_threads``) are, since greedy
+    outputs depend on them."""
     if lm is None:
         return {"model": None}
     kwargs = {k: v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items()
@@ -170,5 +187,5 @@ def describe_lm(lm) -> dict[str, Any]:
     out: dict[str, Any] = {"model": getattr(lm, "model", type(lm).__name__), **kwargs}
     engine = getattr(lm, "engine", None)
     if isinstance(engine, EmbeddedEngine):
-        out["engine"] = {k: v for k, v in engine.dump_state().items() if v is not None}
+        out["engine"] = engine.describe()  # its contexts are recorded, not fingerprinted
     return out

@@ -77,7 +77,8 @@ def test_verbose_after_the_subcommand_sets_the_log_level(tmp_path, monkeypatch):
 @pytest.mark.parametrize("cmd", ["generate", "replay", "mask"])
 def test_dhd_lm_commands_take_the_shared_lm_options(cmd):
     parser = command(["dhd", cmd])
-    for flag in ("--lm", "--api-base", "--lm-config", "--temperature", "--max-tokens", "--lm-timeout"):
+    for flag in ("--lm", "--api-base", "--lm-config", "--temperature", "--max-tokens", "--lm-timeout", "--lm-threads",
+                 "--lm-contexts"):
         assert option(parser, flag) is not None, (cmd, flag)
     args = build_parser().parse_args(["dhd", cmd, "--cache", "c", "--api-base", "http://localhost:8000/v1",
                                       "--lm-config", "lms.toml", *(["--problems", "p.json"] if cmd == "generate"

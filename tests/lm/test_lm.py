@@ -59,8 +59,6 @@ def test_bound_schema_bounds_free_strings_and_arrays_only():
 
 def test_engine_passes_the_schema_and_reports_usage(monkeypatch):
     """The engine turns a JSONAdapter request into a schema-constrained llama.cpp call (with a fake model)."""
-    import threading
-
     import groundstate.lm.embedded as lm_module
 
     seen = {}
@@ -72,8 +70,9 @@ def test_engine_passes_the_schema_and_reports_usage(monkeypatch):
                                  "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 123, "completion_tokens": 7}}
 
-    monkeypatch.setattr(lm_module, "load_llama", lambda *a: (FakeLlama(), threading.Lock()))
-    engine = EmbeddedEngine(model_path="/fake.gguf")
+    monkeypatch.setattr(lm_module, "new_llama", lambda *a: FakeLlama())
+    monkeypatch.setattr(lm_module, "_POOLS", {})
+    engine = EmbeddedEngine(model_path="/fake-schema.gguf")
     lm = dspy.LM("embedded/smollm2-135m-instruct", engine=engine, cache=False)
 
     class Sig(dspy.Signature):
@@ -85,10 +84,11 @@ def test_engine_passes_the_schema_and_reports_usage(monkeypatch):
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), dspy.track_usage() as usage:
         out = dspy.Predict(Sig)(question="q?")
     assert out.choice == "B" and out.facts == ["f"]
-    schema = seen["kwargs"]["response_format"]["schema"]
-    assert seen["kwargs"]["response_format"]["type"] == "json_object"
+    (schema,) = (json.loads(key) for key in engine._grammars)  # one grammar, built from the bounded schema
+    assert seen["kwargs"]["grammar"] is engine._grammars[json.dumps(schema)] and "response_format" not in seen["kwargs"]
     assert schema["properties"]["choice"]["enum"] == ["A", "B"]
     assert schema["properties"]["facts"]["maxItems"] == engine.max_items
+    assert '"\\"A\\""' in seen["kwargs"]["grammar"]._grammar  # the enum is in the GBNF
     assert seen["messages"][0]["role"] == "system"
     assert usage.get_total_tokens()[lm.model]["prompt_tokens"] == 123
 
@@ -108,7 +108,8 @@ def test_embedded_lm_serves_acall_on_a_worker_thread(monkeypatch, tmp_path):
             return {"choices": [{"message": {"content": json.dumps({"answer": "4"})}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 12, "completion_tokens": 3}}
 
-    monkeypatch.setattr(lm_module, "load_llama", lambda *a: (FakeLlama(), threading.Lock()))
+    monkeypatch.setattr(lm_module, "new_llama", lambda *a: FakeLlama())
+    monkeypatch.setattr(lm_module, "_POOLS", {})
     (tmp_path / "model.gguf").write_bytes(b"")
     monkeypatch.setenv("GROUNDSTATE_GGUF", str(tmp_path / "model.gguf"))
     lm = get_lm("embedded", cache=False)
@@ -215,8 +216,6 @@ def test_embedded_model_answers_structured_fields_and_caches():
 
 
 def test_embedded_context_is_smollm2s_and_a_too_long_prompt_fails_the_call_before_decoding(monkeypatch):
-    import threading
-
     import dspy
 
     from groundstate.lm import embedded
@@ -229,7 +228,8 @@ def test_embedded_context_is_smollm2s_and_a_too_long_prompt_fails_the_call_befor
         def create_chat_completion(self, **kwargs):
             raise AssertionError("decoded a prompt that does not fit")
 
-    monkeypatch.setattr(embedded, "load_llama", lambda *args: (FakeLlama(), threading.Lock()))
+    monkeypatch.setattr(embedded, "new_llama", lambda *args: FakeLlama())
+    monkeypatch.setattr(embedded, "_POOLS", {})
     lm = get_lm("embedded")
     assert lm.engine.n_ctx == 8192
     with pytest.raises(dspy.ContextWindowExceededError, match="context window is 8192 tokens") as info:
