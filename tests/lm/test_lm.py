@@ -6,6 +6,7 @@ import dspy
 import pytest
 
 from groundstate.errors import LMSetupError
+from groundstate.lm import contexts
 from groundstate.lm.config import LMConfig
 from groundstate.lm.embedded import EmbeddedEngine, bound_schema, find_embedded_model
 from groundstate.lm.specs import describe_lm, get_lm
@@ -59,7 +60,7 @@ def test_bound_schema_bounds_free_strings_and_arrays_only():
 
 def test_engine_passes_the_schema_and_reports_usage(monkeypatch):
     """The engine turns a JSONAdapter request into a schema-constrained llama.cpp call (with a fake model)."""
-    import groundstate.lm.embedded as lm_module
+    import groundstate.lm.contexts as lm_module
 
     seen = {}
 
@@ -98,7 +99,7 @@ def test_embedded_lm_serves_acall_on_a_worker_thread(monkeypatch, tmp_path):
     import asyncio
     import threading
 
-    import groundstate.lm.embedded as lm_module
+    import groundstate.lm.contexts as lm_module
 
     threads = []
 
@@ -218,7 +219,6 @@ def test_embedded_model_answers_structured_fields_and_caches():
 def test_embedded_context_is_smollm2s_and_a_too_long_prompt_fails_the_call_before_decoding(monkeypatch):
     import dspy
 
-    from groundstate.lm import embedded
     from groundstate.lm.faults import lm_failure
 
     class FakeLlama:  # tokenizes 4 bytes per token; decoding must never be reached
@@ -228,8 +228,8 @@ def test_embedded_context_is_smollm2s_and_a_too_long_prompt_fails_the_call_befor
         def create_chat_completion(self, **kwargs):
             raise AssertionError("decoded a prompt that does not fit")
 
-    monkeypatch.setattr(embedded, "new_llama", lambda *args: FakeLlama())
-    monkeypatch.setattr(embedded, "_POOLS", {})
+    monkeypatch.setattr(contexts, "new_llama", lambda *args: FakeLlama())
+    monkeypatch.setattr(contexts, "_POOLS", {})
     lm = get_lm("embedded")
     assert lm.engine.n_ctx == 8192
     with pytest.raises(dspy.ContextWindowExceededError, match="context window is 8192 tokens") as info:
