@@ -35,22 +35,32 @@ from dataclasses import dataclass
 from typing import Any
 
 import dspy
+import numpy as np
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.consilience.control import ControlContext, admissible_actions, route, vote_permitted
-from groundstate.programs.consilience.state import STORED_FEATURES, CollectiveState, LossWeights, collective_state
+from groundstate.programs.consilience.simulated import SimAgent, group_beliefs
+from groundstate.programs.consilience.state import (
+    STORED_FEATURES,
+    CollectiveState,
+    LossWeights,
+    branch_states,
+    state_and_divergences,
+)
 from groundstate.records import COMM_ACTIONS, Belief, DiscussionAgent, HiddenProfileTask, Transcript
 
 
 @dataclass
 class Branch:
-    """One evaluated action: who spoke, what they said, and the resulting beliefs and state."""
+    """One evaluated action: who spoke, what they said, and the resulting beliefs and state (``spread``: each
+    agent's divergence from the mean of ``beliefs``, kept for routing from this state)."""
 
     action: str
     speaker: int | None
     transcript: Transcript
     beliefs: list[Belief]
     state: CollectiveState
+    spread: np.ndarray | None = None
 
 
 @dataclass
@@ -76,10 +86,25 @@ def worker_count(agents: Sequence[Any], threads: int) -> int:
     return 1 if all(getattr(a, "is_simulated", False) for a in agents) else threads
 
 
+def _grouped(agents: Sequence[Any]) -> bool:
+    """Whether every agent is a plain :class:`SimAgent`, whose beliefs :func:`group_beliefs` computes together."""
+    return bool(agents) and all(type(agent) is SimAgent for agent in agents)
+
+
 def elicit(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcript: Transcript, round: int,
            threads: int = 8) -> list[Belief]:
-    """Every agent's belief at ``transcript`` (concurrently)."""
+    """Every agent's belief at ``transcript`` (concurrently; simulated agents together)."""
+    if _grouped(agents):
+        return group_beliefs(list(agents), task, transcript, round)
     return thread_map(lambda agent: agent.belief(task, transcript, round), list(agents), threads)
+
+
+def final_votes(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcript: Transcript,
+                threads: int = 8) -> list[Belief]:
+    """Every agent's final vote at ``transcript`` (concurrently; simulated agents together)."""
+    if _grouped(agents):
+        return group_beliefs(list(agents), task, transcript, 0, final=True)
+    return thread_map(lambda agent: agent.vote(task, transcript), list(agents), threads)
 
 
 def speaker_branch(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcript: Transcript,
@@ -87,28 +112,36 @@ def speaker_branch(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], t
                    ) -> Branch:
     """``speaker`` carries out ``action`` from ``transcript``: the message, every agent's new belief, the new
     state (one counterfactual branch)."""
-    message = agents[speaker].speak(task, transcript, action, round)
-    after = transcript.with_message(message)
-    new_beliefs = [agent.belief(task, after, round + 1) for agent in agents]
-    new_state = collective_state(task, new_beliefs, after, round + 1, max_rounds, weights)
-    return Branch(action, speaker, after, new_beliefs, new_state)
+    after, new_beliefs = _spoken(task, agents, transcript, action, speaker, round)
+    new_state, spread = state_and_divergences(task, new_beliefs, after, round + 1, max_rounds, weights)
+    return Branch(action, speaker, after, new_beliefs, new_state, spread)
+
+
+def _spoken(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcript: Transcript, action: str,
+            speaker: int, round: int) -> tuple[Transcript, list[Belief]]:
+    """The transcript after ``speaker`` carries out ``action``, and every agent's belief there."""
+    after = transcript.with_message(agents[speaker].speak(task, transcript, action, round))
+    return after, elicit(task, agents, after, round + 1, threads=1)
 
 
 def evaluate_branches(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], transcript: Transcript,
                       beliefs: list[Belief], state: CollectiveState, actions: Sequence[str], round: int,
                       max_rounds: int, router: str = "action-conditional", weights: LossWeights | None = None,
-                      seed: int = 0, threads: int = 8) -> dict[str, Branch]:
-    """Evaluate every action in ``actions`` from the same state (concurrently); see the module docstring."""
+                      seed: int = 0, threads: int = 8, spread: np.ndarray | None = None) -> dict[str, Branch]:
+    """Evaluate every action in ``actions`` from the same state (the messages and beliefs concurrently, then the
+    states of all branches together); see the module docstring. ``spread`` is each agent's divergence from
+    the mean of ``beliefs`` when the caller has it."""
     spoken = transcript.spoken(len(agents))
-    ctx = ControlContext(task, transcript, beliefs, spoken, list(actions), seed)
-
-    def branch(action: str) -> Branch:
-        if action == "Vote":
-            return Branch(action, None, transcript, beliefs, state)
-        return speaker_branch(task, agents, transcript, action, route(action, ctx, router), round, max_rounds,
-                              weights)
-
-    return dict(zip(actions, thread_map(branch, list(actions), threads), strict=True))
+    ctx = ControlContext(task, transcript, beliefs, spoken, list(actions), seed, spread=spread)
+    spread = ctx.belief_divergences() if router in ("action-conditional", "most-disagreeing") else spread
+    speakers = {a: route(a, ctx, router) for a in actions if a != "Vote"}
+    said = dict(zip(speakers, thread_map(lambda a: _spoken(task, agents, transcript, a, speakers[a], round),
+                                         list(speakers), threads), strict=True))
+    states = branch_states(task, [b for _, b in said.values()], [t for t, _ in said.values()], round + 1,
+                           max_rounds, weights)
+    branches = {a: Branch(a, speakers[a], after, new_beliefs, new_state, new_spread)
+                for (a, (after, new_beliefs)), (new_state, new_spread) in zip(said.items(), states, strict=True)}
+    return {a: branches[a] if a != "Vote" else Branch(a, None, transcript, beliefs, state, spread) for a in actions}
 
 
 def regrets_of(branches: dict[str, Branch]) -> dict[str, float]:
@@ -196,17 +229,18 @@ class Consilience(dspy.Module):
         threads = worker_count(agents, self.threads)
         transcript = Transcript()
         beliefs = elicit(task, agents, transcript, 0, threads)
-        state = collective_state(task, beliefs, transcript, 0, self.max_rounds, self.weights)
+        state, spread = state_and_divergences(task, beliefs, transcript, 0, self.max_rounds, self.weights)
         trace: list[dict[str, Any]] = []
         rng = random.Random(f"consilience:{self.seed}:{task.id}")
         for t in range(self.max_rounds):
             actions = self.admissible(state)
-            ctx = ControlContext(task, transcript, beliefs, transcript.spoken(len(agents)), actions, self.seed)
+            ctx = ControlContext(task, transcript, beliefs, transcript.spoken(len(agents)), actions, self.seed,
+                                 spread=spread)
             proposal = self.controller.propose(state, ctx)
             if proposal not in actions:
                 raise ValueError(f"controller proposed '{proposal}', not admissible ({actions})")
             branches = evaluate_branches(task, agents, transcript, beliefs, state, actions, t, self.max_rounds,
-                                         self.router, self.weights, self.seed, threads)
+                                         self.router, self.weights, self.seed, threads, spread)
             regrets = regrets_of(branches)
             epsilon = self.threshold(t)
             conformal_set = [a for a in actions if regrets[a] <= epsilon]
@@ -232,8 +266,8 @@ class Consilience(dspy.Module):
                                         self.max_rounds, self.weights, self.seed))
             if executed == "Vote":
                 break
-            transcript, beliefs, state = chosen.transcript, chosen.beliefs, chosen.state
-        votes = thread_map(lambda agent: agent.vote(task, transcript), agents, threads)
+            transcript, beliefs, state, spread = chosen.transcript, chosen.beliefs, chosen.state, chosen.spread
+        votes = final_votes(task, agents, transcript, threads)
         answer = plurality(votes, task.options)
         return dspy.Prediction(answer=answer, correct=answer == task.correct,
                                votes=[v.model_dump() for v in votes], transcript=transcript.model_dump(),
@@ -270,11 +304,11 @@ def explore(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], max_roun
     threads = worker_count(agents, threads)
     transcript = Transcript()
     beliefs = elicit(task, agents, transcript, 0, threads)
-    state = collective_state(task, beliefs, transcript, 0, max_rounds, weights)
+    state, spread = state_and_divergences(task, beliefs, transcript, 0, max_rounds, weights)
     rows = []
     for t in range(max_rounds):
         branches = evaluate_branches(task, agents, transcript, beliefs, state, list(COMM_ACTIONS), t, max_rounds,
-                                     router, weights, seed, threads)
+                                     router, weights, seed, threads, spread)
         rows.append({"task": task.id, "round": t, "features": state.vector(STORED_FEATURES).tolist(),
                      "feature_names": list(STORED_FEATURES), "actions": list(COMM_ACTIONS),
                      "rewards": [state.J - branches[a].state.J for a in COMM_ACTIONS], "J": state.J})
@@ -282,5 +316,6 @@ def explore(task: HiddenProfileTask, agents: Sequence[DiscussionAgent], max_roun
             step = min(COMM_ACTIONS, key=lambda a: branches[a].state.J)
         else:
             step = rng.choice(COMM_ACTIONS)
-        transcript, beliefs, state = branches[step].transcript, branches[step].beliefs, branches[step].state
+        chosen = branches[step]
+        transcript, beliefs, state, spread = chosen.transcript, chosen.beliefs, chosen.state, chosen.spread
     return rows

@@ -51,7 +51,12 @@ ROUTERS = ("action-conditional", "random", "round-robin", "most-disagreeing", "m
 
 @dataclass
 class ControlContext:
-    """What a controller or router may look at besides the state vector."""
+    """What a controller or router may look at besides the state vector.
+
+    A context describes one discussion state: ``spread`` caches each agent's divergence from the mean of
+    ``beliefs`` (pass it when the state's computation already has it; otherwise it is computed on first use).
+    Build a new context for another state rather than changing ``beliefs`` in place.
+    """
 
     task: HiddenProfileTask
     transcript: Transcript
@@ -60,6 +65,13 @@ class ControlContext:
     admissible: list[str]
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    spread: np.ndarray | None = None
+
+    def belief_divergences(self) -> np.ndarray:
+        """Each agent's Jensen-Shannon divergence from the mean belief (computed once per context)."""
+        if self.spread is None or len(self.spread) != len(self.beliefs):
+            self.spread = divergences(self.beliefs, self.task.options)
+        return self.spread
 
 
 def vote_permitted(controller: Any, state: CollectiveState, min_vote_round: int | None = None) -> bool:
@@ -97,14 +109,14 @@ def route(action: str, ctx: ControlContext, router: str = "action-conditional") 
     n = len(ctx.beliefs)
     if router == "action-conditional":
         if action in ("Challenge", "Clarify"):
-            return _argmax(divergences(ctx.beliefs, ctx.task.options))
+            return _argmax(ctx.belief_divergences())
         return _argmin(ctx.spoken)
     if router == "random":
         return random.Random(f"{ctx.seed}:{ctx.task.id}:{len(ctx.transcript.messages)}:{action}").randrange(n)
     if router == "round-robin":
         return len(ctx.transcript.messages) % n
     if router == "most-disagreeing":
-        return _argmax(divergences(ctx.beliefs, ctx.task.options))
+        return _argmax(ctx.belief_divergences())
     if router == "most-spoken":
         return _argmax(np.array(ctx.spoken, dtype=float))
     raise ValueError(f"unknown router '{router}'; choose from {', '.join(ROUTERS)}")

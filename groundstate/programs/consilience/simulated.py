@@ -84,7 +84,11 @@ that carry the determinism contract; splitting them would mean importing those p
 
 Speed: tasks are precomputed once by :mod:`~groundstate.programs.consilience.support`; with every limit off
 beliefs take the same incremental path as before the limits existed, and with limits on a belief costs one
-pass over the transcript and the agent's facts (``bench/simulate_speed.py`` measures both).
+pass over the transcript and the agent's facts (``bench/simulate_speed.py`` measures both). A controller asks
+the whole group at once (:func:`group_beliefs`): the stated facts are read once, large groups without limits
+are computed as arrays, the logit noise of a (transcript length, round) is drawn once for all the
+counterfactual branches that share it, and branches that state the same facts share their beliefs; every
+number is the one an agent's own :meth:`SimAgent.belief` gives.
 """
 
 from __future__ import annotations
@@ -99,7 +103,7 @@ import numpy as np
 from groundstate.programs.consilience.support import CompiledTask, compile_task
 from groundstate.records import ACTIONS, Belief, HiddenProfileTask, Message, Transcript
 
-__all__ = ["PASS_TEXT", "SIM_PRESETS", "SimAgent", "SimParams", "SimTeam", "sim_preset", "sim_team"]
+__all__ = ["PASS_TEXT", "SIM_PRESETS", "SimAgent", "SimParams", "SimTeam", "group_beliefs", "sim_preset", "sim_team"]
 
 
 PASS_TEXT = "I have nothing new to add."
@@ -132,6 +136,29 @@ _PER_FACT: dict[tuple, tuple[list[float], list[float]]] = {}
 """The limits' per-fact draws by (seed, task key, agent index, attention on, weight noise, fact keys): they
 depend on nothing else, so agents built afresh for every discussion (and the full-info copy of a task) reuse
 them. Cleared when full; a lost entry is only recomputed."""
+
+
+_NOISE_SIZE = 65536
+
+
+_NOISE: dict[tuple[int, ...], list[float]] = {}
+"""Logit noise by (seed, task key, agent index, transcript length, round, purpose, options): it depends on
+nothing else, so the counterfactual branches of one round (transcripts of the same length) draw it once per
+agent. Cleared when full; a lost entry is only recomputed."""
+
+
+_GROUPS_SIZE = 64
+
+
+_VECTOR_MIN = 8
+"""From this many agents (without limits of integration) a group's beliefs are computed as arrays; below it the
+per-agent loop is faster. Both give the same numbers."""
+
+
+_GROUPS: dict[tuple, list[Belief]] = {}
+"""A group's beliefs by all they depend on: the compiled task, the agents (objects), the facts of every message
+(a belief reads nothing else of a transcript), the round and the purpose. Counterfactual branches that state the
+same facts (SeekEvidence and Route with one fact per message) share them. Cleared when full."""
 
 
 @dataclass(frozen=True)
@@ -270,6 +297,27 @@ def _action_code(action: str | None) -> int:
 
 
 
+_LEADERS: dict[tuple, int] = {}
+"""The group's leading option by (compiled task, stated facts, beta); cleared when full."""
+
+
+_BELIEF_FIELDS = frozenset(("probs", "vote", "confidence"))
+
+
+_set = object.__setattr__
+
+
+def trusted_belief(probs: dict[str, float], vote: str, confidence: float) -> Belief:
+    """``Belief.model_construct(probs=..., vote=..., confidence=...)`` (no validation), the same object built
+    directly: a belief has no defaults, aliases, extra or private attributes to resolve."""
+    belief = Belief.__new__(Belief)
+    _set(belief, "__dict__", {"probs": probs, "vote": vote, "confidence": confidence})
+    _set(belief, "__pydantic_fields_set__", set(_BELIEF_FIELDS))
+    _set(belief, "__pydantic_extra__", None)
+    _set(belief, "__pydantic_private__", None)
+    return belief
+
+
 def _softmax(logits: list[float]) -> list[float]:
     top = max(logits)
     exps = [math.exp(x - top) for x in logits]
@@ -372,9 +420,20 @@ class SimAgent:
         beta, noise = params.beta, params.noise
         logits = [beta * s for s in scores]
         if noise > 0:
-            key = _mix(self.seed, compiled.key, self.index, len(transcript.messages), round, 0, purpose)
-            logits = [x + noise * e for x, e in zip(logits, _normals(key, k), strict=True)]
+            draws = self._noise(compiled, len(transcript.messages), round, purpose)
+            logits = [x + noise * e for x, e in zip(logits, draws, strict=True)]
         return _softmax(logits)
+
+    def _noise(self, compiled: CompiledTask, n_messages: int, round: int, purpose: int) -> list[float]:
+        """The standard normal logit draws of a belief (read-only; cached in :data:`_NOISE`)."""
+        cache_key = (self.seed, compiled.key, self.index, n_messages, round, purpose, compiled.k)
+        draws = _NOISE.get(cache_key)
+        if draws is None:
+            draws = _normals(_mix(self.seed, compiled.key, self.index, n_messages, round, 0, purpose), compiled.k)
+            if len(_NOISE) >= _NOISE_SIZE:
+                _NOISE.clear()
+            _NOISE[cache_key] = draws
+        return draws
 
     def _limited_scores(self, compiled: CompiledTask, transcript: Transcript) -> list[float]:
         """Summed support under the limits of integration: salience weights, attention, weighting factors."""
@@ -431,8 +490,7 @@ class SimAgent:
     @staticmethod
     def _belief(compiled: CompiledTask, probs: list[float]) -> Belief:
         best = _argmax(probs)
-        return Belief.model_construct(probs=dict(zip(compiled.options, probs, strict=True)),
-                                      vote=compiled.options[best], confidence=probs[best])
+        return trusted_belief(dict(zip(compiled.options, probs, strict=True)), compiled.options[best], probs[best])
 
     def _recalled(self, candidates: list[int], key: int) -> list[int]:
         recall = self.params.recall
@@ -486,7 +544,17 @@ class SimAgent:
         return candidates[: self.params.facts_per_message]
 
     def _leader(self, compiled: CompiledTask, stated: list[int]) -> int:
-        """The group's leading option: the highest mean noiseless belief over all agents."""
+        """The group's leading option: the highest mean noiseless belief over all agents (cached in
+        :data:`_LEADERS`: Challenge and Clarify from one transcript need the same one)."""
+        key = (compiled, tuple(stated), self.params.beta)
+        leader = _LEADERS.get(key)
+        if leader is None:
+            if len(_LEADERS) >= _GROUPS_SIZE:
+                _LEADERS.clear()
+            leader = _LEADERS[key] = self._group_leader(compiled, stated)
+        return leader
+
+    def _group_leader(self, compiled: CompiledTask, stated: list[int]) -> int:
         masks = compiled.own_mask.copy()
         if stated:
             masks[:, stated] = True
@@ -495,6 +563,61 @@ class SimAgent:
         exps = np.exp(logits)
         mean = (exps / exps.sum(axis=1, keepdims=True)).mean(axis=0)
         return int(np.argmax(mean))
+
+
+def group_beliefs(agents: list[SimAgent], task: HiddenProfileTask, transcript: Transcript, round: int,
+                  final: bool = False) -> list[Belief]:
+    """``[agent.belief(task, transcript, round) for agent in agents]`` (``final``: ``agent.vote(task,
+    transcript)``), the same beliefs with the work they share done once: the task lookup and the facts stated
+    on the transcript; a group asked again about the same facts, round and purpose gets the same beliefs
+    (cached in :data:`_GROUPS`; beliefs are values, do not change them in place)."""
+    if not agents:
+        return []
+    compiled = agents[0]._compiled(task)
+    for agent in agents:
+        if agent.index >= len(compiled.own):
+            agent._compiled(task)  # raises the out-of-range error
+    round, purpose = (0, _VOTE) if final else (round, _BELIEF)
+    key = (compiled, tuple(agents), tuple(tuple(m.facts) for m in transcript.messages), round, purpose)
+    beliefs = _GROUPS.get(key)
+    if beliefs is None:
+        stated = compiled.stated(transcript)
+        if len(agents) >= _VECTOR_MIN and all(agent.params.integrates_fully for agent in agents):
+            beliefs = _full_beliefs(agents, compiled, stated, len(transcript.messages), round, purpose)
+        else:
+            beliefs = [agent._belief(compiled, agent._probs(compiled, transcript, stated, round, purpose))
+                       for agent in agents]
+        if len(_GROUPS) >= _GROUPS_SIZE:
+            _GROUPS.clear()
+        _GROUPS[key] = beliefs
+    return list(beliefs)
+
+
+def _full_beliefs(agents: list[SimAgent], compiled: CompiledTask, stated: list[int], n_messages: int, round: int,
+                  purpose: int) -> list[Belief]:
+    """The beliefs of agents without limits of integration, all at once, with the numbers of
+    :meth:`SimAgent._probs`: the support of each fact an agent does not hold added in ``stated`` order (adding an
+    exact zero for the facts it holds changes no sum, at most the sign of a zero score, which no probability
+    depends on), the same noise, and the exponentials and totals in Python."""
+    k = compiled.k
+    rows = [agent.index for agent in agents]
+    scores = np.array([compiled.own_scores[i] for i in rows], dtype=float).reshape(len(rows), 1, k)
+    if stated:
+        steps = (~compiled.own_mask[rows][:, stated])[:, :, None] * compiled.support[stated][None, :, :]
+        scores = np.add.accumulate(np.concatenate([scores, steps], axis=1), axis=1)[:, -1:, :]
+    logits = np.array([agent.params.beta for agent in agents])[:, None] * scores[:, 0, :]
+    noisy = [r for r, agent in enumerate(agents) if agent.params.noise > 0]
+    if noisy:
+        scale = np.array([agents[r].params.noise for r in noisy])[:, None]
+        logits[noisy] += scale * np.array([agents[r]._noise(compiled, n_messages, round, purpose) for r in noisy])
+    options, beliefs = compiled.options, []
+    for row in (logits - logits.max(axis=1, keepdims=True)).tolist():
+        exps = [math.exp(x) for x in row]
+        total = sum(exps)
+        probs = [e / total for e in exps]
+        best = probs.index(max(probs))  # the first most probable option, as _argmax
+        beliefs.append(trusted_belief(dict(zip(options, probs, strict=True)), options[best], probs[best]))
+    return beliefs
 
 
 def sim_team(n_agents: int, params: SimParams | None = None, seed: int = 0) -> list[SimAgent]:

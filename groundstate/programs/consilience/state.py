@@ -29,14 +29,19 @@ in exploration data (:data:`STORED_FEATURES`) and usable by the MLP only when as
 groups the six for the feature ablation (belief: H, D; information: R, G, P; cost: C; P, premature
 consensus, is counted with information because it is driven by the evidence gain); :data:`FEATURE_SETS` are
 the rows of the paper's Table 6.
+
+Speed: :func:`branch_states` computes the states of all of a round's counterfactual branches together (one
+array pass for every agent's divergence in every branch, :func:`js_divergences`), and the divergences are
+returned with each state so that routing from it needs no second pass.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
@@ -94,15 +99,24 @@ class CollectiveState:
 
     def vector(self, features: Sequence[str] = FEATURES) -> np.ndarray:
         """The named features (default the paper's six; ``round_frac`` = round / max_rounds)."""
-        values = {**asdict(self), "round_frac": self.round / max(1, self.max_rounds)}
+        values = {**self.to_dict(), "round_frac": self.round / max(1, self.max_rounds)}
         return np.array([float(values[f]) for f in features], dtype=float)
 
     def to_dict(self) -> dict[str, float | int | str]:
-        return asdict(self)
+        """The fields as a dict (all scalars, so no deep copy is needed)."""
+        return {name: getattr(self, name) for name in _STATE_FIELDS}
+
+
+_STATE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CollectiveState))
+
+
+def belief_matrix(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray:
+    """The beliefs as an ``(agents, options)`` array (a missing option counts as 0)."""
+    return np.array([[b.probs.get(o, 0.0) for o in options] for b in beliefs], dtype=float)
 
 
 def mean_belief(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray:
-    return np.mean([[b.probs.get(o, 0.0) for o in options] for b in beliefs], axis=0)
+    return belief_matrix(beliefs, options).mean(axis=0)
 
 
 def uncertainty(mean: np.ndarray) -> float:
@@ -112,13 +126,33 @@ def uncertainty(mean: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum() / math.log(k)) if k > 1 else 0.0
 
 
+_LOG2 = np.log(2.0)
+
+
+def js_divergences(matrix: np.ndarray, mean: np.ndarray | None = None) -> np.ndarray:
+    """Each row's Jensen-Shannon divergence (bits) from ``mean`` (default: the rows' mean), all rows at once.
+
+    ``matrix`` is ``(agents, options)``, or ``(branches, agents, options)`` with ``mean`` ``(branches,
+    options)``: every branch's agents in one pass. The same operations, in the same order, as
+    ``scipy.spatial.distance.jensenshannon(row, mean, base=2) ** 2`` row by row (both distributions normalized,
+    ``rel_entr`` against their midpoint, summed, divided by ``log 2``, the square root taken and squared), so
+    the numbers are the same; a zero probability contributes nothing.
+    """
+    from scipy.special import rel_entr
+
+    if mean is None:
+        mean = matrix.mean(axis=-2)
+    p = matrix / matrix.sum(axis=-1, keepdims=True)
+    q = (mean / mean.sum(axis=-1, keepdims=True))[..., None, :]
+    m = (p + q) / 2.0
+    js = rel_entr(p, m).sum(axis=-1) + rel_entr(q, m).sum(axis=-1)
+    js /= _LOG2
+    return np.sqrt(js / 2.0) ** 2
+
+
 def divergences(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray:
     """Each agent's Jensen-Shannon divergence (bits) from the mean belief."""
-    from scipy.spatial.distance import jensenshannon
-
-    matrix = np.array([[b.probs.get(o, 0.0) for o in options] for b in beliefs], dtype=float)
-    mean = matrix.mean(axis=0)
-    return np.array([float(jensenshannon(row, mean, base=2) ** 2) for row in matrix])
+    return js_divergences(belief_matrix(beliefs, options))
 
 
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
@@ -127,8 +161,10 @@ _STOP = frozenset("a an the and or of to in on at for with is are was were be i 
                   "there here what which who so if than then also just".split())
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+@functools.lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    """The content words of ``text`` (cached: every branch re-reads the shared facts and the transcript)."""
+    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
 def redundancy_gain(task: HiddenProfileTask, transcript: Transcript) -> tuple[float, float]:
@@ -157,15 +193,42 @@ def redundancy_gain(task: HiddenProfileTask, transcript: Transcript) -> tuple[fl
 def collective_state(task: HiddenProfileTask, beliefs: Sequence[Belief], transcript: Transcript, round: int,
                      max_rounds: int, weights: LossWeights | None = None) -> CollectiveState:
     """The state of the discussion after ``round`` rounds (see the module docstring)."""
-    weights = weights or LossWeights()
+    return state_and_divergences(task, beliefs, transcript, round, max_rounds, weights)[0]
+
+
+def state_and_divergences(task: HiddenProfileTask, beliefs: Sequence[Belief], transcript: Transcript, round: int,
+                          max_rounds: int, weights: LossWeights | None = None) -> tuple[CollectiveState, np.ndarray]:
+    """:func:`collective_state` and each agent's divergence from the mean belief (what routing needs), from one
+    pass over the beliefs."""
+    return branch_states(task, [beliefs], [transcript], round, max_rounds, weights)[0]
+
+
+def branch_states(task: HiddenProfileTask, beliefs: Sequence[Sequence[Belief]], transcripts: Sequence[Transcript],
+                  round: int, max_rounds: int, weights: LossWeights | None = None
+                  ) -> list[tuple[CollectiveState, np.ndarray]]:
+    """:func:`state_and_divergences` of several branches (``beliefs[b]`` at ``transcripts[b]``, the same agents
+    in each) with the belief statistics of all of them computed together."""
+    if not beliefs:
+        return []
     options = task.options
-    mean = mean_belief(beliefs, options)
+    matrices = np.array([[[b.probs.get(o, 0.0) for o in options] for b in group] for group in beliefs], dtype=float)
+    means = matrices.mean(axis=1)
+    spreads = js_divergences(matrices, means)
+    weights = weights or LossWeights()
+    summary = zip(means, spreads.mean(axis=1).tolist(), means.max(axis=1).tolist(), means.argmax(axis=1).tolist(),
+                  transcripts, strict=True)
+    return [(_state(task, mean, D, p_star, leader, transcript, round, max_rounds, weights), spread)
+            for (mean, D, p_star, leader, transcript), spread in zip(summary, spreads, strict=True)]
+
+
+def _state(task: HiddenProfileTask, mean: np.ndarray, D: float, p_star: float, leader: int, transcript: Transcript,
+           round: int, max_rounds: int, weights: LossWeights) -> CollectiveState:
+    """One state from its mean belief, disagreement D, leading belief and leader (by index)."""
+    options = task.options
     H = uncertainty(mean)
-    D = float(divergences(beliefs, options).mean())
     R, G = redundancy_gain(task, transcript)
     C = transcript.words / 1000.0
-    p_star = float(mean.max())
     P = p_star * (1 - G) if (p_star > 0.70 and G < 0.30 and round < len(options) + 2) else 0.0
     J = weights.H * H + weights.D * D + weights.R * R - weights.G * G + weights.C * C + weights.P * P
-    return CollectiveState(round=round, H=H, D=D, R=R, G=G, C=C, P=P, p_star=p_star,
-                           leader=options[int(mean.argmax())], J=float(J), max_rounds=max_rounds)
+    return CollectiveState(round=round, H=H, D=D, R=R, G=G, C=C, P=P, p_star=p_star, leader=options[leader],
+                           J=float(J), max_rounds=max_rounds)
