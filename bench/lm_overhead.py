@@ -24,6 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import dspy  # noqa: E402
 
 from groundstate.eval.runner import Runner  # noqa: E402
+from groundstate.lm.adapters import json_adapter  # noqa: E402
 from groundstate.lm.embedded import EmbeddedEngine  # noqa: E402
 from groundstate.programs.qa import QuestionAnswering  # noqa: E402
 from groundstate.signatures.checks import StructuredCheck  # noqa: E402
@@ -63,7 +64,7 @@ def bench_embedded(repeats: int = 3) -> dict:
     predict = dspy.Predict(StructuredCheck)
     wrapped_time = raw_time = 0.0
     wrapped_tokens = raw_tokens = 0
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+    with dspy.context(lm=lm, adapter=json_adapter()):
         predict(question=QUESTIONS[0][0], options=QUESTIONS[0][1])  # warm-up (model load, grammar caches)
         for rep in range(repeats):
             for i, (question, options) in enumerate(QUESTIONS):
@@ -110,7 +111,7 @@ def bench_runner(n: int = 400, rounds: int = 3) -> dict:
     lm = scripted_lm(lambda req: {"answer": "x"})
     direct, through = [], []
     for _ in range(rounds):
-        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        with dspy.context(lm=lm, adapter=json_adapter()):
             started = time.perf_counter()
             for record in records:
                 program(question=record["question"])
@@ -118,7 +119,7 @@ def bench_runner(n: int = 400, rounds: int = 3) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             runner = Runner(program, {"program": "qa", "bench": time.time()}, out=tmp, threads=1,
                             inputs=lambda r: {"question": r["question"]},
-                            scorer=lambda r, p: {"ok": float(p is not None)}, lm=lm, adapter=dspy.JSONAdapter())
+                            scorer=lambda r, p: {"ok": float(p is not None)}, lm=lm, adapter=json_adapter())
             started = time.perf_counter()
             runner.run(records)
             through.append(time.perf_counter() - started)

@@ -49,6 +49,7 @@ import dspy  # noqa: E402
 
 from groundstate.eval.benchmarks.offquery.synthetic import generate  # noqa: E402
 from groundstate.eval.runner import Runner  # noqa: E402
+from groundstate.lm.adapters import json_adapter  # noqa: E402
 from groundstate.lm.specs import default_adapter, get_lm  # noqa: E402
 from groundstate.programs.reground.reground import ReGround  # noqa: E402
 from groundstate.programs.reground.standard import StandardCollaboration  # noqa: E402
@@ -171,7 +172,7 @@ def sized_instances(n_instances: int, n_agents: int, facts_per_agent: int, seed:
 def forced_budget(n: int) -> dict:
     """Tokens per instance with every stage run at realistic output lengths (scripted LM, estimated tokens), on
     instances of the paper's size (9 agents, 2 sentences each) and on the synthetic generator's instances."""
-    adapter = dspy.JSONAdapter()
+    adapter = json_adapter()
     out = {"lm": "scripted (realistic lengths)", "instances": n, "output_words": LENGTHS, "target_ratio": 0.37,
            "paper_ratio_gpt4o_healthcare_s": 19.4 / 52.1}
     for name, instances in (("paper_size", sized_instances(n, 9, 2)),
@@ -281,7 +282,7 @@ def growth_tables(result: dict) -> list:
 
 def concurrency(n: int = 20, sleep: float = 0.05) -> dict:
     instances = generate("healthcare", "main", n, seed=1)
-    adapter = dspy.JSONAdapter()
+    adapter = json_adapter()
     serial = run(ReGround(max_workers=1), instances, scripted_lm(sleep=sleep), adapter, 1, "serial")
     fanout = run(ReGround(), instances, scripted_lm(sleep=sleep), adapter, 1, "fanout")
     threads8 = run(ReGround(), instances, scripted_lm(sleep=sleep), adapter, 8, "threads8")

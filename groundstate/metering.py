@@ -1,9 +1,17 @@
 """Counting LM calls and tokens across every thread a piece of work starts.
 
-A :class:`Meter` is both a DSPy callback (it counts calls, cache hits included, and the calls that raised) and
-a usage tracker (it sums the tokens the LM reports; DSPy's cache hits report none, and neither do failed
-calls, so ``cached = calls - reached the model - failed``). DSPy copies the usage tracker into worker threads
-with ``deepcopy``, which returns the meter itself, so calls made on any thread are counted once.
+A :class:`Meter` counts calls (cache hits included) and the calls that raised, and is the usage tracker (it sums
+the tokens the LM reports; DSPy's cache hits report none, and neither do failed calls, so
+``cached = calls - reached the model - failed``). DSPy copies the usage tracker into worker threads with
+``deepcopy``, which returns the meter itself, so calls made on any thread are counted once.
+
+Calls are counted without a DSPy callback: a DSPy callback, once installed, makes DSPy inspect the arguments of
+every module, adapter and LM call (``dspy.utils.callback.with_callbacks``), which cost the runner about a
+millisecond per LM call. Instead ``BaseLM.__call__`` and ``BaseLM.acall`` are wrapped once per process
+(:func:`install_lm_hook`, on the first meter) by a function that looks up the meters in force
+(``dspy.settings`` key :data:`METER_KEY`, set by :func:`meter_overrides`) and, when there are none, just calls
+DSPy. Every LM, whichever object a program calls, is counted exactly as the callback counted it: once per public
+call, failed when the call raised. With no callback installed, DSPy takes its fast path.
 
 A meter can also tell a listener about each LM call as it finishes (``meter.listener``, an object with
 ``on_lm_call(failed: bool)`` and ``on_lm_usage(input_tokens, output_tokens)``; the durable runner's progress
@@ -22,18 +30,20 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache
+from functools import lru_cache, wraps
 
 from groundstate.errors import scrub_secrets
+
+METER_KEY = "groundstate_meters"
+"""The ``dspy.settings`` key holding the meters in force (a tuple, innermost last): see the module docstring."""
 
 
 @lru_cache(maxsize=1)
 def meter_class() -> type:
-    from dspy.utils.callback import BaseCallback
     from dspy.utils.usage_tracker import UsageTracker
 
-    class Meter(UsageTracker, BaseCallback):
-        """LM calls (callback), failed calls (callback) and billed tokens (usage tracker) of one piece of work."""
+    class Meter(UsageTracker):
+        """LM calls, failed calls (the LM hook) and billed tokens (usage tracker) of one piece of work."""
 
         def __init__(self):
             UsageTracker.__init__(self)
@@ -107,6 +117,55 @@ def meter_class() -> type:
     return Meter
 
 
+@lru_cache(maxsize=1)
+def install_lm_hook() -> None:
+    """Wrap ``BaseLM.__call__`` and ``BaseLM.acall`` (once per process) so the meters in force count each call."""
+    import dspy
+    from dspy.clients.base_lm import BaseLM
+
+    call, acall = BaseLM.__call__, BaseLM.acall
+
+    @wraps(call)
+    def metered_call(self, *args, **kwargs):
+        meters = dspy.settings.get(METER_KEY)
+        if not meters:
+            return call(self, *args, **kwargs)
+        _started(meters, self)
+        try:
+            result = call(self, *args, **kwargs)
+        except BaseException as exc:
+            _ended(meters, exc)
+            raise
+        _ended(meters, None)
+        return result
+
+    @wraps(acall)
+    async def metered_acall(self, *args, **kwargs):
+        meters = dspy.settings.get(METER_KEY)
+        if not meters:
+            return await acall(self, *args, **kwargs)
+        _started(meters, self)
+        try:
+            result = await acall(self, *args, **kwargs)
+        except BaseException as exc:
+            _ended(meters, exc)
+            raise
+        _ended(meters, None)
+        return result
+
+    BaseLM.__call__, BaseLM.acall = metered_call, metered_acall
+
+
+def _started(meters: tuple, lm) -> None:
+    for meter in meters:
+        meter.on_lm_start(None, lm, None)
+
+
+def _ended(meters: tuple, exception: BaseException | None) -> None:
+    for meter in meters:
+        meter.on_lm_end(None, None, exception)
+
+
 @lru_cache(maxsize=256)
 def model_price(model: str) -> tuple[float, float] | None:
     """``(dollars per input token, per output token)`` of ``model`` in LiteLLM's map, or ``None`` if unpriced."""
@@ -129,17 +188,18 @@ def call_cost(model: str, input_tokens: int, output_tokens: int) -> float:
 
 
 def new_meter():
-    """A fresh :class:`Meter`."""
+    """A fresh :class:`Meter` (installing the LM hook on first use)."""
+    install_lm_hook()
     return meter_class()()
 
 
 def meter_overrides(meter, base: dict | None = None) -> dict:
-    """DSPy setting overrides that route calls and usage into ``meter`` (on top of ``base``)."""
+    """DSPy setting overrides that route calls and usage into ``meter`` (on top of ``base``; no callback)."""
     import dspy
 
     base = dict(base or {})
-    callbacks = list(base.get("callbacks", dspy.settings.callbacks) or [])
-    return {**base, "callbacks": [*callbacks, meter], "usage_tracker": meter, "track_usage": True}
+    meters = tuple(base.get(METER_KEY, dspy.settings.get(METER_KEY)) or ())
+    return {**base, METER_KEY: (*meters, meter), "usage_tracker": meter, "track_usage": True}
 
 
 @contextmanager

@@ -154,11 +154,11 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
 
 
 def default_adapter(lm):
-    """The adapter groundstate uses with ``lm``: ``JSONAdapter`` for the embedded LM, DSPy's default otherwise."""
-    import dspy
-
+    """The adapter groundstate uses with ``lm``: a cached ``JSONAdapter`` for the embedded LM, else DSPy's default."""
     if is_embedded(lm):
-        return dspy.JSONAdapter()
+        from groundstate.lm.adapters import json_adapter
+
+        return json_adapter()
     return None
 
 
