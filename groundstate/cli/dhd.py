@@ -23,20 +23,12 @@ import argparse
 import sys
 from typing import Any
 
+from groundstate.cli.options import temperature
+
 SAMPLE_HELP = ("the integrator's (and independent solver's) sampling temperature (default 0, as the authors run it); "
                "every replay is a separate call with its own rollout id at any temperature, so at 0 repeats differ "
                "only by the model's own variation. --sample-temperature is the earlier name of this option")
 EVALUATOR_MODES = ("judge", "rules")
-
-
-def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a temperature from 0 to 2, got {text!r}") from None
-    if not 0.0 <= value <= 2.0:
-        raise argparse.ArgumentTypeError(f"expected a temperature from 0 to 2, got {text!r}")
-    return value
 
 
 def _cache_default_out(parser: argparse.ArgumentParser) -> None:
@@ -67,9 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, default=5, help="roles and messages per problem (default 5)")
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
     p.add_argument("--skip-invalid", action="store_true", help="report bad problem records and use the rest")
-    p.add_argument("--recruiter-temperature", type=_temperature, default=0.0, metavar="T",
+    p.add_argument("--recruiter-temperature", type=temperature, default=0.0, metavar="T",
                    help="the recruiter's sampling temperature (default 0, as the authors run it)")
-    p.add_argument("--hypothesizer-temperature", type=_temperature, default=0.7, metavar="T",
+    p.add_argument("--hypothesizer-temperature", type=temperature, default=0.7, metavar="T",
                    help="the hypothesizers' sampling temperature (default 0.7, as the authors run it)")
     _add_evaluator(p)
     add_call_threads(p, "problem")
@@ -179,7 +171,7 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
     from groundstate.cli.options import add_call_threads
 
     p.add_argument("--integrator-temperature", "--sample-temperature", dest="integrator_temperature",
-                   type=_temperature, default=0.0, metavar="T", help=SAMPLE_HELP)
+                   type=temperature, default=0.0, metavar="T", help=SAMPLE_HELP)
     p.add_argument("--vary-seed", choices=("auto", "on", "off"), default="auto",
                    help="derive the sampling seed from the rollout id (auto: on for the embedded LM, whose sampler "
                         "would otherwise repeat itself at a temperature above 0)")
@@ -198,7 +190,7 @@ def _add_evaluator(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-lm", default=None, metavar="SPEC",
                    help="LM spec of the judge, like --lm (for more settings use the --lm-config role 'judge'); "
                         "makes judge the default evaluator")
-    p.add_argument("--judge-temperature", type=_temperature, default=0.0, metavar="T",
+    p.add_argument("--judge-temperature", type=temperature, default=0.0, metavar="T",
                    help="the judge's sampling temperature (default 0, as the authors run it)")
 
 

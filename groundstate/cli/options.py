@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 VERBOSE_HELP = "more logging (-vv for debug); before or after the command"
@@ -194,26 +195,25 @@ def add_call_threads(parser: argparse.ArgumentParser, unit: str = "record") -> N
     parser.alias("--workers", "--call-threads")
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
+def bounded(kind: type, low: float | None, high: float | None, what: str) -> Callable[[str], Any]:
+    """An argparse type: a ``kind`` number from ``low`` to ``high`` (``None``: no bound); ``what`` names the
+    expected value in the one-line error."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or value != value or (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
 
 
-def share(text: str) -> float:
-    """An argparse type: a share from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
-    return value
+positive_int = bounded(int, 1, None, "a whole number of at least 1")
+share = bounded(float, 0.0, 1.0, "a share from 0 to 1")
+temperature = bounded(float, 0.0, 2.0, "a temperature from 0 to 2")
 
 
 def add_shares(parser: argparse.ArgumentParser, defaults: dict[str, float], what: str = "data") -> None:
