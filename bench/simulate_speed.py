@@ -39,7 +39,7 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from groundstate.programs.consilience import simulated  # noqa: E402
+from groundstate.programs.consilience import simulated, simulated_group  # noqa: E402
 from groundstate.programs.consilience.consilience import Consilience  # noqa: E402
 from groundstate.programs.consilience.control import RuleController  # noqa: E402
 from groundstate.programs.consilience.protocols import run_discussion  # noqa: E402
@@ -133,6 +133,7 @@ def _cold() -> None:
     same tasks (within an episode they are reused, as in any run)."""
     for name in ("_NOISE", "_GROUPS", "_LEADERS"):
         getattr(simulated, name, {}).clear()
+    getattr(simulated_group, "_PLANS", {}).clear()
 
 
 def _timed(fn: Callable[[HiddenProfileTask], object], task: HiddenProfileTask) -> tuple[float, object]:

@@ -1,5 +1,6 @@
 """Hidden-profile discussions and Consilience (Consilience paper §3-§4): LM agents (``agents``), seeded simulated
-agents (``simulated``, ``support``), the reference protocols (``protocols``), the collective state (``state``),
+agents (``simulated``; their random streams ``simulated_streams``, their group's array code ``simulated_group``,
+per-fact support ``support``), the reference protocols (``protocols``), the collective state (``state``),
 controllers and routers (``control``), the controlled discussion itself (``consilience``) and the travel task
 builder LM (``travel_builder``).
 

@@ -79,16 +79,20 @@ controller can therefore branch counterfactually from one transcript, and a run 
 process (no global random state, no salted string hashing: fact texts and task ids are keyed by CRC-32).
 
 Why one file (over the usual 400 lines): the belief rule, its limits and the message rules are one agent. They
-share the agent's internals (Clarify argues from the limited belief) and the counter-based random streams
-that carry the determinism contract; splitting them would mean importing those private pieces across modules.
+share the agent's internals (Clarify argues from the limited belief); splitting them would mean importing those
+private pieces across modules. What needs no internals lives beside it: the counter-based random streams in
+:mod:`~groundstate.programs.consilience.simulated_streams` and the group's array code in
+:mod:`~groundstate.programs.consilience.simulated_group`.
 
 Speed: tasks are precomputed once by :mod:`~groundstate.programs.consilience.support`; with every limit off
 beliefs take the same incremental path as before the limits existed, and with limits on a belief costs one
 pass over the transcript and the agent's facts (``bench/simulate_speed.py`` measures both). A controller asks
-the whole group at once (:func:`group_beliefs`): the stated facts are read once, large groups without limits
-are computed as arrays, the logit noise of a (transcript length, round) is drawn once for all the
-counterfactual branches that share it, and branches that state the same facts share their beliefs; every
-number is the one an agent's own :meth:`SimAgent.belief` gives.
+the whole group at once (:func:`group_beliefs`): the stated facts are read once, and branches that state the
+same facts share their beliefs. Large groups without limits are computed as arrays
+(:func:`~groundstate.programs.consilience.simulated_group.full_beliefs`): the group's constants are gathered
+once per discussion, a branch's summed scores extend its parent's, and the logit noise of a (transcript
+length, round) is hashed as arrays once for all the counterfactual branches that share it. Every number is the
+one an agent's own :meth:`SimAgent.belief` gives.
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from groundstate.programs.consilience.simulated_group import GroupBeliefs, full_beliefs, group_leader, trusted_belief
+from groundstate.programs.consilience.simulated_streams import mix, mix_rows, normal_rows, normals, uniform
 from groundstate.programs.consilience.support import CompiledTask, compile_task
 from groundstate.records import ACTIONS, Belief, HiddenProfileTask, Message, Transcript
 
@@ -111,12 +117,6 @@ PASS_TEXT = "I have nothing new to add."
 
 
 _PASS_WORDS = len(PASS_TEXT.split())
-
-
-_MASK = (1 << 64) - 1
-
-
-_TWO_53 = float(1 << 53)
 
 
 _ACTION_CODES = {None: 0, **{name: i + 1 for i, name in enumerate(ACTIONS)}}
@@ -258,38 +258,6 @@ def sim_preset(name: str, **overrides: object) -> SimParams:
     return replace(SIM_PRESETS[name], **overrides)
 
 
-def _splitmix(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _MASK
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-    return x ^ (x >> 31)
-
-
-def _mix(*parts: int) -> int:
-    h = 0x243F6A8885A308D3
-    for part in parts:
-        h = _splitmix(h ^ (part & _MASK))
-    return h
-
-
-def _uniform(key: int, j: int) -> float:
-    """The ``j``-th uniform number in (0, 1) of the stream ``key``."""
-    return ((_splitmix((key + j) & _MASK) >> 11) + 0.5) / _TWO_53
-
-
-def _normals(key: int, n: int) -> list[float]:
-    """``n`` standard normal numbers from the stream ``key`` (Box-Muller)."""
-    out: list[float] = []
-    j = 0
-    while len(out) < n:
-        r = math.sqrt(-2.0 * math.log(_uniform(key, j)))
-        theta = 2.0 * math.pi * _uniform(key, j + 1)
-        out.append(r * math.cos(theta))
-        out.append(r * math.sin(theta))
-        j += 2
-    return out[:n]
-
-
 def _action_code(action: str | None) -> int:
     code = _ACTION_CODES.get(action)
     return code if code is not None else zlib.crc32(str(action).encode("utf-8")) + 16
@@ -299,23 +267,6 @@ def _action_code(action: str | None) -> int:
 
 _LEADERS: dict[tuple, int] = {}
 """The group's leading option by (compiled task, stated facts, beta); cleared when full."""
-
-
-_BELIEF_FIELDS = frozenset(("probs", "vote", "confidence"))
-
-
-_set = object.__setattr__
-
-
-def trusted_belief(probs: dict[str, float], vote: str, confidence: float) -> Belief:
-    """``Belief.model_construct(probs=..., vote=..., confidence=...)`` (no validation), the same object built
-    directly: a belief has no defaults, aliases, extra or private attributes to resolve."""
-    belief = Belief.__new__(Belief)
-    _set(belief, "__dict__", {"probs": probs, "vote": vote, "confidence": confidence})
-    _set(belief, "__pydantic_fields_set__", set(_BELIEF_FIELDS))
-    _set(belief, "__pydantic_extra__", None)
-    _set(belief, "__pydantic_private__", None)
-    return belief
 
 
 def _softmax(logits: list[float]) -> list[float]:
@@ -373,7 +324,7 @@ class SimAgent:
         stated = compiled.stated(transcript)
         n_messages = len(transcript.messages)
         params = self.params
-        key = _mix(self.seed, compiled.key, self.index, n_messages, round, _action_code(action), _SPEAK)
+        key = mix(self.seed, compiled.key, self.index, n_messages, round, _action_code(action), _SPEAK)
         if action is None:
             chosen = self._free_turn(compiled, stated, key)
         elif action in ("SeekEvidence", "Route"):
@@ -429,7 +380,7 @@ class SimAgent:
         cache_key = (self.seed, compiled.key, self.index, n_messages, round, purpose, compiled.k)
         draws = _NOISE.get(cache_key)
         if draws is None:
-            draws = _normals(_mix(self.seed, compiled.key, self.index, n_messages, round, 0, purpose), compiled.k)
+            draws = normals(mix(self.seed, compiled.key, self.index, n_messages, round, 0, purpose), compiled.k)
             if len(_NOISE) >= _NOISE_SIZE:
                 _NOISE.clear()
             _NOISE[cache_key] = draws
@@ -473,13 +424,13 @@ class SimAgent:
             return hit
         keys = compiled.fact_keys
         if attends:
-            attend = _mix(self.seed, compiled.key, self.index, _ATTEND)
-            order = [_uniform(_mix(attend, key), 0) for key in keys]
+            attend = mix(self.seed, compiled.key, self.index, _ATTEND)
+            order = [uniform(mix(attend, key), 0) for key in keys]
         else:
             order = [0.0] * len(keys)
         if sigma > 0:
-            weigh = _mix(self.seed, compiled.key, self.index, _WEIGH)
-            factor = [math.exp(sigma * _normals(_mix(weigh, key), 1)[0]) for key in keys]
+            weigh = mix(self.seed, compiled.key, self.index, _WEIGH)
+            factor = [math.exp(sigma * normals(mix(weigh, key), 1)[0]) for key in keys]
         else:
             factor = [1.0] * len(keys)
         if len(_PER_FACT) >= _PER_FACT_SIZE:
@@ -496,8 +447,8 @@ class SimAgent:
         recall = self.params.recall
         if recall >= 1.0:
             return candidates
-        stream = _mix(key, 1)
-        return [j for j in candidates if _uniform(stream, j) < recall]
+        stream = mix(key, 1)
+        return [j for j in candidates if uniform(stream, j) < recall]
 
     def _free_turn(self, compiled: CompiledTask, stated: list[int], key: int) -> list[int]:
         done = set(stated)
@@ -506,8 +457,8 @@ class SimAgent:
             return []
         bias, shared = self.params.shared_bias, compiled.shared
         # weighted sampling without replacement (Efraimidis-Spirakis): the largest u ** (1 / w) win
-        stream = _mix(key, 2)
-        keyed = sorted(candidates, key=lambda j: -math.log(_uniform(stream, j)) / (bias if shared[j] else 1.0))
+        stream = mix(key, 2)
+        keyed = sorted(candidates, key=lambda j: -math.log(uniform(stream, j)) / (bias if shared[j] else 1.0))
         return keyed[: self.params.facts_per_message]
 
     def _unshared(self, compiled: CompiledTask, stated: list[int], key: int, count: int) -> list[int]:
@@ -551,18 +502,8 @@ class SimAgent:
         if leader is None:
             if len(_LEADERS) >= _GROUPS_SIZE:
                 _LEADERS.clear()
-            leader = _LEADERS[key] = self._group_leader(compiled, stated)
+            leader = _LEADERS[key] = group_leader(compiled, stated, self.params.beta)
         return leader
-
-    def _group_leader(self, compiled: CompiledTask, stated: list[int]) -> int:
-        masks = compiled.own_mask.copy()
-        if stated:
-            masks[:, stated] = True
-        logits = self.params.beta * (masks @ compiled.support)
-        logits -= logits.max(axis=1, keepdims=True)
-        exps = np.exp(logits)
-        mean = (exps / exps.sum(axis=1, keepdims=True)).mean(axis=0)
-        return int(np.argmax(mean))
 
 
 def group_beliefs(agents: list[SimAgent], task: HiddenProfileTask, transcript: Transcript, round: int,
@@ -583,41 +524,25 @@ def group_beliefs(agents: list[SimAgent], task: HiddenProfileTask, transcript: T
     if beliefs is None:
         stated = compiled.stated(transcript)
         if len(agents) >= _VECTOR_MIN and all(agent.params.integrates_fully for agent in agents):
-            beliefs = _full_beliefs(agents, compiled, stated, len(transcript.messages), round, purpose)
+            n_messages = len(transcript.messages)
+            beliefs = full_beliefs(agents, compiled, stated, n_messages, round, purpose,
+                                   lambda rows: _noise_rows([agents[r] for r in rows], compiled, n_messages, round,
+                                                            purpose))
         else:
             beliefs = [agent._belief(compiled, agent._probs(compiled, transcript, stated, round, purpose))
                        for agent in agents]
         if len(_GROUPS) >= _GROUPS_SIZE:
             _GROUPS.clear()
         _GROUPS[key] = beliefs
-    return list(beliefs)
+    return beliefs.copy() if isinstance(beliefs, GroupBeliefs) else list(beliefs)
 
 
-def _full_beliefs(agents: list[SimAgent], compiled: CompiledTask, stated: list[int], n_messages: int, round: int,
-                  purpose: int) -> list[Belief]:
-    """The beliefs of agents without limits of integration, all at once, with the numbers of
-    :meth:`SimAgent._probs`: the support of each fact an agent does not hold added in ``stated`` order (adding an
-    exact zero for the facts it holds changes no sum, at most the sign of a zero score, which no probability
-    depends on), the same noise, and the exponentials and totals in Python."""
-    k = compiled.k
-    rows = [agent.index for agent in agents]
-    scores = np.array([compiled.own_scores[i] for i in rows], dtype=float).reshape(len(rows), 1, k)
-    if stated:
-        steps = (~compiled.own_mask[rows][:, stated])[:, :, None] * compiled.support[stated][None, :, :]
-        scores = np.add.accumulate(np.concatenate([scores, steps], axis=1), axis=1)[:, -1:, :]
-    logits = np.array([agent.params.beta for agent in agents])[:, None] * scores[:, 0, :]
-    noisy = [r for r, agent in enumerate(agents) if agent.params.noise > 0]
-    if noisy:
-        scale = np.array([agents[r].params.noise for r in noisy])[:, None]
-        logits[noisy] += scale * np.array([agents[r]._noise(compiled, n_messages, round, purpose) for r in noisy])
-    options, beliefs = compiled.options, []
-    for row in (logits - logits.max(axis=1, keepdims=True)).tolist():
-        exps = [math.exp(x) for x in row]
-        total = sum(exps)
-        probs = [e / total for e in exps]
-        best = probs.index(max(probs))  # the first most probable option, as _argmax
-        beliefs.append(trusted_belief(dict(zip(options, probs, strict=True)), options[best], probs[best]))
-    return beliefs
+def _noise_rows(agents: list[SimAgent], compiled: CompiledTask, n_messages: int, round: int, purpose: int
+                ) -> np.ndarray:
+    """``[agent._noise(compiled, n_messages, round, purpose) for agent in agents]`` as one array, the same numbers
+    hashed as arrays."""
+    keys = mix_rows([a.seed for a in agents], compiled.key, [a.index for a in agents], n_messages, round, 0, purpose)
+    return normal_rows(keys, compiled.k)
 
 
 def sim_team(n_agents: int, params: SimParams | None = None, seed: int = 0) -> list[SimAgent]:

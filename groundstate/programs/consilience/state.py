@@ -32,7 +32,8 @@ the rows of the paper's Table 6.
 
 Speed: :func:`branch_states` computes the states of all of a round's counterfactual branches together (one
 array pass for every agent's divergence in every branch, :func:`js_divergences`), and the divergences are
-returned with each state so that routing from it needs no second pass.
+returned with each state so that routing from it needs no second pass. A group of beliefs that carries its
+probability matrix (``matrix_for(options)``, as the simulated agents' group beliefs do) is read from it.
 """
 
 from __future__ import annotations
@@ -112,7 +113,15 @@ _STATE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CollectiveState))
 
 def belief_matrix(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray:
     """The beliefs as an ``(agents, options)`` array (a missing option counts as 0)."""
-    return np.array([[b.probs.get(o, 0.0) for o in options] for b in beliefs], dtype=float)
+    return np.array(_matrix(beliefs, options), dtype=float)
+
+
+def _matrix(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray | list[list[float]]:
+    """The beliefs' probabilities by option: the matrix a group of beliefs carries (``matrix_for(options)``, as
+    the simulated agents' group beliefs do), else read off each belief (a missing option counts as 0)."""
+    carried = getattr(beliefs, "matrix_for", None)
+    matrix = carried(options) if carried is not None else None
+    return matrix if matrix is not None else [[b.probs.get(o, 0.0) for o in options] for b in beliefs]
 
 
 def mean_belief(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray:
@@ -211,7 +220,7 @@ def branch_states(task: HiddenProfileTask, beliefs: Sequence[Sequence[Belief]], 
     if not beliefs:
         return []
     options = task.options
-    matrices = np.array([[[b.probs.get(o, 0.0) for o in options] for b in group] for group in beliefs], dtype=float)
+    matrices = np.array([_matrix(group, options) for group in beliefs], dtype=float)
     means = matrices.mean(axis=1)
     spreads = js_divergences(matrices, means)
     weights = weights or LossWeights()

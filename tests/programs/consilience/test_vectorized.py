@@ -6,10 +6,12 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
-from groundstate.programs.consilience import simulated
+from groundstate.programs.consilience import simulated, simulated_group
 from groundstate.programs.consilience.consilience import Consilience
 from groundstate.programs.consilience.control import ControlContext, RuleController, route
 from groundstate.programs.consilience.simulated import SimAgent, SimTeam, group_beliefs, sim_preset, trusted_belief
+from groundstate.programs.consilience.simulated_group import GroupBeliefs
+from groundstate.programs.consilience.simulated_streams import mix, mix_rows, normal_rows, normals
 from groundstate.programs.consilience.state import (
     branch_states,
     collective_state,
@@ -145,3 +147,51 @@ def test_subclassed_agents_take_their_own_path():
     task = TASKS[0]
     out = Consilience(lambda t: [Loud(i) for i in range(t.n_agents)], RuleController(), max_rounds=3)(task=task)
     assert all(entry["state"]["D"] == 0 for entry in out.trace)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_noise_rows_are_each_streams_normals(seed):
+    """The array hashing and Box-Muller give every stream's own draws, bit for bit (negative and 64-bit parts,
+    parts common to all rows or not, an odd count)."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 25)), int(rng.integers(1, 8))
+    seeds = [int(x) for x in rng.integers(-2**63, 2**63, n)] if seed % 2 else [int(rng.integers(-3, 3))] * n
+    index = [int(x) for x in rng.integers(0, 2**40, n)] if seed % 3 else [5] * n
+    parts = [int(x) for x in rng.integers(-2**62, 2**62, 4)]
+    rows = normal_rows(mix_rows(seeds, parts[0], index, *parts[1:]), k)
+    alone = np.array([normals(mix(s, parts[0], i, *parts[1:]), k) for s, i in zip(seeds, index, strict=True)])
+    assert rows.shape == alone.shape and rows.tobytes() == alone.tobytes()
+
+
+def test_group_beliefs_from_a_fresh_plan_equal_the_incremental_ones(monkeypatch):
+    """Summed scores extended branch by branch give the beliefs computed from scratch."""
+    task = TASKS[1].model_copy(update={"private": [TASKS[1].private[i % TASKS[1].n_agents] for i in range(16)]})
+    agents = SimTeam(sim_preset("ideal"), seed=1)(task)
+    transcript = Transcript()
+    for step in range(6):
+        group_beliefs(agents, task, transcript, step)
+        transcript = transcript.with_message(agents[step].speak(task, transcript, "SeekEvidence", step))
+    walked = group_beliefs(agents, task, transcript, 6)
+    monkeypatch.setattr(simulated, "_GROUPS", {})
+    monkeypatch.setattr(simulated_group, "_PLANS", {})
+    fresh = group_beliefs(agents, task, transcript, 6)
+    assert [b.model_dump() for b in walked] == [b.model_dump() for b in fresh]
+
+
+def test_a_group_carries_its_matrix_only_while_unchanged(monkeypatch):
+    task = TASKS[0]
+    agents = SimTeam(sim_preset("ideal"), seed=0)(task)
+    monkeypatch.setattr(simulated, "_VECTOR_MIN", 1)
+    beliefs = group_beliefs(agents, task, Transcript(), 0)
+    assert isinstance(beliefs, GroupBeliefs)
+    options = task.options
+    expected = np.array([[b.probs[o] for o in options] for b in beliefs])
+    assert np.array_equal(beliefs.matrix_for(options), expected)
+    assert beliefs.matrix_for(list(reversed(options))) is None
+    changed = beliefs.copy()
+    changed[0] = beliefs[-1]
+    assert changed.matrix_for(options) is None and beliefs.matrix_for(options) is not None
+    carried = branch_states(task, [beliefs, changed], [Transcript(), Transcript()], 0, 10)
+    plain = branch_states(task, [list(beliefs), list(changed)], [Transcript(), Transcript()], 0, 10)
+    assert [s for s, _ in carried] == [s for s, _ in plain]
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(carried, plain, strict=True))
