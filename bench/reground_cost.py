@@ -129,8 +129,8 @@ def realistic(req):
     if "verdict" in fields:
         return {"verdict": "supported", "importance": "high"}
     if "checks" in fields:  # the batched fact check: one check per numbered fact
-        return {"checks": [{"verdict": "supported", "importance": "high"}
-                           for line in (req.field("facts") or "").splitlines() if line.strip()]}
+        lines = [line for line in (req.field("facts") or "").splitlines() if line.strip()]
+        return {"checks": [{"fact": k, "verdict": "supported", "importance": "high"} for k in range(1, len(lines) + 1)]}
     if "state" in fields and "verified_facts" in text:
         return {"state": " ".join([req.field("verified_facts") or "", req.field("trusted_statements") or ""])}
     if "opinion" in fields:
