@@ -41,39 +41,44 @@ class Parser(argparse.ArgumentParser):
     command (:func:`add_verbose_options`) adds to ``verbose``, and earlier option spellings are hidden aliases
     (:meth:`alias`, :meth:`positional_alias`)."""
 
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.aliases: dict[str, str] = {}  # earlier spelling -> today's option (this parser only)
+        self.positional_inputs: list[tuple[str, str]] = []  # (dest, flag) also accepted as a positional
+
     def error(self, message: str):  # noqa: D401
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
     def alias(self, old: str, new: str) -> None:
         """Accept the earlier spelling ``old`` of the option ``new`` (hidden from ``--help``; a note on stderr
         names the new spelling). The same ``old`` may mean different new options in different commands."""
-        self.__dict__.setdefault("_gs_aliases", {})[old] = new
+        self.aliases[old] = new
 
     def positional_alias(self, dest: str, flag: str, metavar: str = "FILE") -> None:
         """Accept the input of ``flag`` (added with ``required=False``) as a positional argument too, the earlier
         spelling; ``flag`` is then required unless the positional is given."""
         self.add_argument(f"_positional_{dest}", nargs="?", default=None, metavar=metavar, help=argparse.SUPPRESS)
-        self.__dict__.setdefault("_gs_positionals", []).append((dest, flag))
+        self.positional_inputs.append((dest, flag))
 
     def parse_known_args(self, args=None, namespace=None):
-        if args is not None and self.__dict__.get("_gs_aliases"):
+        if args is not None and self.aliases:
             args = self._respell(list(args))
         namespace, extras = super().parse_known_args(args, namespace)
-        for dest, flag in self.__dict__.get("_gs_positionals", ()):
+        for dest, flag in self.positional_inputs:
             given = vars(namespace).pop(f"_positional_{dest}", None)
             if given is not None and getattr(namespace, dest, None) not in (None, given):
                 self.error(f"the input is given twice (positional {given!r} and {flag}); give only {flag}")
             if given is not None:
                 self._note(f"a positional {flag.lstrip('-')} file", flag)
                 setattr(namespace, dest, given)
-            elif getattr(namespace, dest, None) is None and "-h" not in (args or ()) and "--help" not in (args or ()):
+            elif getattr(namespace, dest, None) is None:  # (--help has exited inside argparse already)
                 self.error(f"the following arguments are required: {flag}")
         if hasattr(namespace, "verbose"):  # the top parser (a command's parser sees only its own namespace)
             namespace.verbose += vars(namespace).pop(_LATE_VERBOSE, 0)
         return namespace, extras
 
     def _respell(self, args: list[str]) -> list[str]:
-        aliases = self.__dict__["_gs_aliases"]
+        aliases = self.aliases
         out = []
         for i, token in enumerate(args):
             if token == "--":
@@ -161,12 +166,12 @@ def add_data_option(parser: argparse.ArgumentParser, help: str, required: bool =
                     default: Any = None) -> None:
     """The input option ``flag`` (``--data``; dest ``data``, or ``<split>_data`` for ``--<split>-data``) with the
     hidden earlier spellings ``old`` and, with ``positional``, the earlier positional form."""
-    parser.add_argument(flag, required=required and not positional, default=default, metavar=metavar, help=help)
+    parser.add_argument(flag, required=required and not positional, default=default, metavar=metavar,
+                        help=f"{help} (required)" if positional else help)  # argparse shows it as optional
     for spelling in old:
         parser.alias(spelling, flag)
     if positional:
         parser.positional_alias(flag.lstrip("-").replace("-", "_"), flag, metavar)
-        parser._option_string_actions[flag].help += " (required)"
 
 
 def add_report_dir(parser: argparse.ArgumentParser, help: str, old: tuple[str, ...] = ()) -> None:
