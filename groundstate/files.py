@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,22 +107,77 @@ def loads_json(text: str, *, file: str | None = None, record: str | int | None =
     return value
 
 
-def read_bytes(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
-    """A file's bytes, refusing missing, unreadable and oversized files with one line."""
-    path = Path(path)
-    limit = MAX_FILE_BYTES if max_bytes is None else max_bytes
+def _open_regular(path: Path, limit: int) -> tuple[int, int]:
+    """``(fd, size)`` of a regular file opened for reading, refused with one line otherwise.
+
+    The file is opened without blocking (a FIFO would otherwise wait forever for a writer) and checked on the open
+    descriptor, so a symlink swapped in after a check, a FIFO, a device such as ``/dev/zero`` (or a link to one), a
+    socket or a directory is refused before one byte is read, and an oversized file is refused by its size.
+    """
     try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise InputError("is a directory, not a file", file=str(path))
-        if size > limit:
-            raise InputError(f"is {size} bytes, over the {limit}-byte limit (GROUNDSTATE_MAX_FILE_BYTES)",
-                             file=str(path))
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError("file not found", file=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", file=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror or exc})", file=str(path)) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError("is a directory, not a file", file=str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"is a {_kind(info.st_mode)}, not a regular file; only regular files are read",
+                             file=str(path))
+        if info.st_size > limit:
+            raise InputError(f"is {info.st_size} bytes, over the {limit}-byte limit (GROUNDSTATE_MAX_FILE_BYTES)",
+                             file=str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def check_regular(path: str | os.PathLike, max_bytes: int | None = None) -> int:
+    """The size of ``path`` if it is a regular file within ``max_bytes`` (default :data:`MAX_FILE_BYTES`); a
+    missing file, a directory, a FIFO, a device, a socket or an oversized file is one :class:`InputError` line.
+    Use it before handing a path to a library that reads the file itself (skops, pyarrow, ``datasets``)."""
+    fd, size = _open_regular(Path(path), MAX_FILE_BYTES if max_bytes is None else max_bytes)
+    os.close(fd)
+    return size
+
+
+def read_bytes(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
+    """A regular file's bytes, refusing missing, special and oversized files with one line (see
+    :func:`check_regular`). At most ``max_bytes`` are ever read, whatever size the file claims."""
+    path = Path(path)
+    limit = MAX_FILE_BYTES if max_bytes is None else max_bytes
+    fd, size = _open_regular(path, limit)
+    try:
+        os.set_blocking(fd, True)
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 24, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise InputError(f"grew past the {limit}-byte limit while it was read (GROUNDSTATE_MAX_FILE_BYTES)",
+                                 file=str(path))
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror or exc})", file=str(path)) from None
+    finally:
+        os.close(fd)
 
 
 def decode(data: bytes, file: str | None = None) -> str:
@@ -182,12 +238,19 @@ def read_toml(path: str | os.PathLike, max_bytes: int | None = 16 * 1024**2) -> 
 
 
 def first_char(path: str | os.PathLike) -> str:
-    """The first character of the file that is not whitespace or a byte-order mark ('' if none or unreadable)."""
+    """The first character of a regular file that is not whitespace or a byte-order mark ('' if none, or if the
+    path is not a readable regular file: the reader that follows says why in one line)."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
+        fd, _ = _open_regular(Path(path), MAX_FILE_BYTES)
+    except InputError:
+        return ""
+    try:
+        os.set_blocking(fd, True)
+        head = os.read(fd, 4096)
     except OSError:
         return ""
+    finally:
+        os.close(fd)
     text = head.decode("utf-8", errors="ignore").lstrip("\ufeff \t\r\n")
     return text[:1]
 

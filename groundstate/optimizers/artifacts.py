@@ -11,10 +11,10 @@ parameters, never a pickle:
   registered; anything else is refused before any import), checks the arguments against the class's declared
   parameters, builds it, rebuilds the stages the user swapped or added (their classes looked up the same
   way) and loads the state.
-- ``sklearn``: ``model.skops`` (scikit-learn estimators through ``skops.io``, which loads only types it is
-  told to trust: scikit-learn's and NumPy's types and groundstate's registered estimators; every type the file
-  names is checked against that list before loading, never ``trusted=True`` blindly) plus the manifest; the
-  scikit-learn version must match.
+- ``sklearn``: ``model.skops`` (scikit-learn estimators through ``skops.io``) plus the manifest; the
+  scikit-learn version must match. Before anything is built, every type the file names that skops does not
+  trust by itself is checked against an exact list (:data:`SKOPS_TYPES`, the types groundstate's own saved
+  controllers hold, plus the exact classes a user registered as estimators); one other type refuses the file.
 - ``params``: ``params.json`` for estimators that describe themselves with ``to_params()`` and rebuild with
   ``from_params(params)`` (the conformal calibrator); the class must be registered, like a program's.
 
@@ -288,19 +288,39 @@ def save_sklearn(estimator: Any, directory: str | Path, **manifest: Any) -> Path
     return _finish(directory, "sklearn", {"estimator": {"class": _class_path(estimator)}}, manifest)
 
 
-#: Module prefixes whose types a saved estimator may contain (besides groundstate's registered estimators).
-_TRUSTED_PREFIXES = ("sklearn.", "numpy.")
-#: Plain container types that skops asks about.
-_TRUSTED_BUILTINS = {"builtins.dict", "builtins.list", "builtins.tuple", "builtins.str", "builtins.int",
-                     "builtins.float", "builtins.bool", "builtins.NoneType", "builtins.slice", "builtins.set",
-                     "collections.OrderedDict", "collections.defaultdict"}
+#: The exact types, beyond the ones ``skops`` trusts by itself (scikit-learn's estimators, NumPy's arrays, dtypes and
+#: ufuncs, plain containers), that a controller saved by this version holds. Derived with
+#: ``skops.io.get_untrusted_types`` on freshly saved :class:`~groundstate.optimizers.controller.MLPActionValue`
+#: models of every configuration (``tests/optimizers/test_artifact_security.py`` re-derives it and fails when a
+#: saved model needs a type that is not here). Exact names only: a module prefix such as ``numpy.`` admits
+#: functions like ``numpy.testing._private.utils.runstring``, which calls ``exec``.
+SKOPS_TYPES = frozenset({
+    "groundstate.optimizers.controller.MLPActionValue",
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+})
+#: Largest ``model.skops`` read, and the largest total its members may unpack to (a zip bomb is refused unread).
+MAX_SKOPS_BYTES = 256 * 1024**2
 
 
 def _trusted(type_name: str) -> bool:
-    if type_name in _TRUSTED_BUILTINS or type_name.startswith(_TRUSTED_PREFIXES):
+    """Whether a type a skops file names may be constructed: :data:`SKOPS_TYPES`, or the exact class of an
+    estimator the user registered (``groundstate.register(cls, kind="estimator")``)."""
+    if type_name in SKOPS_TYPES:
         return True
     module, _, name = type_name.rpartition(".")
-    return registry.is_known(f"{module}:{name}", "estimator")
+    return bool(module) and registry.is_known(f"{module}:{name}", "estimator")
+
+
+def _check_skops_archive(path: Path) -> None:
+    """Refuse a ``model.skops`` that is not a regular file, is too large, or unpacks to too much."""
+    import zipfile
+
+    files.check_regular(path, MAX_SKOPS_BYTES)
+    with zipfile.ZipFile(path) as archive:
+        unpacked = sum(info.file_size for info in archive.infolist())
+    if unpacked > MAX_SKOPS_BYTES:
+        raise InputError(f"unpacks to {unpacked} bytes, over the {MAX_SKOPS_BYTES}-byte limit; nothing was loaded",
+                         file=str(path))
 
 
 def load_sklearn(directory: str | Path) -> Any:
@@ -316,11 +336,15 @@ def load_sklearn(directory: str | Path) -> Any:
     if not path.is_file():
         raise InputError("the saved model has no model.skops (incomplete artifact)", file=str(directory))
     try:
+        _check_skops_archive(path)
+        # get_untrusted_types only reads the file's schema: nothing it names is imported or called
         untrusted = sio.get_untrusted_types(file=path)
         refused = [t for t in untrusted if not _trusted(t)]
         if refused:
-            raise ConfigError(f"{path} contains types that are not scikit-learn's, NumPy's or groundstate's "
-                              f"registered estimators: {refused}; nothing was loaded")
+            raise ConfigError(f"{path}: refusing to load type '{one_line(refused[0], 120)}'"
+                              + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else "")
+                              + ": it is not one of the types groundstate's saved controllers hold; nothing was "
+                              "loaded")
         model = sio.load(path, trusted=untrusted)
     except GroundstateError:
         raise
