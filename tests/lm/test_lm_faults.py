@@ -3,7 +3,6 @@ OpenAI chat completions. Every test is bounded in time; nothing leaves the loopb
 
 from __future__ import annotations
 
-import http.server
 import json
 import logging
 import os
@@ -12,7 +11,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -26,87 +24,11 @@ from groundstate.lm.config import LMConfig
 from groundstate.lm.specs import DEFAULT_TIMEOUT_S, get_lm
 from groundstate.testing import scripted_lm
 from tests.conftest import requires_embedded
+from tests.fake_server import FakeServer
 from tests.helpers import ROOT
 
 CANARY = "sk-canary-5b7e2d91c4a8f0"
 
-
-
-# ---------------------------------------------------------------------------------------------------------
-# A fake OpenAI-compatible server
-# ---------------------------------------------------------------------------------------------------------
-
-
-class FakeServer:
-    """``/v1/chat/completions`` on 127.0.0.1 with a switchable ``mode``:
-
-    ``ok`` (a correct chat completion whose content is ``content``), ``garbage`` (HTTP 200, not JSON), ``500``,
-    ``401`` (the body echoes the request's Authorization header) and ``hang`` (accepts, never answers).
-    """
-
-    def __init__(self, mode: str = "ok", content: str = "[[ ## answer ## ]]\nalpha\n\n[[ ## completed ## ]]"):
-        self.mode, self.content = mode, content
-        self.requests: list[dict] = []
-        self.stop = threading.Event()
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                server.requests.append({"path": self.path, "authorization": self.headers.get("Authorization")})
-                if server.mode == "hang":
-                    server.stop.wait(30)
-                    return
-                if server.mode == "garbage":
-                    code, out = 200, b"<html><body>502 bad gateway, or something</body"
-                elif server.mode == "500":
-                    code, out = 500, b'{"error": {"message": "the model crashed", "type": "server_error"}}'
-                elif server.mode == "401":
-                    echoed = f"invalid credentials in header Authorization: {self.headers.get('Authorization')}"
-                    code, out = 401, json.dumps({"error": {"message": echoed, "type": "invalid_auth"}}).encode()
-                else:
-                    request = json.loads(body)
-                    code, out = 200, json.dumps({
-                        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": request["model"],
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": server.content}}],
-                        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.block_on_close = False
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture
-def servers():
-    made: list[FakeServer] = []
-
-    def make(mode: str = "ok", **kwargs) -> FakeServer:
-        made.append(FakeServer(mode, **kwargs))
-        return made[-1]
-
-    yield make
-    for server in made:
-        server.close()
 
 
 @pytest.fixture(autouse=True)
