@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundstate.errors import LMSetupError
+from groundstate.errors import LMSetupError, register_url_secrets, strip_userinfo
 from groundstate.lm.embedded import EMBEDDED_MODEL_NAME, AsyncEmbeddedEngine, EmbeddedEngine
 
 EMBEDDED_SPEC = "embedded"
@@ -148,6 +148,9 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     if bad:
         raise LMSetupError(f"option(s) {sorted(bad)} apply only to the embedded LM, not '{spec}'")
     options.setdefault("timeout", DEFAULT_TIMEOUT_S)
+    if has_userinfo(options.get("api_base")):
+        register_url_secrets(options["api_base"])  # scrubbed from error text, logs and results from now on
+        options["engine"] = "litellm"  # DSPy's native engine reads user:pass@ as part of the host name
     from groundstate.lm.cache import keyed_lm_class
 
     return keyed_lm_class()(spec, **options)
@@ -175,14 +178,24 @@ def configure(spec: str = EMBEDDED_SPEC, **options: Any):
     return lm
 
 
+def has_userinfo(url: Any) -> bool:
+    """Whether ``url`` (an ``api_base``) carries credentials: ``scheme://user:pass@host``."""
+    return isinstance(url, str) and strip_userinfo(url) != url
+
+
 def describe_lm(lm) -> dict[str, Any]:
-    """A JSON-able description of an LM for run configs and manifests (never an API key). The embedded
-    engine's number of contexts sits under ``engine.runtime``: recorded, but not part of a run's fingerprint
-    (a context gives the same greedy outputs as any other); its threads (``n_threads``) are, since greedy
-    outputs depend on them."""
+    """A JSON-able description of an LM for run configs and manifests: never an API key, and ``api_base``
+    without its userinfo (``http://user:pass@host/v1`` is described as ``http://host/v1``).
+
+    Run ids are fingerprints of configs holding this description, so they see the URL without its
+    credentials: the password changes who may call the server, never its answers, and two people reaching the
+    same server with their own passwords share a run id (and can resume or merge each other's runs), while
+    two different servers still differ by host, port or path. The embedded engine's number of contexts sits
+    under ``engine.runtime``: recorded, but not part of a run's fingerprint (a context gives the same greedy
+    outputs as any other); its threads (``n_threads``) are, since greedy outputs depend on them."""
     if lm is None:
         return {"model": None}
-    kwargs = {k: v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items()
+    kwargs = {k: strip_userinfo(v) if k == "api_base" else v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items()
               if k in {"temperature", "max_tokens", "api_base", "top_p", "api_version"}}
     out: dict[str, Any] = {"model": getattr(lm, "model", type(lm).__name__), **kwargs}
     engine = getattr(lm, "engine", None)
