@@ -151,23 +151,30 @@ def secret_forms(value: str) -> tuple[str, ...]:
     holds the key: base64 maps 3 bytes to 4 characters, so once the key's start is known modulo 3, the groups of
     4 characters made only of the key's bytes are fixed whatever precedes or follows it. They are at least 8
     characters long for a key of :data:`MIN_SECRET_LENGTH` bytes; a character or two at each edge of such an
-    encoding is left, which cannot give the key away.
+    encoding is left, which cannot give the key away. The same parts of the base64 of any text holding the key's
+    own base64 are included too: a server that echoes ``Authorization: Basic <base64 of user:key>`` base64-encoded
+    encodes the key twice.
     """
     import base64
     from urllib.parse import quote, quote_plus
 
+    def cores(raw: bytes) -> set[str]:
+        found = set()
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            for shift in range(3):
+                text = encode(b"\0" * shift + raw).decode("ascii")
+                start, end = (4 if shift else 0), 4 * ((shift + len(raw)) // 3)
+                if end - start >= 8:
+                    found.add(text[start:end])
+        return found
+
     raw = value.encode("utf-8")
-    forms = {value}
+    forms = {value} | cores(raw)
     for encoded in (quote(value, safe=""), quote(value), quote_plus(value)):
         forms |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)}
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         whole = encode(raw).decode("ascii")
-        forms |= {whole, whole.rstrip("=")}
-        for shift in range(3):
-            text = encode(b"\0" * shift + raw).decode("ascii")
-            start, end = (4 if shift else 0), 4 * ((shift + len(raw)) // 3)
-            if end - start >= 8:
-                forms.add(text[start:end])
+        forms |= {whole, whole.rstrip("=")} | cores(whole.rstrip("=").encode("ascii"))
     return tuple(sorted(forms, key=len, reverse=True))
 
 
