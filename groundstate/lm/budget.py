@@ -133,20 +133,23 @@ class Budget:
         """The seconds to wait before the next attempt, after an attempt raised ``exc``.
 
         Raises:
-            Exception: ``exc`` itself when no attempt follows (not transient, retries used up, or no time for
-                another attempt after a failure that was not a timeout), or ``LMTimeoutError`` (caused by ``exc``)
-                when the attempt timed out and the budget has no room for another.
+            Exception: ``LMTimeoutError`` (caused by ``exc``) when the attempt timed out and the budget has no
+                room for another attempt (with ``num_retries=0`` too: the one attempt spent it); else ``exc``
+                itself when no attempt follows (not transient, retries used up, or no time left for another).
         """
         from dspy.utils.exceptions import is_retryable_lm_error
 
         self.attempts += 1
-        if not is_retryable_lm_error(exc) or self.attempts > self.retries:
+        if not is_retryable_lm_error(exc):
             raise exc
-        hint = _seconds(getattr(exc, "retry_after", None))
-        wait = min(hint if hint is not None else 2.0 ** (self.attempts - 1), MAX_WAIT_S)
-        left = self.deadline - time.monotonic() - wait
-        if left >= (MIN_ATTEMPT_S if self.shrinkable else self.seconds):
-            return wait
+        left = self.deadline - time.monotonic()
+        if self.attempts <= self.retries:
+            hint = _seconds(getattr(exc, "retry_after", None))
+            wait = min(hint if hint is not None else 2.0 ** (self.attempts - 1), MAX_WAIT_S)
+            if left - wait >= (MIN_ATTEMPT_S if self.shrinkable else self.seconds):
+                return wait
+        elif left >= MIN_ATTEMPT_S:
+            raise exc  # retries used up, budget left: the last attempt's own error
         if _timed_out(exc):
             raise self.spent(exc) from exc
         raise exc

@@ -6,7 +6,13 @@ Such an LM is a :class:`~groundstate.lm.cache.KeyedLM`, and:
 
 - every call gives up after ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT_S`, 120 s; ``--lm-timeout``
   or ``timeout`` in an LM config), so a server that accepts a connection and never answers fails that call
-  instead of stalling it for DSPy's 600 s default. The embedded LM runs in-process and ignores ``timeout``;
+  instead of stalling it for DSPy's 600 s default. It is the budget of the whole call, its retries
+  (``num_retries``) and the waits between them included (:mod:`groundstate.lm.budget`). The embedded LM runs
+  in-process and ignores ``timeout``;
+- an ``api_base`` with credentials (``http://user:pass@host/v1``) is used as given for the calls (through
+  LiteLLM, which sends them as HTTP Basic auth; DSPy's native engine would read ``user:pass@`` as part of the
+  host name), its password becomes a secret that :func:`~groundstate.errors.scrub_secrets` removes, and it is
+  described without them (:func:`describe_lm`);
 - DSPy's response cache is keyed by the LM's identity (model, ``api_base``, decoding settings), which DSPy
   itself leaves out of the key, so the same command pointed at another server never gets the first
   server's answers back.
@@ -97,7 +103,8 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     Args:
         spec: ``"embedded"`` or a LiteLLM model string ``provider/model``.
         **options: ``temperature``, ``max_tokens``, ``api_base``, ``cache``, ``num_retries``, ``timeout``
-            (seconds per call, default :data:`DEFAULT_TIMEOUT_S`; ignored by ``embedded``, which is local);
+            (seconds per call, retries included, default :data:`DEFAULT_TIMEOUT_S`; ignored by ``embedded``,
+            which is local);
             for ``embedded`` also ``model_path``, ``n_ctx``, ``threads`` (CPU threads per llama.cpp context;
             ``n_threads`` is its earlier name), ``contexts`` (requests decoded at once), ``max_string_length``,
             ``max_items``, ``seed``. ``threads`` defaults to 1; ``contexts`` to what the idle cores and the

@@ -97,10 +97,12 @@ def test_a_budget_plans_retries_and_timeouts():
         budget.after_failure(LMServerError("boom"))  # retries used up
     with pytest.raises(LMAuthError):
         Budget(30.0, retries=2).after_failure(LMAuthError("no"))  # not transient: never retried
-    spent = Budget(0.06, retries=3)
-    with pytest.raises(Exception, match="whole call's 0.06s budget") as info:
-        spent.after_failure(LMTransportError("read timed out; more text"))
-    assert type(info.value).__name__ == "LMTimeoutError" and "more text" not in str(info.value)
+    for retries in (3, 0):  # a timeout that leaves no room for another attempt spent the budget, retries or not
+        with pytest.raises(Exception, match="whole call's 0.04s budget") as info:
+            Budget(0.04, retries=retries).after_failure(LMTransportError("read timed out; more text"))
+        assert type(info.value).__name__ == "LMTimeoutError" and "more text" not in str(info.value)
+    with pytest.raises(LMTransportError):  # a timeout with budget left and no retries: the attempt's own error
+        Budget(30.0, retries=0).after_failure(LMTransportError("connect timed out"))
     with single_attempts():
         assert dspy_retries(3) == 0
     assert dspy_retries(3) == 3
