@@ -15,7 +15,8 @@ from urllib.parse import unquote, unquote_plus
 
 import pytest
 
-from groundstate.cli import main
+from groundstate.cli import build_parser, main
+from groundstate.cli.options import run_settings
 from groundstate.errors import scrub_secrets, strip_userinfo
 from groundstate.lm.cache import lm_identity
 from groundstate.lm.config import LMConfig
@@ -115,6 +116,8 @@ def test_url_userinfo_is_stripped_wherever_a_url_is_described(monkeypatch):
                       roles={"agent.1": {"model": "openai/n", "api_base": url}})
     assert PASSWORD not in json.dumps(config.describe())
     assert config.worker_spec()["roles"]["agent.1"]["api_base"] == url  # Ray workers must reach the server
+    args = build_parser().parse_args(["run", "qa", "--backend", "ray", "--lm", "openai/m", "--api-base", url])
+    assert run_settings(args).lm_spec["default"]["api_base"] == url
 
 
 @pytest.mark.timeout(90)
