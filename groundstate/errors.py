@@ -11,6 +11,7 @@ a data file can neither break the one-line contract nor write to the user's term
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any
@@ -81,36 +82,122 @@ class OptimizationFailed(GroundstateError):
 # Secrets never reach a message, a log line or a results file
 # ---------------------------------------------------------------------------------------------------------
 
-SECRET_VARIABLE = re.compile(r"(API_KEY|_TOKEN|_SECRET|ACCESS_KEY)$", re.IGNORECASE)
-"""Environment variables whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``)."""
+SECRET_VARIABLE = re.compile(r"(API_KEY|_TOKEN|_SECRET|ACCESS_KEY|PASSWORD|PASSWD)$", re.IGNORECASE)
+"""Environment variables whose values are secrets (``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
+``PGPASSWORD``)."""
 MIN_SECRET_LENGTH = 8
 REDACTED = "[redacted]"
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=:-]+")
+_BASIC = re.compile(r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/_-]+=*")
 _SK_TOKEN = re.compile(r"\bsk-[A-Za-z0-9_-]{6,}")
 _KEY_ASSIGNMENT = re.compile(r"(?i)\b((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)([^\s\"',;}]{6,})")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")  # up to the authority's last @
+_REGISTERED: set[str] = set()
+
+
+def strip_userinfo(text: Any) -> Any:
+    """``text`` with the userinfo of every URL in it removed: ``http://user:pass@host/v1`` -> ``http://host/v1``.
+
+    Works on a bare URL and on free text holding URLs; anything that is not a string is returned unchanged (so
+    ``None`` stays ``None``). Only what is stored or printed goes through it: the LM itself keeps the URL it was
+    given, so the server still receives the credentials.
+    """
+    if not isinstance(text, str) or "@" not in text:
+        return text
+    return _URL_USERINFO.sub(lambda m: m.group(1), text)
+
+
+def register_secret(value: str) -> None:
+    """Treat ``value`` as a secret from now on in this process (:func:`scrub_secrets` removes it and its
+    encodings), like the value of a key variable. Values shorter than :data:`MIN_SECRET_LENGTH` are ignored:
+    scrubbing a short common string would mangle ordinary text (URL userinfo is stripped whatever its length)."""
+    if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+        _REGISTERED.add(value)
+
+
+def register_url_secrets(url: Any) -> None:
+    """Register the password of ``url``'s userinfo, and ``user:password`` (what HTTP Basic auth encodes), as
+    secrets (:func:`register_secret`), both as written and percent-decoded."""
+    from urllib.parse import unquote, urlsplit
+
+    if not isinstance(url, str) or "@" not in url:
+        return
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return
+    if parts.password:
+        for user, password in {(parts.username or "", parts.password),
+                               (unquote(parts.username or ""), unquote(parts.password))}:
+            register_secret(password)
+            register_secret(f"{user}:{password}")
 
 
 def secret_values() -> list[str]:
-    """The values of the secret environment variables (:data:`SECRET_VARIABLE`), longest first."""
+    """The secret values in force, longest first: those of the secret environment variables
+    (:data:`SECRET_VARIABLE`) and those given to :func:`register_secret`."""
     values = {v for k, v in os.environ.items() if SECRET_VARIABLE.search(k) and v and len(v) >= MIN_SECRET_LENGTH}
-    return sorted(values, key=len, reverse=True)
+    return sorted(values | _REGISTERED, key=len, reverse=True)
+
+
+@functools.lru_cache(maxsize=256)
+def secret_forms(value: str) -> tuple[str, ...]:
+    """The texts that give ``value`` away, longest first: the value itself, its URL-encodings (``%2B`` and
+    ``%2b``, ``+`` or ``%20`` for spaces), its base64 encodings (standard and URL-safe alphabets, with and
+    without padding), and the part of the base64 of *any* text containing ``value`` that only ``value``
+    determines, at each of the three byte alignments.
+
+    The last kind is what catches ``Basic <base64 of user:key>`` and a base64-encoded header or JSON body that
+    holds the key: base64 maps 3 bytes to 4 characters, so once the key's start is known modulo 3, the groups of
+    4 characters made only of the key's bytes are fixed whatever precedes or follows it. They are at least 8
+    characters long for a key of :data:`MIN_SECRET_LENGTH` bytes; a character or two at each edge of such an
+    encoding is left, which cannot give the key away. The same parts of the base64 of any text holding the key's
+    own base64 are included too: a server that echoes ``Authorization: Basic <base64 of user:key>`` base64-encoded
+    encodes the key twice.
+    """
+    import base64
+    from urllib.parse import quote, quote_plus
+
+    def cores(raw: bytes) -> set[str]:
+        found = set()
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            for shift in range(3):
+                text = encode(b"\0" * shift + raw).decode("ascii")
+                start, end = (4 if shift else 0), 4 * ((shift + len(raw)) // 3)
+                if end - start >= 8:
+                    found.add(text[start:end])
+        return found
+
+    raw = value.encode("utf-8")
+    forms = {value} | cores(raw)
+    for encoded in (quote(value, safe=""), quote(value), quote_plus(value)):
+        forms |= {encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(raw).decode("ascii")
+        forms |= {whole, whole.rstrip("=")} | cores(whole.rstrip("=").encode("ascii"))
+    return tuple(sorted(forms, key=len, reverse=True))
 
 
 def scrub_secrets(text: str) -> str:
     """``text`` with every secret replaced by ``[redacted]``.
 
     Removed: the value of every environment variable named like a key (``*API_KEY``, ``*_TOKEN``, ``*_SECRET``,
-    ``*ACCESS_KEY``; values of at least 8 characters), ``Bearer <token>`` credentials, ``sk-...`` shaped keys
-    and ``api_key=...`` / ``x-api-key: ...`` assignments. Apply it to any text that came back from an LM
-    server (error bodies can echo the request's headers) before it is printed, logged or stored.
+    ``*ACCESS_KEY``, ``*PASSWORD``, ``*PASSWD``; values of at least 8 characters) and of every registered secret
+    (:func:`register_secret`: the passwords of LM URLs), each also in its URL-encoded and base64 forms
+    (:func:`secret_forms`); ``Bearer <token>`` and ``Authorization: Basic <credentials>``; ``sk-...`` shaped keys;
+    ``api_key=...`` / ``x-api-key: ...`` assignments; and the userinfo of every URL (:func:`strip_userinfo`).
+    Apply it to any text that came back from an LM server (error bodies can echo the request's headers) before it
+    is printed, logged or stored.
     """
     if not text:
         return text
-    text = str(text)
-    for value in secret_values():
-        if value in text:
-            text = text.replace(value, REDACTED)
+    text = strip_userinfo(str(text))
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = _BASIC.sub(lambda m: m.group(1) + REDACTED, text)
+    for value in secret_values():
+        for form in secret_forms(value):
+            if form in text:
+                text = text.replace(form, REDACTED)
     text = _SK_TOKEN.sub(REDACTED, text)
     return _KEY_ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED if m.group(2) != REDACTED else m.group(0), text)
 

@@ -11,7 +11,9 @@ millisecond per LM call. Instead ``BaseLM.__call__`` and ``BaseLM.acall`` are wr
 (:func:`install_lm_hook`, on the first meter) by a function that looks up the meters in force
 (``dspy.settings`` key :data:`METER_KEY`, set by :func:`meter_overrides`) and, when there are none, just calls
 DSPy. Every LM, whichever object a program calls, is counted exactly as the callback counted it: once per public
-call, failed when the call raised. With no callback installed, DSPy takes its fast path.
+call, failed when the call raised. A hosted LM's retries are attempts inside its one public call
+(:mod:`groundstate.lm.budget`), so a call that needed a retry is still one call (:func:`metered`). With no
+callback installed, DSPy takes its fast path.
 
 A meter can also tell a listener about each LM call as it finishes (``meter.listener``, an object with
 ``on_lm_call(failed: bool)`` and ``on_lm_usage(input_tokens, output_tokens)``; the durable runner's progress
@@ -27,8 +29,9 @@ nothing in this run (their count is ``cached_calls``), so a record answered whol
 
 from __future__ import annotations
 
+import contextvars
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache, wraps
 
@@ -117,43 +120,69 @@ def meter_class() -> type:
     return Meter
 
 
-@lru_cache(maxsize=1)
-def install_lm_hook() -> None:
-    """Wrap ``BaseLM.__call__`` and ``BaseLM.acall`` (once per process) so the meters in force count each call."""
-    import dspy
-    from dspy.clients.base_lm import BaseLM
+_COUNTING = contextvars.ContextVar("groundstate_metered_lm_call", default=False)
 
-    call, acall = BaseLM.__call__, BaseLM.acall
+
+def metered(call: Callable) -> Callable:
+    """``call`` (an LM class's ``__call__``) counted by the meters in force, once per public call.
+
+    A call made while another LM call is being counted on the same thread or task is part of that call (an
+    attempt of :class:`~groundstate.lm.cache.KeyedLM`, which retries within one call's budget, or an LM that
+    delegates to another) and is not counted again. With no meter in force, ``call`` runs as it is.
+    """
+    import dspy
 
     @wraps(call)
     def metered_call(self, *args, **kwargs):
         meters = dspy.settings.get(METER_KEY)
-        if not meters:
+        if not meters or _COUNTING.get():
             return call(self, *args, **kwargs)
+        token = _COUNTING.set(True)
         _started(meters, self)
         try:
             result = call(self, *args, **kwargs)
         except BaseException as exc:
             _ended(meters, exc)
             raise
+        finally:
+            _COUNTING.reset(token)
         _ended(meters, None)
         return result
+
+    return metered_call
+
+
+def ametered(acall: Callable) -> Callable:
+    """:func:`metered` for an LM class's ``async acall``."""
+    import dspy
 
     @wraps(acall)
     async def metered_acall(self, *args, **kwargs):
         meters = dspy.settings.get(METER_KEY)
-        if not meters:
+        if not meters or _COUNTING.get():
             return await acall(self, *args, **kwargs)
+        token = _COUNTING.set(True)
         _started(meters, self)
         try:
             result = await acall(self, *args, **kwargs)
         except BaseException as exc:
             _ended(meters, exc)
             raise
+        finally:
+            _COUNTING.reset(token)
         _ended(meters, None)
         return result
 
-    BaseLM.__call__, BaseLM.acall = metered_call, metered_acall
+    return metered_acall
+
+
+@lru_cache(maxsize=1)
+def install_lm_hook() -> None:
+    """Wrap ``BaseLM.__call__`` and ``BaseLM.acall`` (once per process) so the meters in force count each call
+    (:func:`metered`)."""
+    from dspy.clients.base_lm import BaseLM
+
+    BaseLM.__call__, BaseLM.acall = metered(BaseLM.__call__), ametered(BaseLM.acall)
 
 
 def _started(meters: tuple, lm) -> None:

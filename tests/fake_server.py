@@ -6,10 +6,12 @@ each reply from the request (for example, a judge's verdict from the prompt). No
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import threading
 from collections.abc import Callable
+from urllib.parse import quote
 
 import pytest
 
@@ -18,7 +20,10 @@ class FakeServer:
     """``/v1/chat/completions`` on 127.0.0.1 with a switchable ``mode``:
 
     ``ok`` (a correct chat completion whose content is ``content``), ``garbage`` (HTTP 200, not JSON), ``500``,
-    ``401`` (the body echoes the request's Authorization header) and ``hang`` (accepts, never answers).
+    ``401`` (the body echoes the request's Authorization header), ``401-encoded`` (the body echoes that header
+    base64-encoded, its credentials alone base64url-encoded without padding, and the header URL-encoded),
+    ``500-once`` (the first request gets a 500, every later one is answered as in ``ok``) and ``hang`` (accepts,
+    never answers).
     """
 
     def __init__(self, mode: str = "ok", content: str = "[[ ## answer ## ]]\nalpha\n\n[[ ## completed ## ]]",
@@ -41,10 +46,17 @@ class FakeServer:
                     return
                 if server.mode == "garbage":
                     code, out = 200, b"<html><body>502 bad gateway, or something</body"
-                elif server.mode == "500":
+                elif server.mode == "500" or (server.mode == "500-once" and len(server.requests) == 1):
                     code, out = 500, b'{"error": {"message": "the model crashed", "type": "server_error"}}'
                 elif server.mode == "401":
                     echoed = f"invalid credentials in header Authorization: {self.headers.get('Authorization')}"
+                    code, out = 401, json.dumps({"error": {"message": echoed, "type": "invalid_auth"}}).encode()
+                elif server.mode == "401-encoded":
+                    header = self.headers.get("Authorization") or ""
+                    credentials = header.split(" ", 1)[-1].encode()
+                    echoed = (f"invalid credentials: header (base64) {base64.b64encode(header.encode()).decode()}, "
+                              f"credentials (base64url) {base64.urlsafe_b64encode(credentials).decode().rstrip('=')}, "
+                              f"header (url-encoded) {quote(header, safe='')}")
                     code, out = 401, json.dumps({"error": {"message": echoed, "type": "invalid_auth"}}).encode()
                 else:
                     request = json.loads(body)

@@ -295,7 +295,7 @@ def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The :class:`~groundstate.eval.runner.RunSettings` fields of ``--backend``, ``--ray-address``,
     ``--ray-workers`` and ``--max-inflight`` (with the key-free LM specs Ray workers build their LMs from)."""
     backend = getattr(args, "backend", "threads") or "threads"
-    lm_spec = lm_config_from_args(args).describe() if backend == "ray" else None  # keys stripped: workers use theirs
+    lm_spec = lm_config_from_args(args).worker_spec() if backend == "ray" else None  # no keys: workers use theirs
     return {"backend": backend, "ray_address": getattr(args, "ray_address", None),
             "ray_workers": getattr(args, "ray_workers", None), "max_inflight": getattr(args, "max_inflight", None),
             "lm_spec": lm_spec}

@@ -117,7 +117,7 @@ class RunSettings:
         ray_address: the Ray cluster (``None``: start or join a local one).
         ray_workers: Ray worker actors (default: the cluster's CPUs), each running ``threads`` records at once.
         max_inflight: with Ray, concurrent requests per LM across the cluster (``None``: unbounded).
-        lm_spec: the LM settings Ray workers build their LMs from (``LMConfig.describe()``: no keys).
+        lm_spec: the LM settings Ray workers build their LMs from (``LMConfig.worker_spec()``: no keys).
         worker_setup: instead of ``lm_spec``, a picklable ``() -> dict`` of DSPy overrides run once per worker.
     """
 

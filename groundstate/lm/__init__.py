@@ -4,6 +4,7 @@
 - :mod:`~groundstate.lm.embedded`: the offline llama.cpp engine (SmolLM2-135M-Instruct) on DSPy's engine API.
 - :mod:`~groundstate.lm.config`: :class:`LMConfig`, ``--lm-config`` files with one LM per agent role.
 - :mod:`~groundstate.lm.cache`: the LM whose cache key includes where it is served.
+- :mod:`~groundstate.lm.budget`: a call's timeout as the budget of all its attempts.
 - :mod:`~groundstate.lm.faults`: what a failed LM call means, in one line.
 
 This package sits on the lowest floor: it imports only :mod:`groundstate.errors` and :mod:`groundstate.files`

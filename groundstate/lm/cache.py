@@ -19,6 +19,8 @@ import hashlib
 import json
 from typing import Any
 
+from groundstate.errors import strip_userinfo
+
 IDENTITY_ROLLOUT_PREFIX = "groundstate-lm:"
 _NOT_IDENTITY = {"api_key", "timeout", "num_retries", "cache", "rollout_id", "prompt_cache", "headers",
                  "extra_headers", "callbacks"}
@@ -26,8 +28,10 @@ _NOT_IDENTITY = {"api_key", "timeout", "num_retries", "cache", "rollout_id", "pr
 
 def lm_identity(lm) -> dict[str, Any]:
     """What makes two LMs give different answers to the same prompt: the model, where it is served
-    (``api_base``) and the decoding settings. Never the key, the timeout or the retry count."""
-    kwargs = {k: v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items() if k not in _NOT_IDENTITY}
+    (``api_base``, without its userinfo: a password changes who may ask, not the answers) and the decoding
+    settings. Never the key, the timeout or the retry count."""
+    kwargs = {k: strip_userinfo(v) if k in ("api_base", "base_url") else v
+              for k, v in dict(getattr(lm, "kwargs", {}) or {}).items() if k not in _NOT_IDENTITY}
     return {"model": getattr(lm, "model", None), "model_type": getattr(lm, "model_type", None), **kwargs}
 
 
@@ -42,6 +46,9 @@ def keyed_lm_class() -> type:
     """The :class:`KeyedLM` class (built on first use, so importing this module does not import DSPy)."""
     import dspy
 
+    from groundstate.lm.budget import acall_within_budget, call_within_budget, dspy_retries
+    from groundstate.metering import ametered, metered
+
     class KeyedLM(dspy.LM):
         """A ``dspy.LM`` whose response-cache entries are keyed by the LM's identity as well as the request.
 
@@ -49,9 +56,23 @@ def keyed_lm_class() -> type:
         entries. DSPy's documented way to tell otherwise identical requests apart is ``rollout_id``: it is
         part of the cache key and never sent to the provider. Every call therefore carries the rollout id
         ``groundstate-lm:<identity hash>`` (``...:<id>`` when the caller or a copy of the LM set its own
-        rollout id, so distinct samples stay distinct). Everything else (engine selection, retries,
-        callbacks, usage, history) is DSPy's own.
+        rollout id, so distinct samples stay distinct).
+
+        Its ``timeout`` is the budget of the whole call: the attempts, retries (``num_retries``) and waits
+        between them all fit in it (:mod:`groundstate.lm.budget`). The meters count the call once
+        (:func:`groundstate.metering.metered`), whatever its attempts. Its saved state (``dump_state``, which
+        run fingerprints hash through a predictor's state) holds ``api_base`` without userinfo. Everything else
+        (engine selection, callbacks, usage, history) is DSPy's own.
         """
+
+        @property
+        def num_retries(self) -> int:
+            """The configured retries; 0 while one attempt of a call runs, so DSPy makes no retries of its own."""
+            return dspy_retries(self.__dict__.get("_configured_retries", 3))
+
+        @num_retries.setter
+        def num_retries(self, value: int) -> None:
+            self.__dict__["_configured_retries"] = value
 
         def keyed_rollout(self, rollout_id: Any = None) -> str:
             """The rollout id this LM sends for a call whose own rollout id is ``rollout_id``."""
@@ -69,11 +90,27 @@ def keyed_lm_class() -> type:
                 return  # our own key, not a request for distinct samples
             super()._warn_zero_temp_rollout(temperature, rollout_id)
 
+        @metered
         def __call__(self, prompt=None, *, messages=None, **kwargs):
-            return super().__call__(prompt, messages=messages, **self._keyed(kwargs))
+            def attempt(call_kwargs):
+                return dspy.LM.__call__(self, prompt, messages=messages, **self._keyed(call_kwargs))
 
+            return call_within_budget(self, attempt, prompt, kwargs, self.__dict__.get("_configured_retries", 3))
+
+        @ametered
         async def acall(self, prompt=None, *, messages=None, **kwargs):
-            return await super().acall(prompt, messages=messages, **self._keyed(kwargs))
+            async def attempt(call_kwargs):
+                return await dspy.LM.acall(self, prompt, messages=messages, **self._keyed(call_kwargs))
+
+            return await acall_within_budget(self, attempt, prompt, kwargs,
+                                             self.__dict__.get("_configured_retries", 3))
+
+        def dump_state(self):
+            state = super().dump_state()
+            for key in ("api_base", "base_url"):
+                if key in state:
+                    state[key] = strip_userinfo(state[key])
+            return state
 
     KeyedLM.__module__ = __name__
     KeyedLM.__qualname__ = "KeyedLM"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import LMSetupError
+from groundstate.errors import LMSetupError, strip_userinfo
 from groundstate.lm.embedded import RUNTIME_KEY
 from groundstate.lm.specs import EMBEDDED_SPEC, LM_OPTIONS, RUNTIME_OPTIONS, check_lm_options, get_lm
 
@@ -139,6 +139,16 @@ class LMConfig:
         return changed
 
     def describe(self) -> dict[str, Any]:
+        """The settings to store and print (run configs, manifests): no key, and every ``api_base`` without its
+        userinfo (``http://user:pass@host`` -> ``http://host``), so run ids, which fingerprint this, are the
+        same whoever's password reaches the server (see :func:`~groundstate.lm.specs.describe_lm`)."""
+        return {"default": _public(self.default, strip=True),
+                "roles": {k: _public(v, strip=True) for k, v in self.roles.items()}}
+
+    def worker_spec(self) -> dict[str, Any]:
+        """:meth:`describe` for building the same LMs in another process (Ray workers): still no key (each
+        worker reads its own environment), but every ``api_base`` as given, credentials included, since the
+        worker must reach the server. Sent to the workers, never stored or printed."""
         return {"default": _public(self.default), "roles": {k: _public(v) for k, v in self.roles.items()}}
 
 
@@ -147,10 +157,13 @@ def _role_matches(role: str, pattern: str) -> bool:
     return any(fnmatch.fnmatchcase(".".join(parts[:i]), pattern) for i in range(len(parts), 0, -1))
 
 
-def _public(entry: dict[str, Any]) -> dict[str, Any]:
+def _public(entry: dict[str, Any], strip: bool = False) -> dict[str, Any]:
     """``entry`` without keys, its settings that change no output (``contexts``) under :data:`RUNTIME_KEY`, which
-    run fingerprints leave out (:meth:`LMConfig.lm_for` reads them back, for Ray workers)."""
+    run fingerprints leave out (:meth:`LMConfig.lm_for` reads them back, for Ray workers); ``strip``: its
+    ``api_base`` without userinfo."""
     out = {k: v for k, v in entry.items() if "key" not in k.lower() and k not in RUNTIME_OPTIONS}
+    if strip and "api_base" in out:
+        out["api_base"] = strip_userinfo(out["api_base"])
     runtime = {k: v for k, v in entry.items() if k in RUNTIME_OPTIONS}
     if runtime:
         out[RUNTIME_KEY] = runtime

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from groundstate.errors import LMCallError, scrub_secrets
+from groundstate.errors import LMCallError, scrub_secrets, strip_userinfo
 
 DETAIL_CHARS = 160
 _MODEL_PREFIX = re.compile(r"^\[[^\]]*\]\s*")
@@ -68,7 +68,7 @@ def lm_failure(exc: BaseException, lm: Any, action: str = "LM call") -> LMCallEr
     """
     kwargs = dict(getattr(lm, "kwargs", {}) or {})
     model = getattr(lm, "model", None) or "the LM"
-    where = kwargs.get("api_base") or kwargs.get("base_url")
+    where = strip_userinfo(kwargs.get("api_base") or kwargs.get("base_url"))  # the server, never its password
     name = f"{model} at {where}" if where else model
     what, fix = _kind(exc, kwargs.get("timeout"))
     return LMCallError(scrub_secrets(f"{action} failed for {name}: {what} ({_detail(exc)}); {fix}"))

@@ -6,7 +6,13 @@ Such an LM is a :class:`~groundstate.lm.cache.KeyedLM`, and:
 
 - every call gives up after ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT_S`, 120 s; ``--lm-timeout``
   or ``timeout`` in an LM config), so a server that accepts a connection and never answers fails that call
-  instead of stalling it for DSPy's 600 s default. The embedded LM runs in-process and ignores ``timeout``;
+  instead of stalling it for DSPy's 600 s default. It is the budget of the whole call, its retries
+  (``num_retries``) and the waits between them included (:mod:`groundstate.lm.budget`). The embedded LM runs
+  in-process and ignores ``timeout``;
+- an ``api_base`` with credentials (``http://user:pass@host/v1``) is used as given for the calls (through
+  LiteLLM, which sends them as HTTP Basic auth; DSPy's native engine would read ``user:pass@`` as part of the
+  host name), its password becomes a secret that :func:`~groundstate.errors.scrub_secrets` removes, and it is
+  described without them (:func:`describe_lm`);
 - DSPy's response cache is keyed by the LM's identity (model, ``api_base``, decoding settings), which DSPy
   itself leaves out of the key, so the same command pointed at another server never gets the first
   server's answers back.
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundstate.errors import LMSetupError
+from groundstate.errors import LMSetupError, register_url_secrets, strip_userinfo
 from groundstate.lm.embedded import EMBEDDED_MODEL_NAME, AsyncEmbeddedEngine, EmbeddedEngine
 
 EMBEDDED_SPEC = "embedded"
@@ -97,7 +103,8 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     Args:
         spec: ``"embedded"`` or a LiteLLM model string ``provider/model``.
         **options: ``temperature``, ``max_tokens``, ``api_base``, ``cache``, ``num_retries``, ``timeout``
-            (seconds per call, default :data:`DEFAULT_TIMEOUT_S`; ignored by ``embedded``, which is local);
+            (seconds per call, retries included, default :data:`DEFAULT_TIMEOUT_S`; ignored by ``embedded``,
+            which is local);
             for ``embedded`` also ``model_path``, ``n_ctx``, ``threads`` (CPU threads per llama.cpp context;
             ``n_threads`` is its earlier name), ``contexts`` (requests decoded at once), ``max_string_length``,
             ``max_items``, ``seed``. ``threads`` defaults to 1; ``contexts`` to what the idle cores and the
@@ -148,6 +155,9 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     if bad:
         raise LMSetupError(f"option(s) {sorted(bad)} apply only to the embedded LM, not '{spec}'")
     options.setdefault("timeout", DEFAULT_TIMEOUT_S)
+    if has_userinfo(options.get("api_base")):
+        register_url_secrets(options["api_base"])  # scrubbed from error text, logs and results from now on
+        options["engine"] = "litellm"  # DSPy's native engine reads user:pass@ as part of the host name
     from groundstate.lm.cache import keyed_lm_class
 
     return keyed_lm_class()(spec, **options)
@@ -175,14 +185,24 @@ def configure(spec: str = EMBEDDED_SPEC, **options: Any):
     return lm
 
 
+def has_userinfo(url: Any) -> bool:
+    """Whether ``url`` (an ``api_base``) carries credentials: ``scheme://user:pass@host``."""
+    return isinstance(url, str) and strip_userinfo(url) != url
+
+
 def describe_lm(lm) -> dict[str, Any]:
-    """A JSON-able description of an LM for run configs and manifests (never an API key). The embedded
-    engine's number of contexts sits under ``engine.runtime``: recorded, but not part of a run's fingerprint
-    (a context gives the same greedy outputs as any other); its threads (``n_threads``) are, since greedy
-    outputs depend on them."""
+    """A JSON-able description of an LM for run configs and manifests: never an API key, and ``api_base``
+    without its userinfo (``http://user:pass@host/v1`` is described as ``http://host/v1``).
+
+    Run ids are fingerprints of configs holding this description, so they see the URL without its
+    credentials: the password changes who may call the server, never its answers, and two people reaching the
+    same server with their own passwords share a run id (and can resume or merge each other's runs), while
+    two different servers still differ by host, port or path. The embedded engine's number of contexts sits
+    under ``engine.runtime``: recorded, but not part of a run's fingerprint (a context gives the same greedy
+    outputs as any other); its threads (``n_threads``) are, since greedy outputs depend on them."""
     if lm is None:
         return {"model": None}
-    kwargs = {k: v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items()
+    kwargs = {k: strip_userinfo(v) if k == "api_base" else v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items()
               if k in {"temperature", "max_tokens", "api_base", "top_p", "api_version"}}
     out: dict[str, Any] = {"model": getattr(lm, "model", type(lm).__name__), **kwargs}
     engine = getattr(lm, "engine", None)

@@ -224,8 +224,10 @@ class LMJudge:
     """A T2 judge that asks an LM which numbered facts the state supports (``JudgeSupportedFacts``).
 
     Facts are shown numbered from 1; the LM returns those numbers, and numbers outside ``1..len(facts)`` are
-    ignored. An empty state supports nothing (no LM call). If the LM call fails, :meth:`supported` raises, so
-    the caller can record the failure (the runner then marks the instance failed and retries it on resume).
+    ignored. The state and the facts are evidence, passed through :func:`~groundstate.programs.common.as_data`
+    like every other prompt's evidence, so neither can forge an adapter marker (``[[ ## supported_ids ## ]]``).
+    An empty state supports nothing (no LM call). If the LM call fails, :meth:`supported` raises, so the caller
+    can record the failure (the runner then marks the instance failed and retries it on resume).
 
     Args:
         lm: the judge's own LM (e.g. from ``get_lm(--judge-lm)``); ``None`` uses the configured DSPy LM.
@@ -249,8 +251,11 @@ class LMJudge:
 
     @staticmethod
     def numbered(facts: Sequence[str]) -> str:
-        """``1. ...`` lines, one fact per line (line breaks inside a fact become spaces)."""
-        return "\n".join(f"{i}. {' '.join(str(f).split())}" for i, f in enumerate(facts, start=1))
+        """``1. ...`` lines, one fact per line (line breaks inside a fact become spaces), each fact as data
+        (:func:`~groundstate.programs.common.as_data`: it cannot open or close an adapter field)."""
+        from groundstate.programs.common import as_data
+
+        return "\n".join(f"{i}. {' '.join(as_data(f).split())}" for i, f in enumerate(facts, start=1))
 
     def supported(self, state: str, facts: list[str]) -> list[bool]:
         """Whether ``state`` supports each fact, as the LM judges it.
@@ -259,6 +264,8 @@ class LMJudge:
             Exception: whatever the LM call or output parsing raised.
         """
         import dspy
+
+        from groundstate.programs.common import as_data
 
         if not facts:
             return []
@@ -275,7 +282,7 @@ class LMJudge:
         elif self.adapter is not None:
             overrides["adapter"] = self.adapter
         with dspy.context(**overrides):
-            out = self.predict(state=state, facts=self.numbered(facts))
+            out = self.predict(state=as_data(state), facts=self.numbered(facts))  # both are evidence: data
         chosen: set[int] = set()
         for raw in field_of(out, "supported_ids") or []:
             try:
