@@ -289,7 +289,7 @@ class Runner:
         rows = list(done.values())
         logger.info("run %s: %d selected, %d already done, %d to run", run_id, len(selected), len(done), len(todo))
 
-        stopped, failures = None, {"records": 0, "program": 0}  # the finished rows that failed (done ones did not)
+        stopped, failures = None, {"records": 0, "program": 0}  # failed rows of this session (done ones did not)
         tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rows)
         first = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": None, "finished": False}
         write_json(run_dir / SUMMARY, first)  # a killed run is listed as killed, not complete
@@ -308,7 +308,6 @@ class Runner:
                 if stopped:
                     break
         stopped = stopped or self._verdict(len(rows), **failures, at_end=True)
-
         order = {rid: i for i, rid in enumerate(r for r in (record_id(x) for x in selected))}
         rows.sort(key=lambda r: order.get(r["id"], len(order)))
         summary = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": stopped, "finished": True}
@@ -320,8 +319,7 @@ class Runner:
 
     # -- internals ---------------------------------------------------------------------------------------
     def _verdict(self, n: int, records: int, program: int, at_end: bool = False) -> str | None:
-        """Why the run fails now that ``n`` records are done, ``records`` of them failed (``program`` of those by
-        a program error); ``None``: it does not (see the module docstring)."""
+        """Why the run fails with ``records`` of ``n`` failed (``program`` by the program); ``None``: it does not."""
         detail = f"{program} program errors, {records - program} with metrics not measured"
         if at_end and n and records == n:
             return f"failed: every record failed ({detail})"
