@@ -121,6 +121,7 @@ def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str
 
     - ``running (pid N)``: a live process holds its lock (:class:`~groundstate.eval.lock.RunLock`);
     - ``stopped: <reason>``: the run ended early (``--max-error-rate``);
+    - ``failed: <reason>``: it went through its records but too many failed (``--max-error-rate``), or all did;
     - ``killed``: no live holder and the run never wrote its final summary (no ``summary.json``, a first
       summary with ``finished`` false, or a summary older than ``results.jsonl``);
     - ``incomplete``: it finished with fewer records than it selected;

@@ -17,6 +17,7 @@ import dspy
 import pytest
 from rich.console import Console
 
+from groundstate.cli import main
 from groundstate.cli.output import print_summary
 from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.eval.reground.judges import LMJudge
@@ -136,7 +137,7 @@ def test_failed_judge_keeps_outputs_scores_t1_t3_and_resume_reasks_only_the_fail
 
 
 @pytest.mark.timeout(120)
-def test_judge_failing_everywhere_is_not_measured_and_the_run_fails(tmp_path, servers, judge_lm):
+def test_judge_failing_everywhere_is_not_measured_and_the_run_fails(tmp_path, servers, judge_lm, capsys):
     records = generate("healthcare", "main", 3, seed=1)
     server = judge_server(servers, {r.id for r in records})
     with pytest.raises(RunAborted, match="every record failed") as info:
@@ -150,6 +151,11 @@ def test_judge_failing_everywhere_is_not_measured_and_the_run_fails(tmp_path, se
     assert "not measured (3 failed)" in text and "0.000 [0.000, 0.000]" not in text
     assert json.loads((result.run_dir / "summary.json").read_text())["stopped_reason"].startswith("failed: every")
     assert len((result.run_dir / "results.jsonl").read_text().splitlines()) == 3  # everything kept on disk
+    capsys.readouterr()
+    assert main(["runs", "show", result.run_id, "--runs-dir", str(tmp_path / "runs")]) == 0
+    shown = capsys.readouterr().out
+    assert "not measured (3 failed)" in shown and shown.count("not measured on ") == 3
+    assert "(t2, t2_retention, t2_exclusion): T2 judge failed: AdapterParseError" in shown
 
 
 def test_program_failure_is_counted_apart_never_scored(tmp_path):
