@@ -46,7 +46,9 @@ def _result_row_problem(row: Any) -> str | None:
 
 
 def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = False) -> list[dict[str, Any]]:
-    """Read ``results.jsonl``.
+    """Read ``results.jsonl``: one row per record id. A record retried on resume may have several lines until the
+    run compacts the file (a retry appends its new row, and the old one stays on disk until it is replaced); the
+    last line of an id is its row.
 
     Args:
         path: the file.
@@ -87,6 +89,7 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
             bad += 1
             continue
         rows.append(row)
+    rows = list({row["id"]: row for row in rows}.values())  # the last line of each id (an earlier one was retried)
     if repair and bad:
         logger.warning("%s: dropped %d torn or unreadable line(s)", path, bad)
         write_lines(path, rows)

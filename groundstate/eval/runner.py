@@ -27,14 +27,14 @@ so a program failure is counted apart, never as 0. A record whose program succee
 (the T2 judge's call errored or its reply could not be parsed) keeps its outputs and trace, the metrics that
 were measured (T1, T3) and, in ``score_errors``, the ones that were not (T2 and its halves). The run goes on.
 
-Running the same command again resumes: records that succeeded are skipped and failed ones retried. A record
-whose program failed runs again; one whose scoring alone failed is re-scored from its stored outputs, its
-program not run again, when its scorer reads only stored outputs (``from_outputs``: the OffQuery and ``qa``
-scorers; the hidden-profile and DHD scorers, which call no judge, run the record again). A predictor call that
-failed leaves nothing in DSPy's response cache (:mod:`groundstate.lm.failed_calls`), so a retry asks the LM
-again for exactly the calls that failed. A torn last line (the process was killed mid-write) is removed on
-resume, so a SIGKILL loses at most the record being written. ``shard=(i, n)`` runs a deterministic 1/n of the
-records (by a hash of their id); :func:`groundstate.eval.runs.merge_runs` joins shards.
+Running the same command again resumes: records that succeeded are skipped, failed ones retried (a failed
+record's row stays on disk until its retry replaces it). A record whose program failed runs again; one whose
+scoring alone failed is re-scored from its stored outputs, its program not run again, when its scorer reads only
+stored outputs (``from_outputs``: the OffQuery and ``qa`` scorers; the hidden-profile and DHD scorers, which
+call no judge, run the record again). A predictor call that failed leaves nothing in DSPy's response cache
+(:mod:`groundstate.lm.failed_calls`), so a retry asks the LM again for exactly the calls that failed. A torn
+last line is removed on resume, so a SIGKILL loses at most the record being written. ``shard=(i, n)`` runs a
+deterministic 1/n of the records; :func:`groundstate.eval.runs.merge_runs` joins shards.
 
 A record *failed* when its program failed or a metric could not be measured. The run fails
 (:class:`RunAborted`, everything finished kept on disk) when, after at least :data:`MIN_RECORDS_FOR_ERROR_RATE`
@@ -282,9 +282,7 @@ class Runner:
         selected_ids = {record_id(r) for r in selected}
         previous = [r for r in read_results(results_path, repair=True) if r["id"] in selected_ids]
         done = {r["id"]: r for r in previous if not record_failed(r)}
-        failed = {r["id"]: r for r in previous if record_failed(r)}
-        if failed:  # failed records are retried (or re-scored): drop their old lines so each id appears once
-            write_lines(results_path, [r for r in read_results(results_path) if r["id"] not in failed])
+        failed = {r["id"]: r for r in previous if record_failed(r)}  # retried; their rows stay until replaced
         todo = [r for r in selected if record_id(r) not in done]
         rows = list(done.values())
         logger.info("run %s: %d selected, %d already done, %d to run", run_id, len(selected), len(done), len(todo))
@@ -308,6 +306,10 @@ class Runner:
                 if stopped:
                     break
         stopped = stopped or self._verdict(len(rows), **failures, at_end=True)
+        if failed:  # one line per record again, each the newest; failed records not retried keep their old row
+            write_lines(results_path, read_results(results_path))
+            seen = {r["id"] for r in rows}
+            rows += [row for rid, row in failed.items() if rid not in seen]
         order = {rid: i for i, rid in enumerate(r for r in (record_id(x) for x in selected))}
         rows.sort(key=lambda r: order.get(r["id"], len(order)))
         summary = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": stopped, "finished": True}
@@ -404,11 +406,8 @@ class Runner:
         if prediction is not None and error is None:
             outputs, trace = self._outputs(prediction)
         return {
-            "id": rid,
-            "outputs": outputs,
-            "trace": trace,
-            "scores": jsonable(scores),
-            "score_errors": score_errors,
+            "id": rid, "outputs": outputs, "trace": trace,
+            "scores": jsonable(scores), "score_errors": score_errors,
             "input_tokens": inp,
             "output_tokens": out, "cost_usd": meter.cost_usd(),
             "lm_calls": meter.calls,

@@ -289,3 +289,38 @@ def test_consilience_table_counts_failed_discussions_apart():
     assert "(2 failed)" in cells[0][2] and "(2 failed)" in cells[0][3]
     assert cells[1][1] == "not measured (1 failed)" and cells[1][2] == "not measured (1 failed)"
     assert cells[1][4] == "-"  # no messages were measured: no number
+
+
+def test_a_resume_that_stops_early_keeps_every_stored_output(tmp_path):
+    judge = {"up": False}
+
+    def scorer(record, prediction):  # exact match needs a judge that is down until told otherwise
+        if prediction is None:
+            return {"exact_match": None}
+        if not judge["up"]:
+            raise ScoringError({}, {"exact_match": "judge down"})
+        return {"exact_match": float(prediction.answer == record["answer"])}
+
+    scorer.from_outputs = True
+    lm = echo_number_lm()
+
+    def run(limit):
+        return Runner(QuestionAnswering(), {"program": "qa", "data": "t"}, out=tmp_path / "runs",
+                      inputs=lambda r: {"question": r["question"]}, scorer=scorer, lm=lm, adapter=json_adapter(),
+                      max_error_rate=limit).run(qa_records(12))
+
+    with pytest.raises(RunAborted, match="every record failed"):
+        run(None)
+    with pytest.raises(RunAborted, match="stopped: error rate 100%") as info:
+        run(0.5)  # re-scoring fails again: stopped after 5 records
+    stopped = info.value.result
+    lines = [json.loads(line) for line in (stopped.run_dir / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in lines) == [f"r{i:03d}" for i in range(12)]  # one line each, none lost
+    assert all(r["outputs"]["answer"] == str(int(r["id"][1:])) for r in lines)  # every stored output kept
+    assert len(stopped.rows) == 12 and stopped.summary["scores"]["exact_match"]["failed"] == 12
+    judge["up"] = True
+    done = run(0.5)
+    assert lm.engine.calls == 12  # every program ran once; the rest was re-scoring from stored outputs
+    assert done.summary["scores"]["exact_match"] == {**done.summary["scores"]["exact_match"], "mean": 1.0, "n": 12,
+                                                     "failed": 0}
+    assert sorted(r["attempt"] for r in done.rows) == [2] * 7 + [3] * 5
