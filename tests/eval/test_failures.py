@@ -324,3 +324,40 @@ def test_a_resume_that_stops_early_keeps_every_stored_output(tmp_path):
     assert done.summary["scores"]["exact_match"] == {**done.summary["scores"]["exact_match"], "mean": 1.0, "n": 12,
                                                      "failed": 0}
     assert sorted(r["attempt"] for r in done.rows) == [2] * 7 + [3] * 5
+
+
+def test_cli_compare_reports_every_run_and_exits_1_when_one_failed(tmp_path, servers, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cli")
+    server = servers("500")
+    (tmp_path / "lm.toml").write_text(f'[default]\nmodel = "openai/fails-{uuid.uuid4().hex[:8]}"\n'
+                                      f'api_base = "{server.url}"\nnum_retries = 0\n')
+    code, out, err = run_cli(["compare", "standard", "--data", "synthetic", "--n", "2", "--judge-lm", "lexical",
+                              "--lm-config", "lm.toml", "--runs-dir", "runs", "--no-progress"], tmp_path)
+    assert code == 1, err
+    assert err.strip().count("\n") == 0 and "standard: failed: every record failed (2 program errors" in err
+    assert "not measured (2 failed)" in out  # the report is still written and printed
+    row = next((tmp_path / "runs").glob("compare-*/compare.md")).read_text().splitlines()[-1]
+    assert row.startswith("| standard (too many failures) | not measured (2 failed) |") and "0.000" not in row
+
+
+def test_a_program_whose_reply_was_unparseable_is_asked_again_on_resume(tmp_path):
+    replies = {"broken": True}
+
+    def respond(request):
+        return "sorry, no fields" if replies["broken"] and "number 1" in request.user else {
+            "answer": request.user.split("question number")[-1].split()[0].strip()}
+
+    lm = scripted_lm(respond, cache=True, model=f"scripted-{uuid.uuid4().hex[:8]}")  # DSPy's cache is on
+
+    def run():
+        return Runner(QuestionAnswering(), {"program": "qa", "data": "t"}, out=tmp_path / "runs",
+                      inputs=lambda r: {"question": r["question"]}, scorer=qa_score, lm=lm,
+                      adapter=json_adapter(), max_error_rate=None).run(qa_records(3))
+
+    first = run()
+    assert "AdapterParseError" in first.row("r001")["error"] and first.row("r000")["error"] is None
+    calls = lm.engine.calls
+    replies["broken"] = False
+    again = run()
+    assert lm.engine.calls == calls + 1  # only the failed call reached the LM; the cache did not replay it
+    assert again.row("r001")["error"] is None and again.summary["scores"]["exact_match"]["n"] == 3

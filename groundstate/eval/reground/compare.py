@@ -51,7 +51,7 @@ def compare_programs(names: Sequence[str], args: argparse.Namespace, *, lm: Any,
         except RunAborted as exc:
             result = exc.result
             notes[name] = "stopped early" if str(exc).startswith("stopped") else "too many failures"
-            logger.warning("%s: %s", name, exc)
+            logger.info("%s: %s", name, exc)  # the command names every failed run in its last line
         summaries[name] = result.summary
         run_ids[name] = result.run_id
         if name == "oracle":
