@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from groundstate.errors import scrub_secrets
+from groundstate.files import jsonable
 
 SCORER = "scorer"
 """The metric name a failure is recorded under when the scorer cannot even say which metrics it gives."""
@@ -129,8 +130,6 @@ def rescored_row(scorer: Callable[[Any, Any], Mapping[str, Any]], record: Any,
 
     A metric measured before that fails now keeps its earlier value: both come from the same stored outputs.
     """
-    from groundstate.files import jsonable
-
     scores, errors = score_prediction(scorer, record, stored_prediction(previous))
     earlier = {k: v for k, v in (previous.get("scores") or {}).items() if k in errors and v is not None}
     scores = {**jsonable(scores), **earlier}
