@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "Run": "groundstate.eval.runs",
     "RunResult": "groundstate.eval.runner",
     "RunAborted": "groundstate.eval.runner",
+    "ScoringError": "groundstate.eval.scoring",
     "thread_map": "groundstate.concurrency",
     # optimization and artifacts
     "tune": "groundstate.optimizers.tune",

@@ -323,6 +323,7 @@ def _programs(args: argparse.Namespace, team: Any, baselines: list[str]) -> dict
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.cli.options import run_settings
+    from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_comparison
     from groundstate.eval.consilience.evaluate import evaluate_programs
     from groundstate.eval.report import comparison_rows, write_report
@@ -345,11 +346,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"{row['name']}: vote accuracy pooled over all votes {format_ci(row['vote_accuracy_pooled'])}")
     print("wrote " + ", ".join(paths.values()))
     (report_dir / "pooled_vote_accuracy.json").write_text(json.dumps(pooled, indent=2) + "\n")
-    return 0
+    return report_failed_runs(summaries)
 
 
 def cmd_table(args: argparse.Namespace) -> int:
     from groundstate.cli.options import run_settings
+    from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_table
     from groundstate.eval.consilience.evaluate import evaluate_programs
     from groundstate.eval.consilience.tables import HEADER, rows_from_runs, table_cells, write_table
@@ -359,7 +361,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     baselines = ["hiddenbench", "hiddenbench-full"] if args.preset == "hiddenbench" else \
         ["hidden-pre", "hidden-post", "full-info"]
     programs = _programs(args, team, baselines)
-    _, _, rows_by = evaluate_programs(programs, tasks, data, agents, lm, args.seed, run_settings(args))
+    summaries, _, rows_by = evaluate_programs(programs, tasks, data, agents, lm, args.seed, run_settings(args))
     table = rows_from_runs(rows_by, {label: getattr(program, "rounds", 0) for label, (program, _) in programs.items()})
     title = (f"{data['file']}: task accuracy / vote accuracy ({agents['kind']} agents, "
              f"{'HiddenBench' if args.preset == 'hiddenbench' else 'groundstate'} protocols, {len(tasks)} tasks)")
@@ -373,4 +375,4 @@ def cmd_table(args: argparse.Namespace) -> int:
     if uncertified:
         print("note: " + ", ".join(uncertified) + " ran without a calibrator (no conformal acceptance); pass "
               "--calibrator NAME=DIR for the certified configuration")
-    return 0
+    return report_failed_runs(summaries)

@@ -198,8 +198,9 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
     if args.protocol == "hiddenbench":
         from groundstate.eval.stats import wilson_ci
 
-        initial = [(r.get("scores") or {}).get("initial_task_accuracy", 0.0) for r in result.rows]
-        task_ci = format_ci(wilson_ci(int(sum(initial)), len(initial)))
+        initial = [v for r in result.rows if (v := (r.get("scores") or {}).get("initial_task_accuracy")) is not None]
+        failed = sum(1 for r in result.rows if "initial_task_accuracy" in (r.get("score_errors") or {}))
+        task_ci = format_ci({**wilson_ci(int(sum(initial)), len(initial)), "failed": failed})
         print(f"initial votes (Hidden-Pre of this run): task accuracy {task_ci}, "
               f"vote accuracy pooled {format_ci(pooled_vote_accuracy(result.rows, prefix='initial_'))}")
     return 0

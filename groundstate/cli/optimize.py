@@ -127,6 +127,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundstate.cli.options import configure_lms, run_settings
+    from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_comparison
     from groundstate.eval.reground.optimize import evaluate_saved
     from groundstate.eval.report import METRICS, comparison_rows, write_report
@@ -143,4 +144,4 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print("wrote " + ", ".join(paths.values()))
     for warning in warnings:
         print(f"warning: {warning}")
-    return 0
+    return report_failed_runs(summaries)

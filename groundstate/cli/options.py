@@ -144,8 +144,10 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", default=None, metavar="i/N",
                         help="run the deterministic shard i of N (0 <= i < N); merge with `groundstate runs merge`")
     add_runs_dir(parser)
-    parser.add_argument("--max-error-rate", type=float, default=None, metavar="X",
-                        help="stop the run once the share of failed records exceeds X (0-1), keeping results")
+    parser.add_argument("--max-error-rate", type=float, default=0.5, metavar="X",
+                        help="fail (exit 1, keeping results) once the share of failed records (program error or a "
+                             "metric not measured) exceeds X (0-1; default 0.5); a run where every record failed "
+                             "exits 1 whatever X is")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress display (a bar on a terminal; otherwise a line on stderr every 30 s, "
                              "GROUNDSTATE_PROGRESS_INTERVAL seconds if set, and at the end)")
@@ -281,12 +283,12 @@ def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def run_settings(args: argparse.Namespace, out: Any = None):
     """The :class:`~groundstate.eval.runner.RunSettings` of the run options (``out`` overrides ``--runs-dir``)."""
-    from groundstate.eval.runner import RunSettings, parse_shard
+    from groundstate.eval.runner import DEFAULT_MAX_ERROR_RATE, RunSettings, parse_shard
 
     return RunSettings(out=out if out is not None else getattr(args, "runs_dir", "runs"),
                        threads=getattr(args, "threads", 1), limit=getattr(args, "limit", None),
                        shard=parse_shard(getattr(args, "shard", None)),
-                       max_error_rate=getattr(args, "max_error_rate", None),
+                       max_error_rate=getattr(args, "max_error_rate", DEFAULT_MAX_ERROR_RATE),
                        progress=not getattr(args, "no_progress", True),
                        **backend_settings(args))
 

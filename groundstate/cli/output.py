@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
 def print_summary(result: Any, console: Any = None) -> None:
-    """A table of a run's scores with 95% intervals, errors, calls and tokens (a ``RunResult`` or a summary)."""
+    """A table of a run's scores with 95% intervals, errors, calls and tokens (a ``RunResult`` or a summary).
+
+    A metric is shown over the records it was measured on, with the count of records it failed on beside it; a
+    metric measured on none is "not measured (N failed)" (:func:`~groundstate.eval.stats.format_ci`).
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -19,7 +24,9 @@ def print_summary(result: Any, console: Any = None) -> None:
     table.add_column("mean [95% CI]", justify="right")
     for name, entry in summary["scores"].items():
         table.add_row(name.replace("_", " "), format_ci(entry))
-    table.add_row("records", f"{summary['n_done']}/{summary['n_selected']} ({summary['n_error']} errors)")
+    unscored = summary.get("n_score_failed") or 0
+    table.add_row("records", f"{summary['n_done']}/{summary['n_selected']} ({summary['n_error']} errors"
+                  + (f", {unscored} with metrics not measured)" if unscored else ")"))
     cached = summary["lm_calls"].get("cached", 0)
     failed = summary["lm_calls"].get("failed", 0)
     notes = [f"{cached} of {summary['lm_calls']['total']} from cache"] if cached else []
@@ -39,3 +46,19 @@ def print_summary(result: Any, console: Any = None) -> None:
     console.print(table)
     if hasattr(result, "run_dir"):
         console.print(f"stored in {result.run_dir}")
+
+
+def report_failed_runs(summaries: Mapping[str, Mapping[str, Any]]) -> int:
+    """For a command that ran several durable runs and reported them all: one line on stderr naming each run
+    that failed (stopped by ``--max-error-rate``, ended over it, or every record failed) and exit status 1;
+    0, and nothing printed, when none did."""
+    import sys
+
+    from groundstate.errors import one_line
+
+    failed = {name: s.get("stopped_reason") for name, s in summaries.items() if s.get("stopped_reason")}
+    if not failed:
+        return 0
+    print("groundstate: " + one_line("; ".join(f"{name}: {reason}" for name, reason in failed.items()), None)
+          + " (finished records kept; run the same command again to resume)", file=sys.stderr)
+    return 1

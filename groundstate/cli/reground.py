@@ -36,6 +36,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundstate.cli.options import configure_lms, run_settings
+    from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import console as tables_console
     from groundstate.cli.tables import print_comparison
     from groundstate.errors import ConfigError
@@ -48,6 +49,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.programs and not args.paper_tables:
         raise ConfigError("compare needs PROGRAM names (or --paper-tables to tabulate the stored runs)")
     paths: dict[str, str] = {}
+    summaries: dict = {}
     if args.programs:
         settings = run_settings(args)
         lm, lm_config = configure_lms(args)
@@ -79,4 +81,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print_table(body, columns=header, title=TITLES[name], out=console)
         paths.update(written)
     console.print("wrote " + ", ".join(paths.values()))
-    return 0
+    return report_failed_runs(summaries)

@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", help="run id (or a unique prefix) or run directory")
     add_runs_dir(p)
     p.add_argument("--json", action="store_true", help="print config and summary as JSON")
-    p.add_argument("--errors", type=int, default=5, help="show up to N failed records")
+    p.add_argument("--errors", type=int, default=5,
+                   help="show up to N failed records (and up to N records with a metric not measured)")
     p.set_defaults(func=cmd_runs_show)
     p = runs_sub.add_parser("merge", help="merge the shards of one run into a single run")
     p.add_argument("runs", nargs="+", help="run ids or directories (the shards)")
@@ -66,6 +67,12 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     failed = [r for r in run["rows"] if r.get("error")]
     for row in failed[: args.errors]:
         print(f"  error on {one_line(row['id'])}: {one_line(row['error'], 200)}")
+    unscored = [r for r in run["rows"] if not r.get("error") and isinstance(r.get("score_errors"), dict)
+                and r["score_errors"]]
+    for row in unscored[: args.errors]:  # the program succeeded; a metric (the judge's) could not be measured
+        names = ", ".join(one_line(name, 40) for name in row["score_errors"])
+        text = next(iter(row["score_errors"].values()))
+        print(f"  not measured on {one_line(row['id'])} ({names}): {one_line(text, 200)}")
     return 0
 
 

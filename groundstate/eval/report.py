@@ -96,7 +96,8 @@ def has_tokens_panel(rows: Sequence[Mapping[str, Any]]) -> bool:
 def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
                       title: str | None = None):
     """The comparison chart as a matplotlib figure: the metrics with 95% intervals and, when any run used an
-    LM, tokens per instance (a run served from cache is marked "cached"); "no data" when nothing was scored."""
+    LM, tokens per instance (a run served from cache is marked "cached"); "no data" when nothing was scored, and
+    "not measured" on a metric that failed on every record."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -120,8 +121,11 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
             low, high = entry.get("low"), entry.get("high")
             low_err.append(max(0.0, (mean or 0) - low) if low is not None else 0.0)
             high_err.append(max(0.0, high - (mean or 0)) if high is not None else 0.0)
-        ax.bar(x + (k - (len(metrics) - 1) / 2) * width, means, width, yerr=[low_err, high_err], capsize=3,
-               label=label(metric))
+        positions = x + (k - (len(metrics) - 1) / 2) * width
+        ax.bar(positions, means, width, yerr=[low_err, high_err], capsize=3, label=label(metric))
+        for pos, row in zip(positions, rows, strict=True):  # a metric measured on nothing is no bar at 0
+            if (row.get(metric) or {}).get("mean") is None and (row.get(metric) or {}).get("failed"):
+                ax.text(pos, 0.02, "not measured", rotation=90, ha="center", va="bottom", color="grey", fontsize=6)
     ax.set_xticks(x, names, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("score (95% CI)")

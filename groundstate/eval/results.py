@@ -2,7 +2,8 @@
 
 :func:`read_results` reads the one-line-per-record results file the :class:`~groundstate.eval.runner.Runner`
 appends to, cutting a torn last line on resume; :func:`summarize` turns result rows into the summary (counts,
-error rate, every score's mean with a 95% bootstrap interval, tokens, dollar cost where priced, calls).
+error rate, every metric's mean with a 95% bootstrap interval over the records it was measured on and the count
+of records it failed on, tokens, dollar cost where priced, calls).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _result_row_problem(row: Any) -> str | None:
         return "not a JSON object"
     if not isinstance(row.get("id"), str):
         return "no string 'id'"
-    for key, kinds in (("scores", dict), ("outputs", dict), ("error", str)):
+    for key, kinds in (("scores", dict), ("score_errors", dict), ("outputs", dict), ("error", str)):
         if row.get(key) is not None and not isinstance(row[key], kinds):
             return f"'{key}' has the wrong type"
     for key in ("input_tokens", "output_tokens", "lm_calls", "cached_calls", "failed_calls"):
@@ -45,7 +46,9 @@ def _result_row_problem(row: Any) -> str | None:
 
 
 def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = False) -> list[dict[str, Any]]:
-    """Read ``results.jsonl``.
+    """Read ``results.jsonl``: one row per record id. A record retried on resume may have several lines until the
+    run compacts the file (a retry appends its new row, and the old one stays on disk until it is replaced); the
+    last line of an id is its row.
 
     Args:
         path: the file.
@@ -86,6 +89,7 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
             bad += 1
             continue
         rows.append(row)
+    rows = list({row["id"]: row for row in rows}.values())  # the last line of each id (an earlier one was retried)
     if repair and bad:
         logger.warning("%s: dropped %d torn or unreadable line(s)", path, bad)
         write_lines(path, rows)
@@ -110,21 +114,24 @@ def write_json(path: str | os.PathLike, value: Any) -> None:
 
 
 def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> dict[str, Any]:
-    """Counts, error rate, per-score means with 95% bootstrap intervals, tokens, calls and latency."""
+    """Counts, error rate, per-metric means with 95% bootstrap intervals, tokens, calls and latency.
+
+    Each metric's entry (``scores[name]``) is ``mean``, ``low``, ``high`` over the records it was measured on
+    (``None`` when it was measured on none: a failure is never averaged in as 0), ``n`` (measured), ``failed``
+    (records where it could not be measured: ``score_errors``, which includes every metric of a record whose
+    program failed) and ``missing`` (records it does not apply to). ``n_error`` counts records whose program
+    failed, ``n_score_failed`` records whose program succeeded but some metric could not be measured.
+    """
     from groundstate.eval.stats import mean_ci
 
     n = len(rows)
     errors = sum(1 for r in rows if r.get("error"))
-    names: list[str] = []
-    for row in rows:
-        for key in (row.get("scores") or {}):
-            if key not in names:
-                names.append(key)
+    names = list(dict.fromkeys(k for r in rows for part in ("scores", "score_errors") for k in (r.get(part) or {})))
     scores = {}
     for name in names:
         values = [row["scores"][name] for row in rows if row.get("scores") and row["scores"].get(name) is not None]
-        missing = n - len(values)
-        scores[name] = {**mean_ci(values), "missing": missing}
+        failed = sum(1 for row in rows if name in (row.get("score_errors") or {}))
+        scores[name] = {**mean_ci(values), "failed": failed, "missing": max(0, n - len(values) - failed)}
     inp = sum(int(r.get("input_tokens") or 0) for r in rows)
     out = sum(int(r.get("output_tokens") or 0) for r in rows)
     calls = sum(int(r.get("lm_calls") or 0) for r in rows)
@@ -140,6 +147,7 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
         "n_done": n,
         "n_ok": n - errors,
         "n_error": errors,
+        "n_score_failed": sum(1 for r in rows if not r.get("error") and r.get("score_errors")),
         "error_rate": errors / n if n else 0.0,
         "complete": n_selected is None or n >= n_selected,
         "scores": scores,

@@ -6,26 +6,40 @@ A run lives in ``<out>/<run-id>/``:
   run id is ``<program>-<fingerprint of this config>``, so the same command finds the same directory and a
   changed configuration gets a new one.
 - ``results.jsonl``: one JSON line per finished record, appended and flushed as the record finishes:
-  ``id``, ``outputs``, ``trace``, ``scores``, ``input_tokens``, ``output_tokens``, ``lm_calls``, ``latency_s``,
-  ``error`` (``null`` when the record succeeded), ``attempt``, ``failed_calls`` (LM calls that raised: a refused
-  connection, a timeout, an error status) and ``cached_calls`` (calls DSPy's cache answered: they cost no
-  tokens; never failed ones), ``cost_usd`` (dollars, cache hits excluded, ``null`` if unpriced: see metering).
-- ``summary.json``: counts, error rate, every score's mean with a 95% bootstrap interval, tokens, calls.
+  ``id``, ``outputs``, ``trace``, ``scores`` (the metrics measured on the record), ``score_errors`` (``{metric:
+  error text}`` for each metric that could not be measured), ``input_tokens``, ``output_tokens``, ``lm_calls``,
+  ``latency_s``, ``error`` (the program's failure; ``null`` when the program succeeded), ``attempt``,
+  ``failed_calls`` (LM calls that raised: a refused connection, a timeout, an error status) and ``cached_calls``
+  (calls DSPy's cache answered: they cost no tokens; never failed ones), ``cost_usd`` (dollars, cache hits
+  excluded, ``null`` if unpriced: see metering).
+- ``summary.json``: counts, error rate, each metric's mean with a 95% bootstrap interval over the records it was
+  measured on, how many it was measured on and how many it failed on, tokens, calls.
 
 While a run is going, it holds a lock on ``<run-dir>/.lock`` (:class:`~groundstate.eval.lock.RunLock`); a
 second process started on the same run directory stops at once with
 :class:`~groundstate.errors.RunInUseError` instead of writing every record a second time.
 
-Running the same command again resumes: records that succeeded are skipped, failed ones are retried. A
-torn last line (the process was killed mid-write) is detected and removed on resume, so a SIGKILL loses at
-most the record being written. ``shard=(i, n)`` runs a deterministic 1/n of the records (by a hash of their
-id), so several machines can share one data set; :func:`groundstate.eval.runs.merge_runs` joins them.
+**A failure is never a score** (:mod:`groundstate.eval.scoring`). A record whose program raised (an LM error,
+a timeout, an unparseable output) gets ``error`` (secrets scrubbed), no outputs and no scores, and every metric
+its scorer gives it (the keys of ``scorer(record, None)``; the values are ignored) in ``score_errors``: the
+papers' metrics score the answers a system gave, and no metric of groundstate is defined on a missing answer,
+so a program failure is counted apart, never as 0. A record whose program succeeded but whose scoring failed
+(the T2 judge's call errored or its reply could not be parsed) keeps its outputs and trace, the metrics that
+were measured (T1, T3) and, in ``score_errors``, the ones that were not (T2 and its halves). The run goes on.
 
-An exception raised while a record runs (an LM error, a timeout, an unparseable output) is recorded on
-that record and the run goes on. Error text goes through :func:`~groundstate.errors.scrub_secrets` first,
-so a server error that echoes the request's ``Authorization`` header never writes the key to disk. A failed
-record's scores come from ``scorer(record, None)``, so a metric that gives failures 0 counts them as 0; the
-summary never silently drops them.
+Running the same command again resumes: records that succeeded are skipped, failed ones retried (a failed
+record's row stays on disk until its retry replaces it). A record whose program failed runs again; one whose
+scoring alone failed is re-scored from its stored outputs, its program not run again, when its scorer reads only
+stored outputs (``from_outputs``: the OffQuery and ``qa`` scorers; the hidden-profile and DHD scorers, which
+call no judge, run the record again). A predictor call that failed leaves nothing in DSPy's response cache
+(:mod:`groundstate.lm.failed_calls`), so a retry asks the LM again for exactly the calls that failed. A torn
+last line is removed on resume, so a SIGKILL loses at most the record being written. ``shard=(i, n)`` runs a
+deterministic 1/n of the records; :func:`groundstate.eval.runs.merge_runs` joins shards.
+
+A record *failed* when its program failed or a metric could not be measured. The run fails
+(:class:`RunAborted`, everything finished kept on disk) when, after at least :data:`MIN_RECORDS_FOR_ERROR_RATE`
+records or at its end whatever their number, the share of failed records exceeds ``max_error_rate``, and at its
+end when every record failed, whatever ``max_error_rate`` is.
 """
 
 from __future__ import annotations
@@ -54,17 +68,24 @@ from groundstate.eval.lock import RunLock
 from groundstate.eval.progress import RunProgress
 from groundstate.eval.ray_backend import RayOptions, execute_on_ray
 from groundstate.eval.results import CONFIG, RESULTS, SUMMARY, read_results, summarize, write_json, write_lines
+from groundstate.eval.scoring import record_failed, rescorable, rescored_row, score_prediction, unmeasured
 from groundstate.files import jsonable
+from groundstate.lm.failed_calls import install_failed_call_eviction
 from groundstate.metering import meter_overrides, new_meter
 
 logger = logging.getLogger(__name__)
 
 
 MIN_RECORDS_FOR_ERROR_RATE = 5
+"""Records done before the error share can stop a run early (at its end the share is checked however few)."""
+
+DEFAULT_MAX_ERROR_RATE = 0.5
+"""The share of failed records above which a run fails (``--max-error-rate``'s default, and ``RunSettings``')."""
 
 
 class RunAborted(RuntimeError):
-    """The run stopped early (error rate over ``max_error_rate``); everything finished is kept on disk."""
+    """The run failed: it stopped early (error share over ``max_error_rate``), or it ended with its error share over
+    ``max_error_rate`` or with every record failed. Everything finished is kept on disk (``result``)."""
 
     def __init__(self, message: str, result: RunResult):
         super().__init__(message)
@@ -111,7 +132,8 @@ class RunSettings:
         threads: records run concurrently.
         limit: run only the first ``limit`` records.
         shard: ``(i, n)``: run the deterministic shard ``i`` of ``n``.
-        max_error_rate: stop once the share of failed records exceeds this.
+        max_error_rate: the run fails (:class:`RunAborted`) once the share of failed records exceeds this
+            (default :data:`DEFAULT_MAX_ERROR_RATE`; ``None``: only when every record failed).
         progress: show a progress bar.
         backend: ``"threads"`` (this process) or ``"ray"`` (:mod:`groundstate.eval.ray_backend`).
         ray_address: the Ray cluster (``None``: start or join a local one).
@@ -125,7 +147,7 @@ class RunSettings:
     threads: int = 4
     limit: int | None = None
     shard: tuple[int, int] | None = None
-    max_error_rate: float | None = None
+    max_error_rate: float | None = DEFAULT_MAX_ERROR_RATE
     progress: bool = False
     backend: str = "threads"
     ray_address: str | None = None
@@ -199,9 +221,12 @@ class Runner:
         threads: records processed concurrently.
         inputs: record -> keyword arguments (default: ``record.inputs()`` if it exists, else the record's
             fields without ``id``).
-        scorer: ``(record, prediction_or_None) -> {name: float}``; called with ``None`` for a failed record.
+        scorer: ``(record, prediction_or_None) -> {name: float}`` (:mod:`groundstate.eval.scoring`): called with
+            ``None`` only to learn which metrics a record whose program failed does not have (values ignored).
         outputs: prediction -> JSON-able dict of outputs (default: every field but ``trace``).
-        max_error_rate: stop once at least 5 records are done and the error share exceeds this.
+        max_error_rate: fail once at least :data:`MIN_RECORDS_FOR_ERROR_RATE` records are done and the share of
+            failed ones exceeds this, or when the run ends with it exceeded (``None``: only when every record
+            failed).
         progress: show LM calls, tokens, errors and elapsed time per LM call (:mod:`~groundstate.eval.progress`).
         lm: an LM to use inside the run (``dspy.context(lm=...)``), or ``None`` for the configured one.
         adapter: an adapter to use inside the run, or ``None``.
@@ -256,15 +281,13 @@ class Runner:
         selected = select_records(records, limit, shard)
         selected_ids = {record_id(r) for r in selected}
         previous = [r for r in read_results(results_path, repair=True) if r["id"] in selected_ids]
-        done = {r["id"]: r for r in previous if not r.get("error")}
-        failed = {r["id"]: r for r in previous if r.get("error")}
-        if failed:  # failed records are retried: drop their old lines so each id appears once in the file
-            write_lines(results_path, [r for r in read_results(results_path) if r["id"] not in failed])
+        done = {r["id"]: r for r in previous if not record_failed(r)}
+        failed = {r["id"]: r for r in previous if record_failed(r)}  # retried; their rows stay until replaced
         todo = [r for r in selected if record_id(r) not in done]
         rows = list(done.values())
         logger.info("run %s: %d selected, %d already done, %d to run", run_id, len(selected), len(done), len(todo))
 
-        stopped = None
+        stopped, failures = None, {"records": 0, "program": 0}  # failed rows of this session (done ones did not)
         tokens = sum(int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0) for r in rows)
         first = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": None, "finished": False}
         write_json(run_dir / SUMMARY, first)  # a killed run is listed as killed, not complete
@@ -276,12 +299,17 @@ class Runner:
                     sink.write(line + "\n")
                     sink.flush()
                 rows.append(row)
-                bar.advance(bool(row["error"]), row["input_tokens"] + row["output_tokens"], row["lm_calls"])
-                if self._too_many_errors(rows):
-                    stopped = (f"stopped: error rate {sum(1 for r in rows if r.get('error')) / len(rows):.0%} "
-                               f"exceeds --max-error-rate {self.max_error_rate:.0%} after {len(rows)} records")
+                failures["records"] += record_failed(row)
+                failures["program"] += bool(row.get("error"))
+                bar.advance(record_failed(row), row["input_tokens"] + row["output_tokens"], row["lm_calls"])
+                stopped = self._verdict(len(rows), **failures)
+                if stopped:
                     break
-
+        stopped = stopped or self._verdict(len(rows), **failures, at_end=True)
+        if failed:  # one line per record again, each the newest; failed records not retried keep their old row
+            write_lines(results_path, read_results(results_path))
+            seen = {r["id"] for r in rows}
+            rows += [row for rid, row in failed.items() if rid not in seen]
         order = {rid: i for i, rid in enumerate(r for r in (record_id(x) for x in selected))}
         rows.sort(key=lambda r: order.get(r["id"], len(order)))
         summary = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": stopped, "finished": True}
@@ -292,10 +320,17 @@ class Runner:
         return result
 
     # -- internals ---------------------------------------------------------------------------------------
-    def _too_many_errors(self, rows: list[dict[str, Any]]) -> bool:
-        if self.max_error_rate is None or len(rows) < MIN_RECORDS_FOR_ERROR_RATE:
-            return False
-        return sum(1 for r in rows if r.get("error")) / len(rows) > self.max_error_rate
+    def _verdict(self, n: int, records: int, program: int, at_end: bool = False) -> str | None:
+        """Why the run fails with ``records`` of ``n`` failed (``program`` by the program); ``None``: it does not."""
+        detail = f"{program} program errors, {records - program} with metrics not measured"
+        if at_end and n and records == n:
+            return f"failed: every record failed ({detail})"
+        if self.max_error_rate is None or not n or (n < MIN_RECORDS_FOR_ERROR_RATE and not at_end) \
+                or records / n <= self.max_error_rate:
+            return None
+        share = (f"error rate {records / n:.0%} exceeds --max-error-rate {self.max_error_rate:.0%} ({records} of {n} "
+                 f"records failed: {detail})")
+        return f"failed: {share}" if at_end else f"stopped: {share} after {n} records"
 
     def _execute(self, todo: list[Any], failed: dict[str, dict[str, Any]], listener: Any = None):
         """Yield rows as records finish (``listener`` hears each LM call); stop when the consumer stops."""
@@ -326,17 +361,25 @@ class Runner:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def error_row(self, record: Any, error: str, failed: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        """The row of a record that never produced one (its Ray worker died): ``error``, failure scores."""
-        scores = dict(self.scorer(record, None)) if self.scorer is not None else {}
+        """The row of a record that never produced one (its Ray worker died): ``error``, every metric not measured."""
         rid = record_id(record)
-        return {"id": rid, "outputs": {}, "trace": None, "scores": jsonable(scores), "input_tokens": 0,
-                "output_tokens": 0, "lm_calls": 0, "failed_calls": 0, "cached_calls": 0, "latency_s": 0.0,
-                "error": scrub_secrets(error), "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1}
+        return {"id": rid, "outputs": {}, "trace": None, "scores": {}, "score_errors": unmeasured(self.scorer, record),
+                "input_tokens": 0, "output_tokens": 0, "lm_calls": 0, "failed_calls": 0, "cached_calls": 0,
+                "latency_s": 0.0, "error": scrub_secrets(error),
+                "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1}
 
     def run_record(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]],
                    listener: Any = None) -> dict[str, Any]:
-        """One record's row (this thread, ``parent_overrides`` as DSPy settings; ``listener``: Meter's)."""
+        """One record's row (this thread, ``parent_overrides`` as DSPy settings; ``listener``: Meter's).
+
+        ``failed`` holds the previous rows of the records being retried. A record whose previous program
+        succeeded but whose scoring failed is re-scored from its stored outputs when the scorer reads only those
+        (:func:`~groundstate.eval.scoring.rescorable`): its program does not run again.
+        """
+        install_failed_call_eviction()
         rid = record_id(record)
+        if rescorable(self.scorer, failed.get(rid)):
+            return rescored_row(self.scorer, record, failed[rid])
         meter = new_meter()
         meter.listener = listener
         values = meter_overrides(meter, parent_overrides)
@@ -354,22 +397,17 @@ class Runner:
                 error = scrub_secrets(f"{type(exc).__name__}: {exc}".strip())
                 logger.debug("record %s failed:\n%s", rid, scrub_secrets(traceback.format_exc()))
         latency = time.perf_counter() - started
-        scores: dict[str, Any] = {}
-        if self.scorer is not None:
-            try:
-                scores = dict(self.scorer(record, prediction if error is None else None))
-            except Exception as exc:
-                error = error or scrub_secrets(f"scoring failed: {type(exc).__name__}: {exc}")
-                scores = dict(self.scorer(record, None)) if prediction is not None else {}
+        if error is None:
+            scores, score_errors = score_prediction(self.scorer, record, prediction)
+        else:
+            scores, score_errors = {}, unmeasured(self.scorer, record)
         inp, out = meter.tokens()
         outputs, trace = ({}, None)
         if prediction is not None and error is None:
             outputs, trace = self._outputs(prediction)
         return {
-            "id": rid,
-            "outputs": outputs,
-            "trace": trace,
-            "scores": jsonable(scores),
+            "id": rid, "outputs": outputs, "trace": trace,
+            "scores": jsonable(scores), "score_errors": score_errors,
             "input_tokens": inp,
             "output_tokens": out, "cost_usd": meter.cost_usd(),
             "lm_calls": meter.calls,

@@ -19,7 +19,8 @@ class Run(dict):
     """A stored run: the dict :func:`load_run` always returned (``run_id``, ``dir``, ``config``, ``summary``,
     ``rows``), plus flat-table exports.
 
-    One row per record; the columns are :data:`RUN_COLUMNS`, then ``score.<name>`` per score and
+    One row per record; the columns are :data:`RUN_COLUMNS`, then ``score.<name>`` per score (null where it was
+    not measured), ``score_error.<name>`` per metric that failed on some record (why it was not measured) and
     ``output.<name>`` per program output. An output holding a list or an object, or whose values differ in type
     between records, is JSON text, so every column has one type (the trace is left out: see ``results.jsonl``).
     """
@@ -27,7 +28,9 @@ class Run(dict):
     def to_records(self) -> list[dict[str, Any]]:
         """The flat rows, as a list of dicts (what :meth:`to_pandas` and :meth:`to_dataset` are built from)."""
         rows = self["rows"]
-        scores = list(dict.fromkeys(k for r in rows for k in (r.get("scores") or {})))
+        scores = list(dict.fromkeys(k for r in rows for part in ("scores", "score_errors")
+                                    for k in (r.get(part) or {})))
+        failed = list(dict.fromkeys(k for r in rows for k in (r.get("score_errors") or {})))
         outputs = list(dict.fromkeys(k for r in rows for k in (r.get("outputs") or {})))
         as_json = {k for k in outputs if _needs_json([(r.get("outputs") or {}).get(k) for r in rows])}
         flat = []
@@ -40,6 +43,8 @@ class Run(dict):
             for name in scores:
                 value = (r.get("scores") or {}).get(name)
                 row[f"score.{name}"] = float(value) if isinstance(value, int | float) else value
+            for name in failed:
+                row[f"score_error.{name}"] = (r.get("score_errors") or {}).get(name)
             for name in outputs:
                 value = (r.get("outputs") or {}).get(name)
                 row[f"output.{name}"] = json.dumps(value, ensure_ascii=False) if name in as_json and value is not None \
@@ -62,7 +67,10 @@ class Run(dict):
 
     def _columns(self) -> list[str]:
         rows = self["rows"]
-        return [*RUN_COLUMNS, *dict.fromkeys(f"score.{k}" for r in rows for k in (r.get("scores") or {})),
+        return [*RUN_COLUMNS,
+                *dict.fromkeys(f"score.{k}" for r in rows for part in ("scores", "score_errors")
+                               for k in (r.get(part) or {})),
+                *dict.fromkeys(f"score_error.{k}" for r in rows for k in (r.get("score_errors") or {})),
                 *dict.fromkeys(f"output.{k}" for r in rows for k in (r.get("outputs") or {}))]
 
 
@@ -113,6 +121,7 @@ def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str
 
     - ``running (pid N)``: a live process holds its lock (:class:`~groundstate.eval.lock.RunLock`);
     - ``stopped: <reason>``: the run ended early (``--max-error-rate``);
+    - ``failed: <reason>``: it went through its records but too many failed (``--max-error-rate``), or all did;
     - ``killed``: no live holder and the run never wrote its final summary (no ``summary.json``, a first
       summary with ``finished`` false, or a summary older than ``results.jsonl``);
     - ``incomplete``: it finished with fewer records than it selected;

@@ -46,12 +46,19 @@ def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> dict[str, flo
 
 
 def format_ci(entry: dict | None, digits: int = 3) -> str:
-    """``0.512 [0.410, 0.600]`` (or ``-`` for no data); a mean shown without an interval says why
-    (``0.500 (n=1, no interval)``)."""
+    """``0.512 [0.410, 0.600]``; a mean shown without an interval says why (``0.500 (n=1, no interval)``).
+
+    An entry that counts failures (``failed``, as run summaries do) says how many: ``0.512 [0.410, 0.600] (2
+    failed)``, and one with nothing measured is ``not measured (3 failed)``, never a number. ``-``: no entry, or
+    nothing measured and nothing failed.
+    """
+    failed = int((entry or {}).get("failed") or 0)
     if not entry or entry.get("mean") is None:
-        return "-"
+        return f"not measured ({failed} failed)" if failed else "-"
     mean = f"{entry['mean']:.{digits}f}"
     if entry.get("low") is None or (isinstance(entry["low"], float) and math.isnan(entry["low"])):
         n = entry.get("n")
-        return f"{mean} (n={n}, no interval)" if n is not None else f"{mean} (no interval)"
-    return f"{mean} [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
+        why = [f"n={n}, no interval" if n is not None else "no interval"] + ([f"{failed} failed"] if failed else [])
+        return f"{mean} ({', '.join(why)})"
+    text = f"{mean} [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
+    return f"{text} ({failed} failed)" if failed else text

@@ -25,7 +25,10 @@ class Task:
         build: ``args -> program`` (a ``dspy.Module``).
         load: ``args -> (records, data_description)``; the description (file hash, generator settings) goes
             into the run's fingerprint.
-        scorer: ``(record, prediction | None) -> {metric: value}``; ``None`` means the record failed.
+        scorer: ``(record, prediction | None) -> {metric: value}`` (:mod:`groundstate.eval.scoring`); with
+            ``None`` (the record's program failed) it names the metrics the record would have had (the runner
+            records them as not measured; the values are ignored). ``scorer.from_outputs = True`` says it reads
+            only the stored outputs, so a record whose scoring failed is re-scored without running again.
         outputs: ``prediction -> dict`` of what is stored per record (default: every field but ``trace``).
         inputs: ``record -> kwargs`` (default: ``record.inputs()``).
         add_arguments: adds the task's own options to its ``run`` parser.
@@ -141,14 +144,19 @@ def _qa_load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, 
     return rows, {"file": str(Path(args.data).name), "sha256": file_hash(args.data)}
 
 
-def _qa_score(record: dict[str, Any], prediction: Any) -> dict[str, float]:
+def _qa_score(record: dict[str, Any], prediction: Any) -> dict[str, float | None]:
+    """``exact_match`` against the record's ``answer`` (none without one; ``None``, not measured, for a failed
+    record). Reads only the prediction's ``answer``, which the run stores."""
     if record.get("answer") is None:
         return {}
     if prediction is None:
-        return {"exact_match": 0.0}
+        return {"exact_match": None}
     gold = str(record["answer"]).strip().lower().rstrip(".")
     got = str(getattr(prediction, "answer", "")).strip().lower().rstrip(".")
     return {"exact_match": float(gold == got)}
+
+
+_qa_score.from_outputs = True  # type: ignore[attr-defined]
 
 
 def _qa_build(args: argparse.Namespace):

@@ -6,6 +6,7 @@
 - :mod:`~groundstate.lm.cache`: the LM whose cache key includes where it is served.
 - :mod:`~groundstate.lm.budget`: a call's timeout as the budget of all its attempts.
 - :mod:`~groundstate.lm.faults`: what a failed LM call means, in one line.
+- :mod:`~groundstate.lm.failed_calls`: a predictor call that failed leaves nothing in DSPy's response cache.
 
 This package sits on the lowest floor: it imports only :mod:`groundstate.errors` and :mod:`groundstate.files`
 (and DSPy, lazily). The names below are its public API, re-exported for ``from groundstate.lm import get_lm``.

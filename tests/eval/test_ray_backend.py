@@ -86,7 +86,8 @@ def test_a_dead_worker_is_that_records_error_and_resume_retries_it(tmp_path):
     for rid, error in errors.items():
         assert f"record {rid}" in error and "worker died" in error and "node" in error
         assert "unknown node" not in error
-    assert first.row("r003")["scores"] == {"exact_match": 0.0}
+    # a lost record is not scored 0: its metric is not measured, as on the threads backend
+    assert first.row("r003")["scores"] == {} and list(first.row("r003")["score_errors"]) == ["exact_match"]
     assert sum(1 for r in first.rows if not r["error"]) == 6 - len(errors)  # a replacement ran the rest
 
     marker.unlink()

@@ -55,15 +55,17 @@ def test_same_config_same_run_id_and_changed_config_new_one(tmp_path):
     assert fingerprint({"a": 1, "b": 2}) == fingerprint({"b": 2, "a": 1})
 
 
-def test_faulty_records_are_recorded_scored_zero_and_retried(tmp_path):
+def test_faulty_records_are_recorded_as_failed_never_scored_and_retried(tmp_path):
     records = qa_records(10, fail={2, 7})
     result = make_runner(tmp_path, echo_number_lm(), threads=2).run(records)
     failed = {r["id"]: r for r in result.rows if r["error"]}
     assert set(failed) == {"r002", "r007"}
     assert "scripted LM failure" in failed["r002"]["error"]
-    assert failed["r002"]["scores"] == {"exact_match": 0.0}
+    # a failed program is not a score: the metric is absent, named as not measured
+    assert failed["r002"]["scores"] == {} and set(failed["r002"]["score_errors"]) == {"exact_match"}
     assert result.summary["n_error"] == 2
-    assert result.summary["scores"]["exact_match"]["mean"] == pytest.approx(0.8)
+    entry = result.summary["scores"]["exact_match"]
+    assert entry["mean"] == 1.0 and entry["n"] == 8 and entry["failed"] == 2 and entry["missing"] == 0
 
     fixed = [{**r, "question": r["question"].replace("FAIL ", "")} for r in records]
     lm = echo_number_lm()

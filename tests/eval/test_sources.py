@@ -188,11 +188,14 @@ def test_load_run_exports_flat_tables(tmp_path):
     by_id = frame.set_index("id")
     assert by_id.loc["r001", "output.answer"] == "1" and by_id.loc["r001", "score.exact_match"] == 1.0
     assert by_id.loc["r001", "total_tokens"] == 15
-    assert "scripted LM failure" in by_id.loc["r002", "error"] and by_id.loc["r002", "score.exact_match"] == 0.0
+    # a failed record is not scored 0: its score is null and the export says why
+    assert "scripted LM failure" in by_id.loc["r002", "error"] and pd.isna(by_id.loc["r002", "score.exact_match"])
+    assert "program failed" in by_id.loc["r002", "score_error.exact_match"]
+    assert pd.isna(by_id.loc["r001", "score_error.exact_match"])
     table = run.to_dataset()
     assert isinstance(table, datasets.Dataset) and table.num_rows == 4
     assert table.column_names == list(frame.columns)
-    assert sorted(table["score.exact_match"]) == [0.0, 1.0, 1.0, 1.0]
+    assert table["score.exact_match"] == [1.0, 1.0, None, 1.0]
 
 
 # -- the generic --data reader ---------------------------------------------------------------------------------

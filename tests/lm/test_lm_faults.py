@@ -132,7 +132,7 @@ def test_hanging_server_records_each_error_and_finishes(tmp_path, servers, capsy
                  "--lm-config", str(lm_toml(tmp_path / "lm.toml", server.url)), "--lm-timeout", "2",
                  "--threads", "3", "--no-progress"])
     elapsed = time.monotonic() - started
-    assert code == 0 and elapsed < 30  # three concurrent 2 s timeouts, not three 600 s stalls
+    assert code == 1 and elapsed < 30  # three concurrent 2 s timeouts, not three 600 s stalls; all failed: exit 1
     rows, summary, _ = run_rows(tmp_path / "runs")
     assert len(rows) == 3 and len(server.requests) == 3
     for row in rows:
@@ -150,7 +150,7 @@ def test_echoed_key_never_reaches_results_summary_or_terminal(tmp_path, servers,
                  "--lm-config", str(lm_toml(tmp_path / "lm.toml", server.url)), "--no-progress"])
     captured = capsys.readouterr()
     assert "record q0 failed" in caplog.text  # the debug log of the failure (with its traceback) was written
-    assert code == 0
+    assert code == 1  # every record failed
     assert server.requests and all(r["authorization"] == f"Bearer {CANARY}" for r in server.requests)
     rows, _, run_dir = run_rows(tmp_path / "runs")
     assert all("Bearer [redacted]" in r["error"] for r in rows)  # the echo happened and was scrubbed
@@ -163,7 +163,7 @@ def test_failed_calls_are_failures_not_cache_hits(tmp_path, servers, capsys):
     server = servers("500")
     data, config = qa_file(tmp_path / "qa.jsonl", 4), lm_toml(tmp_path / "lm.toml", server.url)
     assert main(["run", "qa", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--lm-config", str(config),
-                 "--no-progress"]) == 0
+                 "--no-progress"]) == 1  # every record failed
     rows, summary, _ = run_rows(tmp_path / "runs")
     assert [r["cached_calls"] for r in rows] == [0] * 4 and [r["failed_calls"] for r in rows] == [1] * 4
     assert summary["lm_calls"] == {**summary["lm_calls"], "total": 4, "failed": 4, "cached": 0}

@@ -84,7 +84,8 @@ def evaluate_programs(programs: Mapping[str, tuple[Any, dict[str, Any]]], tasks:
 
     Returns:
         ``(summaries, pooled, rows)``: each label's run summary, its §4.2 vote accuracy pooled over all votes,
-        and its per-task rows. A run stopped by ``max_error_rate`` contributes what it finished.
+        and its per-task rows. A run that failed (``max_error_rate``, or every task failed) contributes what it
+        finished; its summary's ``stopped_reason`` says why.
     """
     summaries, pooled, rows = {}, {}, {}
     for label, (program, options) in programs.items():

@@ -1,5 +1,8 @@
 """Hidden-profile discussion metrics (§4.2): task accuracy, vote accuracy (per task and pooled over all votes),
 rounds, words and messages, with Wilson intervals from scipy.
+
+A failed discussion is not a score: the runner records its metrics as not measured (``score_errors``), and the
+figures here are over the discussions that finished, with the failed ones counted apart (``failed``).
 """
 
 from __future__ import annotations
@@ -23,15 +26,19 @@ def _messages(prediction: Any) -> int:
     return len(getattr(transcript, "messages", None) or [])
 
 
+FAILED_METRICS: tuple[str, ...] = ("task_accuracy", "vote_accuracy", "rounds", "words", "messages",
+                                   "votes_correct", "votes")
+"""The metrics a failed discussion does not have (and, with ``initial_``, those of its initial votes)."""
+
+
 def discussion_scorer(initial: bool = False):
     """The runner's scorer: :func:`discussion_scores`; with ``initial`` (HiddenBench's discussion) a failed
-    discussion also scores 0 on the initial votes, so they are never dropped from the pooled figures."""
+    discussion also names its initial-vote metrics as not measured, so they are counted as failed, not dropped."""
 
-    def scorer(task: HiddenProfileTask, prediction: Any) -> dict[str, float]:
+    def scorer(task: HiddenProfileTask, prediction: Any) -> dict[str, float | None]:
         scores = discussion_scores(task, prediction)
         if initial and prediction is None:
-            scores.update(initial_task_accuracy=0.0, initial_vote_accuracy=0.0, initial_votes_correct=0.0,
-                          initial_votes=float(task.n_agents))
+            scores.update({f"initial_{k}": None for k in ("task_accuracy", "vote_accuracy", "votes_correct", "votes")})
         return scores
 
     return scorer
@@ -41,12 +48,12 @@ def discussion_scores(task: HiddenProfileTask, prediction: Any) -> dict[str, flo
     """Per-task scores (§4.2) for the runner: ``task_accuracy`` (the group's answer is correct), ``vote_accuracy``
     (the share of correct final votes), ``rounds`` and ``words``, plus ``votes_correct`` and ``votes`` so vote
     accuracy can be pooled over all votes as §4.2 defines it (:func:`pooled_vote_accuracy`). A failed
-    discussion (``prediction=None``) scores 0 on both accuracies and has no rounds or words.
+    discussion (``prediction=None``) has every metric of :data:`FAILED_METRICS` as ``None``: not measured.
 
     A HiddenBench discussion also carries its initial votes (Hidden-Pre of the same run): they are scored as
     ``initial_task_accuracy``, ``initial_vote_accuracy``, ``initial_votes_correct`` and ``initial_votes``."""
     if prediction is None:
-        return {"task_accuracy": 0.0, "vote_accuracy": 0.0, "votes_correct": 0.0, "votes": float(task.n_agents)}
+        return dict.fromkeys(FAILED_METRICS)
     votes = list(prediction.votes)
     correct = sum(_vote_of(v) == task.correct for v in votes)
     scores = {
@@ -68,16 +75,18 @@ def discussion_scores(task: HiddenProfileTask, prediction: Any) -> dict[str, flo
 
 
 def pooled_vote_accuracy(rows: Sequence[dict[str, Any]], prefix: str = "") -> dict[str, float | int | None]:
-    """§4.2 vote accuracy from runner rows: correct votes / all votes, with a Wilson 95% interval
+    """§4.2 vote accuracy from runner rows: correct votes / all votes of the discussions that finished, with a
+    Wilson 95% interval (``n``: votes) and ``failed``, the discussions whose votes were not measured
     (``prefix="initial_"``: of a HiddenBench run's initial votes)."""
     from scipy.stats import binomtest
 
-    correct = int(sum((r.get("scores") or {}).get(f"{prefix}votes_correct", 0) for r in rows))
-    total = int(sum((r.get("scores") or {}).get(f"{prefix}votes", 0) for r in rows))
+    correct = int(sum((r.get("scores") or {}).get(f"{prefix}votes_correct") or 0 for r in rows))
+    total = int(sum((r.get("scores") or {}).get(f"{prefix}votes") or 0 for r in rows))
+    failed = sum(1 for r in rows if f"{prefix}votes" in (r.get("score_errors") or {}))
     if total == 0:
-        return {"mean": None, "low": None, "high": None, "n": 0}
+        return {"mean": None, "low": None, "high": None, "n": 0, "failed": failed}
     ci = binomtest(correct, total).proportion_ci(method="wilson")
-    return {"mean": correct / total, "low": float(ci.low), "high": float(ci.high), "n": total}
+    return {"mean": correct / total, "low": float(ci.low), "high": float(ci.high), "n": total, "failed": failed}
 
 
 def aggregate_results(results: Sequence[DiscussionResult]) -> dict[str, Any]:

@@ -29,25 +29,32 @@ CONTROLLER_NAMES: dict[str, str] = {"rules": "Rules", "mlp": "MLP", "llm": "LLM"
 
 
 def _scores(rows: Sequence[Mapping[str, Any]], key: str) -> list[float]:
-    return [float((r.get("scores") or {}).get(key) or 0.0) for r in rows]
+    """The measured values of ``key`` (a discussion that failed has none: it is counted apart, never as 0)."""
+    return [float(v) for r in rows if (v := (r.get("scores") or {}).get(key)) is not None]
+
+
+def _failed(rows: Sequence[Mapping[str, Any]], key: str) -> int:
+    return sum(1 for r in rows if key in (r.get("score_errors") or {}))
 
 
 def method_row(method: str, rows: Sequence[Mapping[str, Any]], initial: bool = False,
                note: str = "") -> dict[str, Any]:
-    """One table row from a run's per-task rows (``initial``: score the run's initial votes instead)."""
+    """One table row from a run's per-task rows (``initial``: score the run's initial votes instead). Every
+    figure is over the discussions that finished; ``task_accuracy`` carries how many failed (``failed``)."""
     prefix = "initial_" if initial else ""
     hits = _scores(rows, f"{prefix}task_accuracy")
-    messages = [0.0] * len(rows) if initial else _scores(rows, "messages")
-    words = [0.0] * len(rows) if initial else _scores(rows, "words")
+    messages = [0.0] * len(hits) if initial else _scores(rows, "messages")
+    words = [0.0] * len(hits) if initial else _scores(rows, "words")
     calls = [float(r.get("lm_calls") or 0) for r in rows]
     return {
         "method": method,
         "n": len(rows),
         "errors": sum(1 for r in rows if r.get("error")),
-        "task_accuracy": wilson_ci(int(round(sum(hits))), len(rows)),
+        "task_accuracy": {**wilson_ci(int(round(sum(hits))), len(hits)),
+                          "failed": _failed(rows, f"{prefix}task_accuracy")},
         "vote_accuracy": pooled_vote_accuracy(rows, prefix=prefix),
-        "messages": mean_ci(messages) if rows else None,
-        "words": mean_ci(words) if rows else None,
+        "messages": mean_ci(messages),
+        "words": mean_ci(words),
         "lm_calls_per_task": sum(calls) / len(rows) if rows else 0.0,
         "note": note,
     }
@@ -61,7 +68,14 @@ def ordered(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _pair(row: Mapping[str, Any]) -> str:
     task, vote = row["task_accuracy"]["mean"], row["vote_accuracy"]["mean"]
-    return f"{task:.3f} / {vote:.3f}" if task is not None and vote is not None else "n/a"
+    if task is not None and vote is not None:
+        return f"{task:.3f} / {vote:.3f}"
+    failed = row["task_accuracy"].get("failed") or 0
+    return f"not measured ({failed} failed)" if failed else "n/a"
+
+
+def _mean(entry: Mapping[str, Any] | None, digits: int) -> str:
+    return "-" if not entry or entry.get("mean") is None else f"{entry['mean']:.{digits}f}"
 
 
 HEADER: tuple[str, ...] = ("Method", "Task Acc. / Vote Acc.", "task acc. 95% CI", "vote acc. 95% CI", "messages",
@@ -74,7 +88,7 @@ def table_cells(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     for row in rows:
         name = row["method"] + (f" ({row['note']})" if row.get("note") else "")
         body.append([name, _pair(row), format_ci(row["task_accuracy"]), format_ci(row["vote_accuracy"]),
-                     f"{row['messages']['mean']:.2f}", f"{row['words']['mean']:.1f}",
+                     _mean(row["messages"], 2), _mean(row["words"], 1),
                      f"{row['lm_calls_per_task']:.1f}", str(row["n"]), str(row["errors"])])
     return body
 

@@ -69,7 +69,8 @@ class RunOptions:
         workers: concurrent LM calls inside one work item (hypothesizers, the arms of a block).
         limit: run only the first ``limit`` work items.
         shard: ``(i, n)``: run the deterministic shard ``i`` of ``n``.
-        max_error_rate: stop once the share of failed work items exceeds this.
+        max_error_rate: fail (:class:`~groundstate.eval.runner.RunAborted`) once the share of failed work items
+            exceeds this (``None``: only when every work item failed).
         progress: show a progress bar.
         lm: a JSON-able description of the LM (part of the run configuration).
         extra: more configuration to record (and fingerprint).
@@ -90,7 +91,8 @@ class RunOptions:
 
 def _run(cache: MessageCache, program: Any, name: str, fields: dict[str, Any], options: RunOptions, records: Any, *,
          inputs, scorer=None, outputs=None, description: str) -> RunResult:
-    """One durable DHD step: the run config (with the cache id and the LM) and the runner, as every step has them."""
+    """One durable DHD step: the run config (with the cache id and the LM) and the runner, as every step has them.
+    Raises :class:`~groundstate.eval.runner.RunAborted` when the step fails (see ``RunOptions.max_error_rate``)."""
     config = run_config(name, **fields, cache=cache.cache_id, lm=options.lm, **(options.extra or {}))
     settings = RunSettings(out=options.out or cache.runs_dir, threads=options.threads, limit=options.limit,
                            shard=options.shard, max_error_rate=options.max_error_rate, progress=options.progress,

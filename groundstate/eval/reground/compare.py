@@ -28,8 +28,9 @@ def compare_programs(names: Sequence[str], args: argparse.Namespace, *, lm: Any,
         on_start: called with each name before its run (the CLI prints a heading).
 
     Returns:
-        ``(summaries, notes, run_ids)`` by program name; a run stopped by ``--max-error-rate`` contributes what it
-        finished and the note "stopped early".
+        ``(summaries, notes, run_ids)`` by program name; a run that failed (stopped by ``--max-error-rate``, or
+        ended with too many failed records) contributes what it finished, its summary's ``stopped_reason`` says
+        why, and its note is "stopped early" or "too many failures".
 
     Raises:
         ConfigError: an unknown program name.
@@ -49,8 +50,8 @@ def compare_programs(names: Sequence[str], args: argparse.Namespace, *, lm: Any,
             result = run_task(name, args, lm=lm, lm_config=lm_config, settings=settings)
         except RunAborted as exc:
             result = exc.result
-            notes[name] = "stopped early"
-            logger.warning("%s: %s", name, exc)
+            notes[name] = "stopped early" if str(exc).startswith("stopped") else "too many failures"
+            logger.info("%s: %s", name, exc)  # the command names every failed run in its last line
         summaries[name] = result.summary
         run_ids[name] = result.run_id
         if name == "oracle":

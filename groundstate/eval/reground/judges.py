@@ -226,8 +226,10 @@ class LMJudge:
     Facts are shown numbered from 1; the LM returns those numbers, and numbers outside ``1..len(facts)`` are
     ignored. The state and the facts are evidence, passed through :func:`~groundstate.programs.common.as_data`
     like every other prompt's evidence, so neither can forge an adapter marker (``[[ ## supported_ids ## ]]``).
-    An empty state supports nothing (no LM call). If the LM call fails, :meth:`supported` raises, so the caller
-    can record the failure (the runner then marks the instance failed and retries it on resume).
+    An empty state supports nothing (no LM call). If the LM call fails or its reply cannot be parsed,
+    :meth:`supported` raises, so the caller can record the failure (the runner records T2 as not measured and
+    re-scores the instance on resume), and the failed reply is not left in DSPy's response cache
+    (:mod:`groundstate.lm.failed_calls`): the retry asks the judge again.
 
     Args:
         lm: the judge's own LM (e.g. from ``get_lm(--judge-lm)``); ``None`` uses the configured DSPy LM.
@@ -265,8 +267,10 @@ class LMJudge:
         """
         import dspy
 
+        from groundstate.lm.failed_calls import install_failed_call_eviction
         from groundstate.programs.common import as_data
 
+        install_failed_call_eviction()
         if not facts:
             return []
         if not state or not state.strip():

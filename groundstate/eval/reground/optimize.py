@@ -106,7 +106,8 @@ def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any,
     ``args.allow_overlap``; a saved program whose state equals the unoptimized one is evaluated with a warning.
 
     The saved manifest supplies the task, its condition (unless ``--condition`` is given) and the program's
-    build arguments. A run stopped by ``--max-error-rate`` contributes what it finished.
+    build arguments. A run that failed (``--max-error-rate``, or every record failed) contributes what it
+    finished; its summary's ``stopped_reason`` says why.
 
     Raises:
         ConfigError: the directory is not a program saved by ``groundstate optimize``, or the data overlaps the

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundstate.eval.reground.judges import Judge, LexicalJudge
+from groundstate.eval.scoring import ScoringError, error_text
 
 
 def statement_scores(flagged: Sequence[str] | None, planted: Sequence[str], judge: Judge | None = None
@@ -24,13 +25,17 @@ def statement_scores(flagged: Sequence[str] | None, planted: Sequence[str], judg
     """``{"statement_precision", "statement_recall"}`` for one instance (recall ``None`` when nothing was planted).
 
     Args:
-        flagged: the statements the program flagged as misleading (``None`` for a failed record: both 0).
+        flagged: the statements the program flagged as misleading (``None`` for a failed record: both ``None``,
+            not measured).
         planted: the instance's planted misleading statements.
         judge: decides whether a flagged statement states a planted one (default :class:`LexicalJudge`).
+
+    Raises:
+        Exception: whatever the judge raised.
     """
     planted = [p for p in planted if str(p).strip()]
     if flagged is None:
-        return {"statement_precision": 0.0, "statement_recall": 0.0 if planted else None}
+        return {"statement_precision": None, "statement_recall": None}
     flagged = [f for f in (str(x) for x in flagged) if f.strip()]
     judge = judge or LexicalJudge()
     matches = [judge.supported(f, list(planted)) if planted else [] for f in flagged]
@@ -41,15 +46,34 @@ def statement_scores(flagged: Sequence[str] | None, planted: Sequence[str], judg
 
 
 def statement_scorer(base: Any, judge: Judge | None = None):
-    """Wrap a runner scorer (T1/T2/T3) to add the statement-level scores of instances with planted statements."""
+    """Wrap a runner scorer (T1/T2/T3) to add the statement-level scores of instances with planted statements.
 
-    def scorer(instance: Any, prediction: Any) -> dict[str, float]:
-        scores = dict(base(instance, prediction))
+    When the base scorer or the statement judge fails on some metrics, the others are still scored and one
+    :class:`~groundstate.eval.scoring.ScoringError` carries them all. For a failed record (``prediction=None``)
+    it names ``statement_precision`` and ``statement_recall`` as not measured. Marked ``from_outputs`` when the
+    base scorer is (``misleading_statements`` is stored with the outputs of every statement-mode run).
+    """
+
+    def scorer(instance: Any, prediction: Any) -> dict[str, float | None]:
+        errors: dict[str, str] = {}
+        try:
+            scores = dict(base(instance, prediction))
+        except ScoringError as exc:
+            scores, errors = dict(exc.scores), dict(exc.errors)
         planted = list(getattr(instance, "misleading_statements", None) or [])
         if planted:
             flagged = None if prediction is None else list(getattr(prediction, "misleading_statements", None) or [])
-            extra = statement_scores(flagged, planted, judge)
-            scores.update({k: v for k, v in extra.items() if v is not None})
+            try:
+                extra = statement_scores(flagged, planted, judge)
+            except Exception as exc:  # the judge failed: both statement metrics are not measured
+                text = f"statement judge failed: {error_text(exc)}"
+                errors.update({"statement_precision": text, "statement_recall": text} if flagged
+                              else {"statement_recall": text})
+            else:
+                scores.update({k: v for k, v in extra.items() if v is not None or prediction is None})
+        if errors:
+            raise ScoringError(scores, errors)
         return scores
 
+    scorer.from_outputs = bool(getattr(base, "from_outputs", False))  # type: ignore[attr-defined]
     return scorer

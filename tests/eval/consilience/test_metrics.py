@@ -2,7 +2,12 @@
 
 import pytest
 
-from groundstate.eval.consilience.metrics import aggregate_results, discussion_scores, pooled_vote_accuracy
+from groundstate.eval.consilience.metrics import (
+    FAILED_METRICS,
+    aggregate_results,
+    discussion_scores,
+    pooled_vote_accuracy,
+)
 from groundstate.programs.consilience.protocols import HiddenProfileProtocol, run_discussion
 from groundstate.programs.consilience.simulated import SimParams, SimTeam, sim_team
 from groundstate.records import Belief, Transcript
@@ -22,10 +27,12 @@ def test_program_prediction_and_scores():
                       "vote_accuracy": correct_votes / 4, "rounds": 2.0, "words": float(prediction.words),
                       "messages": 8.0, "votes_correct": float(correct_votes), "votes": 4.0}
     assert prediction.correct == (prediction.answer == task.correct)
-    assert discussion_scores(task, None) == {"task_accuracy": 0.0, "vote_accuracy": 0.0, "votes_correct": 0.0,
-                                             "votes": 4.0}
-    rows = [{"scores": scores}, {"scores": discussion_scores(task, None)}]
-    assert pooled_vote_accuracy(rows)["mean"] == pytest.approx(correct_votes / 8)
+    # a failed discussion is not measured, never scored 0: pooled over the finished ones, the failure counted
+    assert set(discussion_scores(task, None)) == set(FAILED_METRICS)
+    assert all(v is None for v in discussion_scores(task, None).values())
+    rows = [{"scores": scores}, {"scores": {}, "score_errors": dict.fromkeys(FAILED_METRICS, "program failed")}]
+    pooled = pooled_vote_accuracy(rows)
+    assert pooled["mean"] == pytest.approx(correct_votes / 4) and pooled["n"] == 4 and pooled["failed"] == 1
     with pytest.raises(ValueError, match="needs agents"):
         HiddenProfileProtocol("hidden-pre")(task=task)
 

@@ -16,6 +16,7 @@ from groundstate.eval.reground.scores import make_scorer, offquery_scores
 from groundstate.eval.reground.t1 import is_no_agent, resolve_agent, resolve_agents, t1_score
 from groundstate.eval.reground.t2 import T2_MAX_FACTS, t2_from_support, t2_score
 from groundstate.eval.reground.t3 import option_letter, t3_score
+from groundstate.eval.scoring import ScoringError
 from groundstate.records import AgentEvidence, OffQueryInstance, T2Fact
 from groundstate.signatures.judging import JudgeSupportedFacts
 from groundstate.testing import scripted_lm
@@ -299,10 +300,12 @@ def test_offquery_scores_all_correct_and_partly_wrong():
     assert offquery_scores(inst, wrong) == {"t1": 0.0, "t2": 0.25, "t3": 0.0}
 
 
-def test_failed_prediction_scores_zero_everywhere():
-    assert offquery_scores(make_instance(), None) == {"t1": 0.0, "t2": 0.0, "t3": 0.0}
-    assert offquery_scores(make_instance(t2=[]), None) == {"t1": 0.0, "t3": 0.0}
-    assert make_scorer()(make_instance(), None) == {"t1": 0.0, "t2": 0.0, "t3": 0.0}
+def test_failed_prediction_is_not_measured_never_zero():
+    # a record whose program failed names the metrics it would have had, none with a value
+    assert offquery_scores(make_instance(), None) == {"t1": None, "t2": None, "t3": None}
+    assert offquery_scores(make_instance(t2=[]), None) == {"t1": None, "t3": None}
+    assert make_scorer(halves=True)(make_instance(), None) == {"t1": None, "t2": None, "t2_retention": None,
+                                                               "t2_exclusion": None, "t3": None}
 
 
 def test_missing_state_and_missing_t1_field_score_zero():
@@ -325,11 +328,16 @@ def test_offquery_scores_uses_domain_fact_limit_and_judge():
     assert offquery_scores(make_instance().model_dump(), pred, FixedJudge({"Temperature 39.1 C"}))["t2"] == 0.75
 
 
-def test_scorer_propagates_judge_failure():
-    scorer = make_scorer(FailingJudge())
-    with pytest.raises(RuntimeError, match="judge LM down"):
+def test_judge_failure_fails_t2_only_and_t1_t3_are_scored():
+    scorer = make_scorer(FailingJudge(), halves=True)
+    with pytest.raises(ScoringError) as info:
         scorer(make_instance(), {"misleading_agent": 1, "state": "s", "answer": "B"})
-    assert scorer(make_instance(), None)["t2"] == 0.0  # the failed-record path never calls the judge
+    assert info.value.scores == {"t1": 1.0, "t3": 1.0}
+    assert set(info.value.errors) == {"t2", "t2_retention", "t2_exclusion"}
+    assert all("judge LM down" in text for text in info.value.errors.values())
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert scorer(make_instance(), None)["t2"] is None  # the failed-record path never calls the judge
+    assert scorer.from_outputs  # it reads only the stored outputs: a resume re-scores without re-running
 
 
 # -- DSPy metrics -----------------------------------------------------------------------------------------
