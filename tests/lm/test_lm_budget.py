@@ -123,7 +123,7 @@ def test_run_with_retries_against_a_hanging_server_spends_one_budget_per_call(tm
     config.write_text(f'[default]\nmodel = "{fresh_model()}"\napi_base = "{server.url}"\nnum_retries = 3\n')
     code = main(["run", "qa", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--lm-config", str(config),
                  "--lm-timeout", "2", "--threads", "2", "--no-progress"])
-    assert code == 0
+    assert code == 1  # every record failed: the run exits 1, everything kept (issue 22 item 6)
     run_dir = next((tmp_path / "runs").iterdir())
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and len(server.requests) == 2  # one attempt per record: each spent its whole budget

@@ -156,7 +156,7 @@ def test_encoded_echoes_of_the_key_never_reach_results_logs_or_terminal(tmp_path
     code = main(["-vv", "run", "qa", "--data", str(qa_file(tmp_path / "qa.jsonl")), "--runs-dir", str(runs),
                  "--lm-config", str(config), "--no-progress"])
     captured = capsys.readouterr()
-    assert code == 0 and "record q0 failed" in caplog.text
+    assert code == 1 and "record q0 failed" in caplog.text  # every record failed: exit 1 (issue 22 item 6)
     assert all(r["authorization"] == f"Bearer {KEY}" for r in server.requests)
     rows = [json.loads(line) for line in next(runs.iterdir()).joinpath("results.jsonl").read_text().splitlines()]
     assert all("invalid credentials: header (base64)" in r["error"] for r in rows)  # the echo came back, scrubbed
