@@ -16,7 +16,7 @@ import sys
 
 from groundstate.cli import consilience, data, dhd, hidden, lm, optimize, reground, run, runs
 from groundstate.cli.options import Parser, add_verbose_options
-from groundstate.errors import GroundstateError, install_log_scrubbing, scrub_secrets
+from groundstate.errors import GroundstateError, install_log_scrubbing, one_line, scrub_secrets
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except GroundstateError as exc:
-        print(f"groundstate: error: {scrub_secrets(str(exc))}", file=sys.stderr)
+        print(f"groundstate: error: {one_line(scrub_secrets(str(exc)), None)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("groundstate: interrupted; everything finished is kept. Run the same command again to resume.",

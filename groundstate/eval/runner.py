@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.concurrency import current_overrides, overrides
-from groundstate.errors import ConfigError, scrub_secrets
+from groundstate.errors import ConfigError, InputError, scrub_secrets
 from groundstate.eval.identity import canonical_json as canonical_json
 from groundstate.eval.identity import file_hash as file_hash
 from groundstate.eval.identity import fingerprint as fingerprint
@@ -56,6 +56,7 @@ from groundstate.eval.ray_backend import RayOptions, execute_on_ray
 from groundstate.eval.results import CONFIG, RESULTS, SUMMARY, read_results, summarize, write_json, write_lines
 from groundstate.files import jsonable
 from groundstate.metering import meter_overrides, new_meter
+from groundstate.paths import check_entry, child, safe_component
 
 logger = logging.getLogger(__name__)
 
@@ -242,9 +243,14 @@ class Runner:
             dup = next(i for i in ids if ids.count(i) > 1)
             raise ConfigError(f"duplicate record id '{dup}': every record needs its own id")
         config = {**self.config, "limit": limit, "shard": list(shard) if shard else None}
-        run_id = f"{config.get('program', 'run')}-{fingerprint(config)}"
-        run_dir = Path(self.out) / run_id
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_id = f"{safe_component(config.get('program', 'run'), 'program name')}-{fingerprint(config)}"
+        run_dir = child(self.out, run_id, "run id")
+        for name in (CONFIG, RESULTS, SUMMARY):  # appended to or replaced: never through a link, never a FIFO
+            check_entry(run_dir / name, "run files")
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot make the run directory ({exc.strerror or exc})", file=str(run_dir)) from None
         with RunLock(run_dir, run_id):
             return self._run_locked(records, config, run_id, run_dir, limit, shard, description)
 
