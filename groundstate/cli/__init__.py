@@ -16,6 +16,7 @@ import sys
 
 from groundstate.cli import consilience, data, dhd, hidden, lm, optimize, reground, run, runs
 from groundstate.cli.options import Parser, add_verbose_options
+from groundstate.cli.outputs import check_outputs
 from groundstate.errors import GroundstateError, install_log_scrubbing, one_line, scrub_secrets
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     install_log_scrubbing()  # a server's error body can echo the key; libraries log such errors
     try:
+        check_outputs(args)  # before any work: an output onto an input, or of the wrong kind, is one line
         return int(args.func(args) or 0)
     except GroundstateError as exc:
         print(f"groundstate: error: {one_line(scrub_secrets(str(exc)), None)}", file=sys.stderr)
