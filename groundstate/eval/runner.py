@@ -4,7 +4,9 @@ A run lives in ``<out>/<run-id>/``:
 
 - ``config.json``: what was run (program, its saved state hash, LM specs, data hash, seed, options). The
   run id is ``<program>-<fingerprint of this config>``, so the same command finds the same directory and a
-  changed configuration gets a new one.
+  changed configuration gets a new one. A program name that is not a safe file name (``../x``, ``/abs``) is
+  refused before anything is made (:func:`groundstate.paths.safe_component`), and an existing ``config.json``,
+  ``results.jsonl`` or ``summary.json`` that is not a regular file (a symlink, a FIFO) is one line.
 - ``results.jsonl``: one JSON line per finished record, appended and flushed as the record finishes:
   ``id``, ``outputs``, ``trace``, ``scores``, ``input_tokens``, ``output_tokens``, ``lm_calls``, ``latency_s``,
   ``error`` (``null`` when the record succeeded), ``attempt``, ``failed_calls`` (LM calls that raised: a refused
@@ -159,7 +161,8 @@ def run_config(program: str, *, state: Any = None, **fields: Any) -> dict[str, A
     """What identifies a run (its fingerprint names the run directory); every command builds its config here.
 
     Args:
-        program: the program's name (the run id's prefix).
+        program: the program's name (the run id's prefix): a safe file name (letters, digits and ``. _ - + = @``;
+            :func:`groundstate.paths.safe_component`), or the run is refused with one line.
         state: the program object; its class and DSPy state are recorded as ``program_state``
             (:func:`program_state_hash`). ``None``: not recorded.
         **fields: the other fields, by convention ``lm`` (:func:`~groundstate.lm.specs.describe_lm` of the
