@@ -94,7 +94,6 @@ def load_run(run_dir: str | Path) -> Run:
         InputError: not a run directory, or a corrupt ``config.json``, ``summary.json`` or ``results.jsonl``
             (one line naming the file and, for results, the line).
     """
-
     run_dir = Path(run_dir)
     config = _read_config(run_dir)
     rows = read_results(run_dir / RESULTS, strict=True)
@@ -266,8 +265,9 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path = "runs") -> dict[str
     for run in runs:
         for row in run["rows"]:
             if row["id"] in found_in and found_in[row["id"]] != run["dir"]:
-                raise ConfigError(f"runs merge: record '{row['id']}' is in both {found_in[row['id']]} and "
-                                  f"{run['dir']}; the shards overlap, so merging would count it twice")
+                raise ConfigError(f"runs merge: record '{one_line(row['id'], 120)}' is in both "
+                                  f"{found_in[row['id']]} and {run['dir']}; the shards overlap, so merging would "
+                                  "count it twice")
             found_in[row["id"]] = run["dir"]
             merged[row["id"]] = row
     config = {**base, "shard": None, "merged_from": [r["run_id"] for r in runs]}
