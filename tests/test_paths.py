@@ -163,3 +163,33 @@ def test_a_record_id_with_bidi_and_line_separators_is_shown_escaped(tmp_path):
     code, out, err = run_cli(argv, tmp_path)
     assert_one_clean_line(argv, code, out, err)
     assert "evil\\u202egnp.exe\\u2028second line" in err
+
+
+def test_the_output_table_covers_every_command_that_writes():
+    """Every entry of OUTPUTS names a real command function, and every command with an output option is in it."""
+    import argparse
+    import importlib
+
+    from groundstate.cli import build_parser
+    from groundstate.cli.outputs import OUTPUTS
+
+    for key in OUTPUTS:
+        module, _, name = key.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), name, None)), key
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        for action in subs:
+            for sub in action.choices.values():
+                walk(sub)
+        func = parser.get_default("func")
+        dests = {a.dest for a in parser._actions}
+        if not subs and func is not None and dests & {"out", "report_dir", "json_out", "runs_dir"}:
+            key = f"{func.__module__}.{func.__name__}"
+            if key not in OUTPUTS and key not in ("groundstate.cli.runs.cmd_runs_list",
+                                                  "groundstate.cli.runs.cmd_runs_show"):
+                missing.append(key)
+
+    walk(build_parser())
+    assert not missing, missing
