@@ -5,8 +5,9 @@ Every error a user can fix (a bad file, a bad record, an unknown LM spec, a miss
 where it helps, how to fix it. Anything else that escapes is a bug and keeps its traceback.
 
 Messages stay one line: text that comes from a data file (an id, a value, a field name) is passed through
-:func:`one_line`, which escapes newlines, ANSI escape sequences and other control characters repr-style, so
-a data file can neither break the one-line contract nor write to the user's terminal.
+:func:`one_line`, which escapes newlines, ANSI escape sequences, bidi overrides, line separators and every other
+control or format character repr-style, so a data file can neither break the one-line contract, nor reorder what
+the user reads, nor write to the user's terminal.
 """
 
 from __future__ import annotations
@@ -14,16 +15,32 @@ from __future__ import annotations
 import functools
 import os
 import re
+import unicodedata
 from typing import Any
+
+#: Unicode categories a terminal can use to hide, reorder or break text: controls (Cc: newlines, ANSI escapes,
+#: C1), format characters (Cf: the bidi overrides and isolates U+202A-U+202E and U+2066-U+2069, the marks U+200E,
+#: U+200F and U+061C, zero-width characters, the byte-order mark), the line and paragraph separators (Zl U+2028,
+#: Zp U+2029) and lone surrogates (Cs).
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def _unsafe(ch: str) -> bool:
+    return unicodedata.category(ch) in UNSAFE_CATEGORIES
 
 
 def one_line(text: Any, limit: int | None = 300) -> str:
-    """``text`` made safe for a one-line message: control characters (newlines, tabs, ANSI escapes, C1
-    controls) escaped repr-style, and cut to ``limit`` characters (``None``: no cut)."""
+    """``text`` made safe to print on one line of a terminal.
+
+    Guarantees: the result holds no character of :data:`UNSAFE_CATEGORIES` (newlines, tabs, ANSI escapes, C1
+    controls, bidi overrides such as U+202E, zero-width characters, U+2028/U+2029, surrogates); each is written
+    repr-style instead (``\\n``, ``\\x1b``, ``\\u202e``), so a data file can neither break the one-line contract,
+    nor reorder what the user reads, nor write to the user's terminal. The result is cut to ``limit`` characters
+    (``None``: no cut).
+    """
     shown = str(text)
-    if any(ch < " " or ch == "\x7f" or "\x80" <= ch <= "\x9f" for ch in shown):
-        shown = "".join(repr(ch)[1:-1] if (ch < " " or ch == "\x7f" or "\x80" <= ch <= "\x9f") else ch
-                        for ch in shown)
+    if not shown.isprintable() and any(_unsafe(ch) for ch in shown):
+        shown = "".join(repr(ch)[1:-1] if _unsafe(ch) else ch for ch in shown)
     if limit is not None and len(shown) > limit:
         shown = shown[: limit - 3] + "..."
     return shown

@@ -180,6 +180,42 @@ def read_bytes(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
         os.close(fd)
 
 
+def iter_chunks(path: str | os.PathLike, max_bytes: int | None = None, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """A regular file's bytes in chunks of at most ``chunk`` bytes, for readers that stream (hashes, line counts,
+    format sniffing). The file is checked as :func:`read_bytes` checks it (special and oversized files are one
+    line, before anything is read) and at most ``max_bytes`` are ever read; memory stays at one chunk."""
+    path = Path(path)
+    limit = MAX_FILE_BYTES if max_bytes is None else max_bytes
+    fd, _ = _open_regular(path, limit)
+    try:
+        os.set_blocking(fd, True)
+        total = 0
+        while True:
+            try:
+                data = os.read(fd, min(chunk, limit + 1 - total))
+            except OSError as exc:
+                raise InputError(f"cannot read ({exc.strerror or exc})", file=str(path)) from None
+            if not data:
+                return
+            total += len(data)
+            if total > limit:
+                raise InputError(f"grew past the {limit}-byte limit while it was read (GROUNDSTATE_MAX_FILE_BYTES)",
+                                 file=str(path))
+            yield data
+    finally:
+        os.close(fd)
+
+
+def sha256(path: str | os.PathLike, max_bytes: int | None = None) -> str:
+    """The sha256 of a regular file's bytes (hex), read in chunks (see :func:`iter_chunks`)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for data in iter_chunks(path, max_bytes):
+        digest.update(data)
+    return digest.hexdigest()
+
+
 def decode(data: bytes, file: str | None = None) -> str:
     """UTF-8 text (a leading byte-order mark dropped); a bad byte names its line."""
     try:

@@ -13,8 +13,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import sys
 import traceback
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -57,13 +59,53 @@ def make_generated(directory: Path) -> None:
     (directory / "huge-int.jsonl").write_text(f'{{"id": "a", "n": {digits}}}\n')
 
 
-def run_cli(argv: list[str], cwd: Path) -> tuple[int, str, str]:
-    """Run ``groundstate argv`` in a forked child with ``cwd``; return (status, stdout, stderr)."""
+#: The reading layer's size limit in a child that gets an ``over-cap`` file (a sparse file one byte over it).
+SMALL_CAP = 1 << 20
+SPECIAL_KINDS = ("fifo", "dev-zero-link", "directory", "over-cap")
+#: Unicode categories no output line may carry raw (controls, bidi and other format characters, separators).
+UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+
+
+def make_special(path: Path, kind: str) -> None:
+    """A special file at ``path``: a FIFO no one writes to, a symlink to ``/dev/zero`` (a device that reports size 0
+    and never ends), a directory, or a sparse file one byte over :data:`SMALL_CAP` (it takes no disk)."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero-link":
+        os.symlink("/dev/zero", path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        with open(path, "wb") as handle:
+            handle.truncate(SMALL_CAP + 1)
+
+
+def assert_one_clean_line(argv: list[str], code: int, out: str, err: str) -> None:
+    """Exit status 2, exactly one line on stderr, no traceback and no raw control, bidi or separator character."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err + out, f"{argv}: traceback\n{err[-3000:]}"
+    assert code == 2, f"{argv}: exit {code}\nstdout: {out[-1500:]}\nstderr: {err[-1500:]}"
+    assert len(lines) == 1, f"{argv}: {len(lines)} lines on stderr:\n{err[-1500:]}"
+    raw = sorted({f"U+{ord(c):04X}" for c in err + out if c != "\n" and unicodedata.category(c) in UNSAFE})
+    assert not raw, f"{argv}: raw {raw} reached the terminal"
+
+
+def run_cli(argv: list[str], cwd: Path, max_file_bytes: int | None = None) -> tuple[int, str, str]:
+    """Run ``groundstate argv`` in a forked child with ``cwd``; return (status, stdout, stderr).
+
+    ``max_file_bytes`` lowers the reading layer's size limit in the child (``GROUNDSTATE_MAX_FILE_BYTES``), so a
+    small sparse file can stand for an oversized one. If the parent is interrupted while it waits (a pytest
+    timeout on a hanging child), the child is killed, so a hang fails the test instead of outliving it.
+    """
     out_path, err_path = cwd / ".stdout", cwd / ".stderr"
     pid = os.fork()
     if pid == 0:  # the child: behave like the console script
         code = 1
         try:
+            if max_file_bytes is not None:
+                import groundstate.files
+
+                groundstate.files.MAX_FILE_BYTES = max_file_bytes
             os.chdir(cwd)
             out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             err_fd = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -86,7 +128,12 @@ def run_cli(argv: list[str], cwd: Path) -> tuple[int, str, str]:
                 sys.stderr.flush()
             finally:
                 os._exit(code if isinstance(code, int) else 1)
-    _, status = os.waitpid(pid, 0)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     code = os.waitstatus_to_exitcode(status)
     return code, out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
 
@@ -139,11 +186,7 @@ def test_every_reading_command_refuses_every_bad_file(command, name, generated, 
     shutil.copy(source, case / name)
     argv = [part.replace("{f}", name) for part in COMMANDS[command]]
     code, out, err = run_cli(argv, case)
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert "Traceback" not in err + out, f"{argv}: traceback\n{err[-3000:]}"
-    assert code == 2, f"{argv}: exit {code}\nstdout: {out[-1500:]}\nstderr: {err[-1500:]}"
-    assert len(lines) == 1, f"{argv}: {len(lines)} lines on stderr:\n{err[-1500:]}"
-    assert "\x1b" not in err + out, f"{argv}: a raw escape sequence reached the terminal"
+    assert_one_clean_line(argv, code, out, err)
     written = [p.relative_to(case) for p in case.rglob("*")
                if p.is_file() and p.name not in (name, ".stdout", ".stderr")]
     outside = [str(p) for p in written if p.parts[0] != "runs"]
@@ -225,6 +268,8 @@ def workspace(tmp_path_factory):
                                      agents="sim", removed_actions=(), min_vote_round=None)
     calibrator.config = configuration.to_dict()
     save_params(calibrator, root / "cal", configuration=configuration.to_dict())
+    code, _, err = run_cli(["dhd", "simulate", "--cache", "cache", "--n", "6", "--blocks", "2", "--k", "3"], root)
+    assert code == 0, err
     return root
 
 
@@ -238,6 +283,11 @@ def corrupt(source: Path, target: Path, damage: str) -> Path:
     elif damage.startswith("replace:"):
         name, text = damage.split(":", 2)[1:]
         (target / name).write_bytes(text.encode("latin-1"))
+    elif damage.startswith("special:"):
+        kind, name = damage.split(":", 2)[1:]
+        path = target / name
+        path.unlink()
+        make_special(path, kind)
     elif damage == "garbage-middle-line":
         path = target / "results.jsonl"
         lines = path.read_text().splitlines(keepends=True)
@@ -248,13 +298,16 @@ def corrupt(source: Path, target: Path, damage: str) -> Path:
 RUN_DAMAGE = ["replace:summary.json:not json", "replace:summary.json:[1, 2]",
               'replace:summary.json:{"scores": "x", "tokens": {}, "lm_calls": {}}',
               "replace:config.json:[1, 2]", "replace:config.json:\xff\xfe", "garbage-middle-line",
-              'replace:results.jsonl:{"id": "a", "scores": "high"}\n']
+              'replace:results.jsonl:{"id": "a", "scores": "high"}\n',
+              *(f"special:{kind}:{name}" for kind in ("fifo", "dev-zero-link", "directory", "over-cap")
+                for name in ("results.jsonl", "summary.json", "config.json"))]
 
 
 def shards(workspace: Path) -> list[Path]:
     return sorted(p for p in (workspace / "runs").iterdir() if p.is_dir())
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("damage", RUN_DAMAGE)
 @pytest.mark.parametrize("command", ["show", "merge", "list"])
 def test_corrupt_run_directories_are_one_line_errors(workspace, tmp_path, command, damage):
@@ -265,9 +318,8 @@ def test_corrupt_run_directories_are_one_line_errors(workspace, tmp_path, comman
     argv = {"show": ["runs", "show", str(broken)],
             "merge": ["runs", "merge", str(broken), str(runs / second.name), "--runs-dir", str(tmp_path / "merged")],
             "list": ["runs", "list", "--runs-dir", str(runs)]}[command]
-    code, out, err = run_cli(argv, tmp_path)
-    assert "Traceback" not in err + out, err[-3000:]
-    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err[-2000:])
+    code, out, err = run_cli(argv, tmp_path, max_file_bytes=SMALL_CAP)
+    assert_one_clean_line(argv, code, out, err)
     assert not (tmp_path / "merged").exists()
 
 
@@ -282,17 +334,25 @@ ARTIFACT_CASES = {
     "cal": (["file-missing:params.json", "truncate:params.json",
              'replace:params.json:{"alpha": 0.1, "thresholds": [1]}', 'replace:params.json:{"alpha": "x"}'],
             ["consilience", "coverage", "--data", "{tasks}", "--agents", "sim", "--calibrator", "{dir}"]),
+    "cache": (["replace:cache.json:[1]", "replace:messages.jsonl:[1]\n"],
+              ["dhd", "analyze", "--cache", "{dir}", "--report-dir", "report"]),
 }
+SPECIAL_ARTIFACT_FILES = {"program": ("program.json", "manifest.json"), "mlp": ("model.skops", "manifest.json"),
+                          "cal": ("params.json", "manifest.json"),
+                          "cache": ("cache.json", "problems.jsonl", "messages.jsonl")}
+for _kind, _names in SPECIAL_ARTIFACT_FILES.items():
+    ARTIFACT_CASES[_kind][0].extend(f"special:{special}:{name}" for name in _names
+                                    for special in ("fifo", "dev-zero-link", "directory", "over-cap"))
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind, damage", [(k, d) for k, (ds, _) in ARTIFACT_CASES.items() for d in ds])
 def test_corrupt_artifacts_are_one_line_errors(workspace, tmp_path, kind, damage):
     broken = corrupt(workspace / kind, tmp_path / kind, damage)
     template = ARTIFACT_CASES[kind][1]
     argv = [p.replace("{dir}", str(broken)).replace("{tasks}", str(workspace / "tasks.jsonl")) for p in template]
-    code, out, err = run_cli(argv, tmp_path)
-    assert "Traceback" not in err + out, err[-3000:]
-    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err[-2000:])
+    code, out, err = run_cli(argv, tmp_path, max_file_bytes=SMALL_CAP)
+    assert_one_clean_line(argv, code, out, err)
 
 
 @pytest.mark.parametrize("kind", ["mlp", "cal"])
@@ -316,3 +376,59 @@ def test_the_intact_program_and_runs_load(workspace, tmp_path):
     assert code == 0, err
     code, out, err = run_cli(["runs", "show", str(first)], tmp_path)
     assert code == 0, err
+
+
+# -- special files: FIFOs, devices, directories, oversized files ---------------------------------------------------
+OFFQUERY = Path(__file__).parent / "data" / "offquery" / "CrisisFact.json"
+#: COMMANDS, plus the inputs that are not a command's main data file.
+SPECIAL_COMMANDS = {
+    **COMMANDS,
+    "t2-truth": ["data", "validate", "--data", str(OFFQUERY), "--t2-truth", "{f}"],
+    "lm-check-config": ["lm", "check", "--lm-config", "{f}"],
+}
+#: The reading paths that depend on the suffix (JSON list, Parquet), walked for a few commands.
+SUFFIX_COMMANDS = ("data-validate", "hidden-validate", "run-qa", "optimize")
+
+
+def special_cases() -> list[tuple[str, str, str]]:
+    cases = []
+    for command in sorted(SPECIAL_COMMANDS):
+        suffixes = [".toml"] if "config" in command else [".jsonl"]
+        if command in SUFFIX_COMMANDS:
+            suffixes += [".json", ".parquet"]
+        cases += [(command, kind, suffix) for kind in SPECIAL_KINDS for suffix in suffixes]
+    return cases
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command, kind, suffix", special_cases())
+def test_every_reading_command_refuses_special_files(command, kind, suffix, tmp_path):
+    """A FIFO (which would block an open for ever), a link to /dev/zero (size 0, endless), a directory and a file
+    over the size limit, given where a command reads a file: one line and exit 2, before anything is read. A hang
+    fails the test by its timeout (the child is killed)."""
+    case = tmp_path / "case"
+    case.mkdir()
+    name = "bad" + suffix
+    make_special(case / name, kind)
+    argv = [part.replace("{f}", name) for part in SPECIAL_COMMANDS[command]]
+    code, out, err = run_cli(argv, case, max_file_bytes=SMALL_CAP)
+    assert_one_clean_line(argv, code, out, err)
+    written = [p.relative_to(case) for p in case.rglob("*") if p.is_file() and not p.is_symlink()
+               and p.name not in (name, ".stdout", ".stderr")]
+    assert not [str(p) for p in written if p.parts[0] != "runs"], f"{argv}: wrote {written}"
+
+
+def test_the_special_files_are_what_they_claim(tmp_path):
+    """The cases above test what they say: the FIFO would block a plain open, /dev/zero reports size 0 and never
+    ends, and the sparse file is over the child's limit while taking (almost) no disk."""
+    import stat
+
+    for kind in SPECIAL_KINDS:
+        make_special(tmp_path / kind, kind)
+    assert stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+    assert os.stat(tmp_path / "dev-zero-link").st_size == 0
+    with open(tmp_path / "dev-zero-link", "rb") as handle:
+        assert handle.read(1 << 16) == b"\0" * (1 << 16)
+    assert (tmp_path / "directory").is_dir()
+    info = os.stat(tmp_path / "over-cap")
+    assert info.st_size == SMALL_CAP + 1 and info.st_blocks * 512 < SMALL_CAP

@@ -16,7 +16,8 @@ import sys
 
 from groundstate.cli import consilience, data, dhd, hidden, lm, optimize, reground, run, runs
 from groundstate.cli.options import Parser, add_verbose_options
-from groundstate.errors import GroundstateError, install_log_scrubbing, scrub_secrets
+from groundstate.cli.outputs import check_outputs
+from groundstate.errors import GroundstateError, install_log_scrubbing, one_line, scrub_secrets
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -42,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     install_log_scrubbing()  # a server's error body can echo the key; libraries log such errors
     try:
+        check_outputs(args)  # before any work: an output onto an input, or of the wrong kind, is one line
         return int(args.func(args) or 0)
     except GroundstateError as exc:
-        print(f"groundstate: error: {scrub_secrets(str(exc))}", file=sys.stderr)
+        print(f"groundstate: error: {one_line(scrub_secrets(str(exc)), None)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("groundstate: interrupted; everything finished is kept. Run the same command again to resume.",

@@ -38,7 +38,7 @@ def cmd_crossfit(args: argparse.Namespace) -> int:
     headline = result["variants"][result["headline"]]
     if headline["by_benchmark"]:
         print(f"gain by benchmark ({result['headline']}, pp): " + ", ".join(
-            f"{label} {pp(cell['gain']['mean'])} ({cell['n_problems']} problems)"
+            f"{one_line(label, 80)} {pp(cell['gain']['mean'])} ({cell['n_problems']} problems)"
             for label, cell in headline["by_benchmark"].items()))
     if result.get("note"):
         print(result["note"])

@@ -28,6 +28,7 @@ from groundstate.cli.options import (
     prepare_team,
 )
 from groundstate.cli.output import print_summary
+from groundstate.errors import one_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -113,7 +114,7 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
                  for i, t in travel.items()]
         for failure in failures:
             print(f"no valid task for index {failure['index']} after {failure['attempts']} attempt(s): "
-                  + "; ".join(failure["issues"][:3]), file=sys.stderr)
+                  + one_line("; ".join(map(str, failure["issues"][:3]))), file=sys.stderr)
     save_hidden_tasks(args.out, tasks)
     print(f"wrote {len(tasks)} travel tasks to {args.out}" + (f" ({len(failures)} failed)" if failures else ""))
     print(f"answers: {_distribution([t.correct for t in tasks])}")
@@ -245,7 +246,8 @@ def cmd_hidden_annotate(args: argparse.Namespace) -> int:
     facts = sum(len(v) for v in data["support"].values())
     print(f"{facts} facts of {len(tasks)} tasks rated -> {out}")
     for failure in data["failures"][:5]:
-        print(f"not rated: task {failure['task']}: {failure['fact'][:60]!r}: {failure['error']}", file=sys.stderr)
+        print(f"not rated: task {one_line(failure['task'], 80)}: {one_line(repr(str(failure['fact'])[:60]))}: "
+              f"{one_line(failure['error'], 200)}", file=sys.stderr)
     if data["failures"]:
         print(f"{len(data['failures'])} fact(s) could not be rated; run the same command again to retry them",
               file=sys.stderr)

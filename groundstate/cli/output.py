@@ -1,9 +1,21 @@
-"""What the commands print that several of them share: the summary table of a run."""
+"""What the commands print that several of them share: the summary table of a run, and :func:`cell`, how text
+that came from a file reaches a rich table."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+
+def cell(value: Any, limit: int | None = 200) -> Any:
+    """``value`` as a rich ``Text`` for a table cell or title: escaped to one safe line
+    (:func:`~groundstate.errors.one_line`: no control, bidi or line-separator character) and never parsed as rich
+    markup, so a name such as ``[/x]`` from a file is shown as it is instead of raising ``MarkupError``."""
+    from rich.text import Text
+
+    from groundstate.errors import one_line
+
+    return Text(one_line(value, limit))
 
 
 def print_summary(result: Any, console: Any = None) -> None:
@@ -19,11 +31,11 @@ def print_summary(result: Any, console: Any = None) -> None:
 
     console = console or Console()
     summary = result.summary if hasattr(result, "summary") else result
-    table = Table(title=f"run {summary['run_id']}")
+    table = Table(title=cell(f"run {summary['run_id']}"))
     table.add_column("metric")
     table.add_column("mean [95% CI]", justify="right")
     for name, entry in summary["scores"].items():
-        table.add_row(name.replace("_", " "), format_ci(entry))
+        table.add_row(cell(name.replace("_", " ")), format_ci(entry))
     unscored = summary.get("n_score_failed") or 0
     table.add_row("records", f"{summary['n_done']}/{summary['n_selected']} ({summary['n_error']} errors"
                   + (f", {unscored} with metrics not measured)" if unscored else ")"))
@@ -42,10 +54,10 @@ def print_summary(result: Any, console: Any = None) -> None:
                       + (f" ({unpriced} records unpriced)" if unpriced else ""))
     judge = ((getattr(result, "config", None) or {}).get("options") or {}).get("judge")
     if judge:
-        table.add_row("T2 judge", str(judge))
+        table.add_row("T2 judge", cell(judge))
     console.print(table)
     if hasattr(result, "run_dir"):
-        console.print(f"stored in {result.run_dir}")
+        console.print(cell(f"stored in {result.run_dir}", None))
 
 
 def report_failed_runs(summaries: Mapping[str, Mapping[str, Any]]) -> int:

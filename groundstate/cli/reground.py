@@ -54,8 +54,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         settings = run_settings(args)
         lm, lm_config = configure_lms(args)
         summaries, notes, run_ids = compare_programs(args.programs, args, lm=lm, lm_config=lm_config,
-                                                     settings=settings,
-                                                     on_start=lambda name: console.print(f"[bold]{name}[/bold]"))
+                                                     settings=settings, on_start=lambda name: console.print(
+                                                         name, style="bold", markup=False))
         metrics = ("t1", "t2", "t2_retention", "t2_exclusion", "t3")
         rows = comparison_rows(summaries, metrics=metrics, notes=notes)
         report_dir = Path(args.report_dir or Path(args.runs_dir) / f"compare-{fingerprint(run_ids, 10)}")
@@ -80,5 +80,5 @@ def cmd_compare(args: argparse.Namespace) -> int:
             header, body = cells(name, rows)
             print_table(body, columns=header, title=TITLES[name], out=console)
         paths.update(written)
-    console.print("wrote " + ", ".join(paths.values()))
+    console.print("wrote " + ", ".join(paths.values()), markup=False)
     return report_failed_runs(summaries)

@@ -33,23 +33,27 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
+    from groundstate.cli.output import cell
+    from groundstate.cli.tables import console
+    from groundstate.errors import one_line
     from groundstate.eval.runs import list_runs
 
     runs = list_runs(args.runs_dir)
     if not runs:
-        print(f"no runs under {args.runs_dir}/")
+        print(f"no runs under {one_line(args.runs_dir)}/")
         return 0
     table = Table()
     for col in ("run id", "program", "LM", "records", "errors", "state"):
         table.add_column(col)
     for run in runs:
-        s = run["summary"]
-        table.add_row(run["run_id"], str(run["config"].get("program")), str(run["config"].get("lm", {}).get("model")),
-                      f"{s.get('n_done')}/{s.get('n_selected')}", str(s.get("n_error")), run["state"])
-    Console().print(table)
+        s, config = run["summary"], run["config"]
+        lm = config.get("lm") if isinstance(config.get("lm"), dict) else {}
+        table.add_row(*(cell(v) for v in (run["run_id"], config.get("program"), lm.get("model"),
+                                          f"{s.get('n_done')}/{s.get('n_selected')}", s.get("n_error"),
+                                          run["state"])))
+    console().print(table)
     return 0
 
 
@@ -61,8 +65,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({k: run[k] for k in ("run_id", "config", "summary")}, indent=2))
         return 0
-    print(f"run {run['run_id']} ({run['dir']})")
-    print("config: " + json.dumps({k: v for k, v in run["config"].items() if k != "run_id"}))
+    print(f"run {one_line(run['run_id'], None)} ({one_line(run['dir'], None)})")
+    print("config: " + json.dumps({k: v for k, v in run["config"].items() if k != "run_id"}))  # ASCII-escaped
     print_summary(run["summary"])
     failed = [r for r in run["rows"] if r.get("error")]
     for row in failed[: args.errors]:
@@ -77,11 +81,13 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_merge(args: argparse.Namespace) -> int:
+    from groundstate.errors import one_line
     from groundstate.eval.runs import merge_runs, resolve_run_dir
 
     runs = [resolve_run_dir(args.runs_dir, r) for r in args.runs]
     merged = merge_runs(runs, out=args.runs_dir)
     print_summary(merged["summary"])
     missing = merged["summary"]["shards"]["missing"]
-    print(f"merged {len(runs)} shards into {merged['dir']}" + (f" (missing shards: {missing})" if missing else ""))
+    print(f"merged {len(runs)} shards into {one_line(merged['dir'], None)}"
+          + (f" (missing shards: {one_line(missing)})" if missing else ""))
     return 0

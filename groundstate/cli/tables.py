@@ -43,21 +43,25 @@ def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequ
         headers: the headers as shown (default ``human(column)``).
     """
     from rich.table import Table
+    from rich.text import Text
+
+    from groundstate.cli.output import cell
+    from groundstate.errors import one_line
 
     if columns is None:
         first = rows[0] if rows else {}
         columns = list(first.keys()) if isinstance(first, Mapping) else [str(i) for i in range(len(first))]
-    table = Table(title=title, title_justify="left")
-    texts = [["-" if c is None else str(c) for c in ([row.get(c) for c in columns] if isinstance(row, Mapping)
-                                                    else list(row))] for row in rows]
+    table = Table(title=None if title is None else cell(title, None), title_justify="left")
+    texts = [["-" if c is None else one_line(c, None)
+              for c in ([row.get(c) for c in columns] if isinstance(row, Mapping) else list(row))] for row in rows]
     for i, column in enumerate(columns):
         header = headers[i] if headers else human(column)
         # the first column names the row: it keeps its width (up to 40) and the value columns fold instead
         widest = max([len(header), *(len(cells[0]) for cells in texts if cells)]) if i == 0 else None
-        table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold",
+        table.add_column(cell(header, None), justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold",
                          min_width=min(widest, 40) if widest else None)
     for cells in texts:
-        table.add_row(*cells)
+        table.add_row(*(Text(c) for c in cells))  # file text: never parsed as markup
     (out or console()).print(table)
 
 

@@ -44,12 +44,11 @@ def _without_runtime(value: Any) -> Any:
 
 
 def file_hash(path: str | os.PathLike) -> str:
-    """sha256 of a file's bytes (the data part of a run fingerprint)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """sha256 of a file's bytes (the data part of a run fingerprint); only a regular file within the size limit is
+    read (:func:`groundstate.files.sha256`: a FIFO, a device or a directory is one line, never a hang)."""
+    from groundstate.files import sha256
+
+    return sha256(path)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

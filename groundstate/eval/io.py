@@ -76,28 +76,31 @@ def first_list_item(path: Path) -> Any:
 
     Used only to recognise a file's format; any problem reading it gives ``None`` (the loader then reports it).
     """
+    import codecs
+    from contextlib import closing
+
     decoder = json.JSONDecoder()
-    buffer, chunk = "", 1 << 16
+    text_decoder = codecs.getincrementaldecoder("utf-8")()
+    buffer, tried = "", 0
     try:
-        with open(path, encoding="utf-8") as handle:
-            while True:
-                data = handle.read(chunk)
-                buffer += data
+        with closing(files.iter_chunks(path, chunk=1 << 16)) as chunks:
+            for data in chunks:
+                buffer += text_decoder.decode(data)
                 text = buffer.lstrip("\ufeff \t\r\n")
                 if text and text[0] != "[":
                     return None
                 rest = text[1:].lstrip()
-                if rest.startswith("]"):
+                if rest.startswith("]") or len(buffer) > (64 << 20):
                     return None
-                if rest:
+                if rest and len(buffer) >= 2 * tried:  # parse again only once the buffer has doubled
+                    tried = len(buffer)
                     try:
                         return decoder.raw_decode(rest)[0]
                     except (json.JSONDecodeError, RecursionError, ValueError):
                         pass
-                if not data or len(buffer) > (64 << 20):
-                    return None
-                chunk *= 2
-    except (OSError, UnicodeDecodeError):
+        rest = buffer.lstrip("\ufeff \t\r\n")[1:].lstrip()
+        return decoder.raw_decode(rest)[0] if rest else None
+    except (InputError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
         return None
 
 

@@ -58,12 +58,12 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
             corruption, not an interrupted write).
     """
     from groundstate.errors import InputError
-    from groundstate.files import loads_json
+    from groundstate.files import loads_json, read_bytes
 
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return []
-    data = path.read_bytes()
+    data = read_bytes(path)  # a regular file within the size limit: a FIFO, a device or a directory is one line
     rows, bad = [], 0
     pos, number = 0, 0
     while pos < len(data):
@@ -96,21 +96,78 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
     return rows
 
 
-def write_lines(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+def count_results(path: str | os.PathLike) -> dict[str, int]:
+    """``{"n_done", "n_error"}`` of a ``results.jsonl``, streamed: memory stays at one chunk and one line however
+    large the file is (what ``runs list`` reads when a run has no final summary). A torn last line is not counted.
+
+    Raises:
+        InputError: the file is not a regular file within the size limit, or a complete line is not a result
+            row (naming the line).
+    """
+    from groundstate.errors import InputError
+    from groundstate.files import iter_chunks, loads_json
+
+    path = Path(path)
+    counts = {"n_done": 0, "n_error": 0}
+    if not os.path.lexists(path):
+        return counts
+    pending, number = b"", 0
+    for chunk in iter_chunks(path):
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            number += 1
+            if not line.strip():
+                continue
+            try:
+                row = loads_json(line.decode("utf-8"), file=str(path), record=f"at line {number}")
+            except UnicodeDecodeError:
+                raise InputError("not UTF-8 text", file=str(path), record=f"at line {number}") from None
+            problem = _result_row_problem(row)
+            if problem is not None:
+                raise InputError(f"not a result row ({problem})", file=str(path), record=f"at line {number}")
+            counts["n_done"] += 1
+            counts["n_error"] += bool(row.get("error"))
+    return counts
+
+
+def _replace_with(path: Path, data: bytes, sync: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically: into ``<path>.tmp`` (a stale one, even a symlink, is removed first and
+    the new one is created with ``O_EXCL | O_NOFOLLOW``, so the write never follows a planted link), then renamed
+    over ``path``. A failure (``path`` is a directory, the disk is full, ...) is one :class:`InputError` line."""
+    from groundstate.errors import InputError
+
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write ({exc.strerror or exc})", file=str(path)) from None
+
+
+def write_lines(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Replace ``path`` with one JSON line per row, atomically and synced (see :func:`_replace_with`)."""
+    data = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+    _replace_with(Path(path), data, sync=True)
 
 
 def write_json(path: str | os.PathLike, value: Any) -> None:
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(jsonable(value), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Replace ``path`` with ``value`` as indented JSON, atomically (see :func:`_replace_with`)."""
+    text = json.dumps(jsonable(value), indent=2, ensure_ascii=False) + "\n"
+    _replace_with(Path(path), text.encode("utf-8"))
 
 
 def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> dict[str, Any]:

@@ -4,7 +4,9 @@ A run lives in ``<out>/<run-id>/``:
 
 - ``config.json``: what was run (program, its saved state hash, LM specs, data hash, seed, options). The
   run id is ``<program>-<fingerprint of this config>``, so the same command finds the same directory and a
-  changed configuration gets a new one.
+  changed configuration gets a new one. A program name that is not a safe file name (``../x``, ``/abs``) is
+  refused before anything is made (:func:`groundstate.paths.safe_component`), and an existing ``config.json``,
+  ``results.jsonl`` or ``summary.json`` that is not a regular file (a symlink, a FIFO) is one line.
 - ``results.jsonl``: one JSON line per finished record, appended and flushed as the record finishes:
   ``id``, ``outputs``, ``trace``, ``scores`` (the metrics measured on the record), ``score_errors`` (``{metric:
   error text}`` for each metric that could not be measured), ``input_tokens``, ``output_tokens``, ``lm_calls``,
@@ -57,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.concurrency import current_overrides, overrides
-from groundstate.errors import ConfigError, scrub_secrets
+from groundstate.errors import ConfigError, InputError, scrub_secrets
 from groundstate.eval.identity import canonical_json as canonical_json
 from groundstate.eval.identity import file_hash as file_hash
 from groundstate.eval.identity import fingerprint as fingerprint
@@ -72,6 +74,7 @@ from groundstate.eval.scoring import record_failed, rescorable, rescored_row, sc
 from groundstate.files import jsonable
 from groundstate.lm.failed_calls import install_failed_call_eviction
 from groundstate.metering import meter_overrides, new_meter
+from groundstate.paths import check_entry, child, safe_component
 
 logger = logging.getLogger(__name__)
 
@@ -180,7 +183,8 @@ def run_config(program: str, *, state: Any = None, **fields: Any) -> dict[str, A
     """What identifies a run (its fingerprint names the run directory); every command builds its config here.
 
     Args:
-        program: the program's name (the run id's prefix).
+        program: the program's name (the run id's prefix): a safe file name (letters, digits and ``. _ - + = @``;
+            :func:`groundstate.paths.safe_component`), or the run is refused with one line.
         state: the program object; its class and DSPy state are recorded as ``program_state``
             (:func:`program_state_hash`). ``None``: not recorded.
         **fields: the other fields, by convention ``lm`` (:func:`~groundstate.lm.specs.describe_lm` of the
@@ -267,9 +271,14 @@ class Runner:
             dup = next(i for i in ids if ids.count(i) > 1)
             raise ConfigError(f"duplicate record id '{dup}': every record needs its own id")
         config = {**self.config, "limit": limit, "shard": list(shard) if shard else None}
-        run_id = f"{config.get('program', 'run')}-{fingerprint(config)}"
-        run_dir = Path(self.out) / run_id
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_id = f"{safe_component(config.get('program', 'run'), 'program name')}-{fingerprint(config)}"
+        run_dir = child(self.out, run_id, "run id")
+        for name in (CONFIG, RESULTS, SUMMARY):  # appended to or replaced: never through a link, never a FIFO
+            check_entry(run_dir / name, "run files")
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot make the run directory ({exc.strerror or exc})", file=str(run_dir)) from None
         with RunLock(run_dir, run_id):
             return self._run_locked(records, config, run_id, run_dir, limit, shard, description)
 

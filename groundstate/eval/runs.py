@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import ConfigError, InputError
-from groundstate.eval.results import CONFIG, RESULTS, SUMMARY, read_results, summarize, write_json
+from groundstate.errors import ConfigError, InputError, one_line
+from groundstate.eval.results import (
+    CONFIG,
+    RESULTS,
+    SUMMARY,
+    count_results,
+    read_results,
+    summarize,
+    write_json,
+    write_lines,
+)
 from groundstate.eval.runner import fingerprint
+from groundstate.paths import check_entry, child, safe_component
 
 #: The per-record columns of :meth:`Run.to_records`, before the ``score.*`` and ``output.*`` ones.
 RUN_COLUMNS: tuple[str, ...] = ("run_id", "id", "error", "input_tokens", "output_tokens", "total_tokens", "lm_calls",
@@ -91,29 +102,44 @@ def load_run(run_dir: str | Path) -> Run:
         InputError: not a run directory, or a corrupt ``config.json``, ``summary.json`` or ``results.jsonl``
             (one line naming the file and, for results, the line).
     """
-    from groundstate.files import read_json
-
     run_dir = Path(run_dir)
-    config_path = run_dir / CONFIG
-    if not config_path.is_file():
-        raise InputError("not a run directory (no config.json)", file=str(run_dir))
-    config = read_json(config_path)
-    if not isinstance(config, dict):
-        raise InputError(f"must be a JSON object (got a JSON {type(config).__name__})", file=str(config_path))
+    config = _read_config(run_dir)
     rows = read_results(run_dir / RESULTS, strict=True)
-    summary_path = run_dir / SUMMARY
-    if summary_path.is_file():
-        summary = read_json(summary_path)
-        problem = _summary_problem(summary)
-        if problem:
-            raise InputError(f"not a run summary ({problem}); delete it to have it recomputed from results.jsonl",
-                             file=str(summary_path))
-        if summary.get("finished") is False:  # the run's first summary: recount what results.jsonl holds
-            summary = {**summary, **summarize(rows, summary["n_selected"])}
-    else:
+    summary = _read_summary(run_dir)
+    if summary is None:
         summary = summarize(rows)
+    elif summary.get("finished") is False:  # the run's first summary: recount what results.jsonl holds
+        summary = {**summary, **summarize(rows, summary["n_selected"])}
     return Run(run_id=str(config.get("run_id", run_dir.name)), dir=str(run_dir), config=config, summary=summary,
                rows=rows)
+
+
+def _read_config(run_dir: Path) -> dict[str, Any]:
+    """A run directory's ``config.json`` (a JSON object), or one line: not a run directory, or a bad file."""
+    from groundstate.files import read_json
+
+    config_path = run_dir / CONFIG
+    if not os.path.lexists(config_path):
+        raise InputError("not a run directory (no config.json)", file=str(run_dir))
+    config = read_json(config_path)  # only a regular file is read: a FIFO or a device is one line
+    if not isinstance(config, dict):
+        raise InputError(f"must be a JSON object (got a JSON {type(config).__name__})", file=str(config_path))
+    return config
+
+
+def _read_summary(run_dir: Path) -> dict[str, Any] | None:
+    """A run directory's checked ``summary.json``, ``None`` when there is none."""
+    from groundstate.files import read_json
+
+    summary_path = run_dir / SUMMARY
+    if not os.path.lexists(summary_path):
+        return None
+    summary = read_json(summary_path)
+    problem = _summary_problem(summary)
+    if problem:
+        raise InputError(f"not a run summary ({problem}); delete it to have it recomputed from results.jsonl",
+                         file=str(summary_path))
+    return summary
 
 
 def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str:
@@ -176,16 +202,31 @@ def _summary_problem(summary: Any) -> str | None:
 
 
 def list_runs(out: str | Path = "runs") -> list[dict[str, Any]]:
-    """One entry per run directory under ``out``, newest first, with its :func:`run_state` as ``state``."""
+    """One entry per run directory under ``out``, newest first, with its :func:`run_state` as ``state``.
+
+    Reads what a listing needs and no more: ``config.json`` and ``summary.json``. ``results.jsonl`` is read only
+    when the run has no final summary (it was killed, is running, or its summary is older than its results), and
+    then streamed to count its records (:func:`~groundstate.eval.results.count_results`), never loaded whole.
+    """
     out = Path(out)
     if not out.is_dir():
         return []
     entries = []
-    for run_dir in sorted(out.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-        if (run_dir / CONFIG).is_file():
-            run = load_run(run_dir)
-            entries.append({**{k: run[k] for k in ("run_id", "dir", "config", "summary")},
-                            "state": run_state(run_dir, run["summary"])})
+    for run_dir in sorted(out.iterdir(), key=lambda p: p.lstat().st_mtime, reverse=True):
+        if not run_dir.is_dir() or not os.path.lexists(run_dir / CONFIG):
+            continue
+        config = _read_config(run_dir)
+        summary = _read_summary(run_dir)
+        results = run_dir / RESULTS
+        stale = summary is None or summary.get("finished") is False or (
+            os.path.lexists(results) and check_entry(results, "results")
+            and (run_dir / SUMMARY).stat().st_mtime_ns < results.stat().st_mtime_ns)
+        if stale:
+            counted = count_results(results)
+            selected = summary["n_selected"] if summary else counted["n_done"]
+            summary = {**(summary or {}), **counted, "n_selected": selected}
+        entries.append({"run_id": str(config.get("run_id", run_dir.name)), "dir": str(run_dir), "config": config,
+                        "summary": summary, "state": run_state(run_dir, summary)})
     return entries
 
 
@@ -233,19 +274,24 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path = "runs") -> dict[str
     for run in runs:
         for row in run["rows"]:
             if row["id"] in found_in and found_in[row["id"]] != run["dir"]:
-                raise ConfigError(f"runs merge: record '{row['id']}' is in both {found_in[row['id']]} and "
-                                  f"{run['dir']}; the shards overlap, so merging would count it twice")
+                raise ConfigError(f"runs merge: record '{one_line(row['id'], 120)}' is in both "
+                                  f"{found_in[row['id']]} and {run['dir']}; the shards overlap, so merging would "
+                                  "count it twice")
             found_in[row["id"]] = run["dir"]
             merged[row["id"]] = row
     config = {**base, "shard": None, "merged_from": [r["run_id"] for r in runs]}
-    run_id = f"{base.get('program', 'run')}-{fingerprint({**base, 'shard': None})}-merged"
-    run_dir = Path(out) / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    program = safe_component(base.get("program", "run"), "program name", source=Path(runs[0]["dir"]) / CONFIG)
+    run_id = f"{program}-{fingerprint({**base, 'shard': None})}-merged"
+    run_dir = child(out, run_id, "merged run id")
+    for name in (CONFIG, RESULTS, SUMMARY):
+        check_entry(run_dir / name, "run files")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot make the merged run directory ({exc.strerror or exc})", file=str(run_dir)) from None
     rows = sorted(merged.values(), key=lambda r: r["id"])
     write_json(run_dir / CONFIG, {**config, "run_id": run_id})
-    with open(run_dir / RESULTS, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    write_lines(run_dir / RESULTS, rows)
     n_selected = sum(r["summary"].get("n_selected", len(r["rows"])) for r in runs)
     summary = {"run_id": run_id, **summarize(rows, n_selected), "shards": {"n": n, "covered": covered,
                "missing": [i for i in range(n) if i not in covered]}, "stopped_reason": None}
@@ -265,11 +311,13 @@ def resolve_run_dir(out: str | Path, name: str) -> str:
     if path.is_dir():
         return str(path)
     if path.is_absolute() or len(path.parts) != 1:
-        raise InputError(f"no run directory {name} (it does not exist); see `groundstate runs list --runs-dir DIR`")
-    candidate = Path(out) / name
+        raise InputError(f"no run directory {one_line(name)} (it does not exist); see "
+                         "`groundstate runs list --runs-dir DIR`")
+    candidate = child(out, name, "run id")
     if candidate.is_dir():
         return str(candidate)
     matches = [p for p in Path(out).glob(f"{glob.escape(name)}*") if p.is_dir()] if Path(out).is_dir() else []
     if len(matches) == 1:
         return str(matches[0])
-    raise InputError(f"no run '{name}' under {out}/ ({len(matches)} matches); see `groundstate runs list`")
+    raise InputError(f"no run '{one_line(name)}' under {one_line(out)}/ ({len(matches)} matches); see "
+                     "`groundstate runs list`")

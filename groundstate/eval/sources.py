@@ -130,10 +130,12 @@ def read_parquet(path: Path) -> Records:
     """The rows of a Parquet file (through ``datasets``), with JSON-text object columns decoded.
 
     Raises:
-        InputError: a missing or unreadable file.
+        InputError: a missing or unreadable file, or one that is not a regular file within the size limit (checked
+            before pyarrow opens it: a FIFO, a device or an oversized file is one line, never a hang).
     """
-    if not path.is_file():
-        raise InputError("file not found", file=str(path))
+    from groundstate.files import check_regular
+
+    check_regular(path)
     import datasets
     import pyarrow.parquet as pq
 
@@ -164,14 +166,15 @@ def read_parquet(path: Path) -> Records:
 
 def write_jsonl(path: str | Path, rows: list[Any]) -> None:
     """Write records (dicts or pydantic models) as JSON Lines, atomically."""
+    from groundstate.eval.results import write_lines
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for row in rows:
-            data = row.model_dump(mode="json") if hasattr(row, "model_dump") else row
-            handle.write(json.dumps(data, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot make its directory ({exc.strerror or exc})", file=str(path)) from None
+    # atomic, and never written through a planted link (see write_lines)
+    write_lines(path, (row.model_dump(mode="json") if hasattr(row, "model_dump") else row for row in rows))
 
 
 def write_records(path: str | Path, rows: Sequence[Any]) -> None:
@@ -192,5 +195,6 @@ def write_records(path: str | Path, rows: Sequence[Any]) -> None:
     metadata = {**(table.schema.metadata or {}), METADATA_KEY: json.dumps({"json_columns": encoded}).encode()}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.unlink(missing_ok=True)  # a stale (or planted) temporary file: never written through
     pq.write_table(table.replace_schema_metadata(metadata), tmp)
     tmp.replace(path)

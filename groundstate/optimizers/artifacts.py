@@ -81,11 +81,25 @@ def _secrets() -> list[str]:
 def _check_no_secrets(directory: Path) -> None:
     secrets = _secrets()
     for path in directory.iterdir():
-        if path.suffix in (".json", ".md", ".txt"):
-            text = path.read_text(encoding="utf-8")
+        # only regular files are read (through the reading layer): a FIFO or a link to a device is never opened
+        if path.suffix in (".json", ".md", ".txt") and not path.is_symlink() and path.is_file():
+            text = files.read_text(path)
             if any(secret in text for secret in secrets):
                 path.unlink()
                 raise ConfigError(f"{path} would contain an API key from the environment; nothing was saved there")
+
+
+def _prepare(directory: Path, *names: str) -> None:
+    """Make an artifact directory and check, before anything is written, that each file the save writes there (and
+    the manifest) is absent or a regular file: a symlink would send the write elsewhere, a FIFO would block it."""
+    from groundstate.paths import check_entry
+
+    for name in (*names, MANIFEST):
+        check_entry(directory / name, "artifact files")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot make the artifact directory ({exc.strerror or exc})", file=str(directory)) from None
 
 
 def _dump_json(path: Path, value: Any) -> None:
@@ -94,6 +108,7 @@ def _dump_json(path: Path, value: Any) -> None:
         text = json.dumps(value, indent=2, ensure_ascii=False, default=str, allow_nan=False)
     except ValueError:
         raise ConfigError(f"{path}: cannot save NaN or infinite values (JSON has no such numbers)") from None
+    tmp.unlink(missing_ok=True)  # a stale (or planted) temporary file: never written through
     tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(path)
 
@@ -203,9 +218,9 @@ def save_program(program: Any, directory: str | Path, **manifest: Any) -> Path:
         json.dumps(modules)
     except TypeError as exc:
         raise ConfigError(f"the build arguments of a stage of {type(program).__name__} are not JSON ({exc})") from None
-    directory.mkdir(parents=True, exist_ok=True)
+    _prepare(directory, PROGRAM_STATE)
     program.save(str(directory / PROGRAM_STATE))
-    state = json.loads((directory / PROGRAM_STATE).read_text(encoding="utf-8"))
+    state = files.read_json(directory / PROGRAM_STATE, max_bytes=256 * 1024**2)
     for entry in state.values():
         if isinstance(entry, dict) and "lm" in entry:
             entry["lm"] = None  # LM-agnostic: the manifest describes the LMs, the loader's configuration picks them
@@ -283,7 +298,7 @@ def save_sklearn(estimator: Any, directory: str | Path, **manifest: Any) -> Path
     import skops.io as sio
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    _prepare(directory, SKLEARN_MODEL)
     sio.dump(estimator, directory / SKLEARN_MODEL)
     return _finish(directory, "sklearn", {"estimator": {"class": _class_path(estimator)}}, manifest)
 
@@ -363,7 +378,7 @@ def save_params(obj: Any, directory: str | Path, **manifest: Any) -> Path:
     if not registry.is_known(registry.class_path(obj), "params"):
         raise ConfigError(f"{type(obj).__name__} is not registered, so it could not be loaded again; call "
                           "groundstate.register(cls, kind='params') on its class")
-    directory.mkdir(parents=True, exist_ok=True)
+    _prepare(directory, PARAMS)
     _dump_json(directory / PARAMS, obj.to_params())
     return _finish(directory, "params", {"object": {"class": _class_path(obj)}}, manifest)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import threading
 import uuid
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from groundstate.errors import InputError
 from groundstate.files import json_lines, read_json
+from groundstate.paths import check_entry
 from groundstate.records import HypothesisMessage, Problem
 
 logger = logging.getLogger(__name__)
@@ -87,11 +89,12 @@ class MessageCache:
         return self.dir / RUNS
 
     def exists(self) -> bool:
-        return (self.dir / META).is_file()
+        """Whether the directory holds a ``cache.json`` (anything there that is not a regular file is one line)."""
+        return check_entry(self.dir / META, "cache metadata")
 
     def meta(self) -> dict[str, Any]:
         path = self.dir / META
-        if not path.is_file():
+        if not check_entry(path, "cache metadata"):
             return {}
         meta = read_json(path)
         if not isinstance(meta, dict):
@@ -100,11 +103,16 @@ class MessageCache:
 
     def ensure(self, k: int | None = None) -> dict[str, Any]:
         """Create the directory and its identity if needed; returns the metadata."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        from groundstate.eval.results import write_json
+
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot make the cache directory ({exc.strerror or exc})", file=str(self.dir)) from None
         meta = self.meta()
         if not meta:
             meta = {"cache_id": uuid.uuid4().hex[:12], "k": k}
-            (self.dir / META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+            write_json(self.dir / META, meta)  # atomic, never through a planted link
         return meta
 
     @property
@@ -190,11 +198,21 @@ def _append(path: Path, rows: list[dict[str, Any]], lock: threading.Lock) -> Non
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     with lock:
-        if path.is_file() and path.stat().st_size > 0 and not _ends_with_newline(path):
-            payload = "\n" + payload  # a torn last line stays on its own line and is skipped by readers
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        check_entry(path, "cache files")
+        try:  # never through a link, never blocking on a FIFO; the open descriptor is checked to be a regular file
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            raise InputError(f"cannot append ({exc.strerror or exc})", file=str(path)) from None
         try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError("is not a regular file; groundstate keeps its cache files here as regular files",
+                                 file=str(path))
+            os.set_blocking(fd, True)
+            if info.st_size > 0 and os.pread(fd, 1, info.st_size - 1) != b"\n":
+                payload = "\n" + payload  # a torn last line stays on its own line and is skipped by readers
             data = payload.encode("utf-8")
             written = 0
             while written < len(data):
@@ -204,16 +222,11 @@ def _append(path: Path, rows: list[dict[str, Any]], lock: threading.Lock) -> Non
             os.close(fd)
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
-
-
 def _read_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """The JSON-object lines of an append-only cache file; torn or unreadable lines are skipped with a warning
-    (a process killed mid-append leaves one), never a crash."""
-    if not path.is_file():
+    (a process killed mid-append leaves one), never a crash. A missing file has no lines; an entry that is not a
+    regular file (a FIFO, a device, a directory, a symlink) is one :class:`InputError` line."""
+    if not check_entry(path, "cache files"):
         return []
     rows = []
     for number, data, error in json_lines(path):

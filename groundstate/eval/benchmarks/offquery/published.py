@@ -446,10 +446,9 @@ def _read_official(path: Path | Records, use_datasets: bool | None) -> list[Any]
     if isinstance(path, Records):
         return [{k: (_clean_dict(v) if k in _DICT_FIELDS else v) for k, v in row.items()} if isinstance(row, dict)
                 else row for row in path.rows]
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(path)) from None
+    from groundstate.files import check_regular
+
+    size = check_regular(path)  # a regular file within the size limit, before datasets or the JSON reader opens it
     if use_datasets is None:
         use_datasets = size > DATASETS_THRESHOLD_BYTES
     # datasets also reads a single object or JSON Lines as rows; only a JSON list is a published file
