@@ -290,7 +290,8 @@ def test_statement_mode_flags_the_statements_other_agents_refute_and_scores_them
     scores = statement_scores(out.misleading_statements, planted)
     assert scores == {"statement_precision": 1.0, "statement_recall": 1.0}
     assert statement_scores([], planted) == {"statement_precision": None, "statement_recall": 0.0}
-    assert statement_scores(None, planted)["statement_recall"] == 0.0
+    # a failed record: not measured
+    assert statement_scores(None, planted) == {"statement_precision": None, "statement_recall": None}
     for statement in out.misleading_statements:
         assert all(statement not in r.field("trusted_statements") for r in calls(lm.engine.requests, "state"))
 
