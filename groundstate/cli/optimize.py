@@ -128,13 +128,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from groundstate.cli.options import configure_lms, run_settings
     from groundstate.cli.tables import print_comparison
-    from groundstate.eval.reground.optimize import evaluate_saved
+    from groundstate.eval.reground.optimize import evaluate_saved, read_optimized
     from groundstate.eval.report import METRICS, comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
 
+    saved = read_optimized(args.dir)  # a bad manifest stops here, before any LM is built
     settings = run_settings(args)
     lm, lm_config = configure_lms(args)
-    summaries, data, title, warnings = evaluate_saved(args, lm, lm_config, settings)
+    summaries, data, title, warnings = evaluate_saved(args, lm, lm_config, settings, saved)
     rows = comparison_rows(summaries)
     report_dir = Path(args.report_dir or Path(args.dir) / "evaluations" / fingerprint(data, 10))
     paths = write_report(rows, report_dir, config={"artifact": str(args.dir), "data": data}, title=title,

@@ -28,33 +28,19 @@ CONFIG = "config.json"
 SUMMARY = "summary.json"
 
 
-def _result_row_problem(row: Any) -> str | None:
-    """Why ``row`` is not a result row the runner wrote (``None`` if it is one)."""
-    if not isinstance(row, dict):
-        return "not a JSON object"
-    if not isinstance(row.get("id"), str):
-        return "no string 'id'"
-    for key, kinds in (("scores", dict), ("outputs", dict), ("error", str)):
-        if row.get(key) is not None and not isinstance(row[key], kinds):
-            return f"'{key}' has the wrong type"
-    for key in ("input_tokens", "output_tokens", "lm_calls", "cached_calls", "failed_calls"):
-        value = row.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            return f"'{key}' is not an integer"
-    return None
-
-
 def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = False) -> list[dict[str, Any]]:
     """Read ``results.jsonl``.
 
     Args:
         path: the file.
         repair: cut a torn last line (and unreadable lines) off the file, as a resumed run does.
-        strict: raise :class:`~groundstate.errors.InputError` naming the line for an unreadable line other
-            than a torn last line (what ``runs show`` and ``runs merge`` do: a garbage line in the middle is
-            corruption, not an interrupted write).
+        strict: raise :class:`~groundstate.errors.InputError` naming the line (and the field) for an unreadable
+            line, or one that is not a result row (:class:`~groundstate.eval.run_files.ResultRow`), other than a
+            torn last line (what ``runs show`` and ``runs merge`` do: a garbage line in the middle is corruption,
+            not an interrupted write); otherwise such lines are skipped.
     """
     from groundstate.errors import InputError
+    from groundstate.eval.run_files import check_row
     from groundstate.files import loads_json
 
     path = Path(path)
@@ -75,9 +61,7 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
             continue
         try:
             row = loads_json(line.decode("utf-8"), file=str(path), record=f"at line {number}")
-            problem = _result_row_problem(row)
-            if problem is not None:
-                raise InputError(f"not a result row ({problem})", file=str(path), record=f"at line {number}")
+            check_row(row, path, f"at line {number}")  # a result row as the runner writes it (run_files.ResultRow)
         except (InputError, UnicodeDecodeError) as exc:
             if strict:
                 if isinstance(exc, UnicodeDecodeError):
