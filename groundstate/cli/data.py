@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from groundstate.cli.numbers import count, positive_int, seed
 from groundstate.errors import one_line
 
 
@@ -24,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--builder", choices=("rule", "lm"), default="rule",
                    help="rule: deterministic corruption, no LM; lm: an LM writes misleading evidence (appendix B.2)")
     p.add_argument("--out", required=True, help="output JSONL of OffQuery instances")
-    p.add_argument("--seed", type=int, default=0, help="seed of the corruption choices (default 0)")
-    p.add_argument("--limit", type=int, default=None, help="use only the first N cases")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the corruption choices (default 0)")
+    p.add_argument("--limit", type=count, default=None, help="use only the first N cases")
     p.add_argument("--tag-split", action="store_true",
                    help="tag HEALTHCARE-S / HEALTHCARE-I by whether the LM answers from the shared context alone")
     add_threads(p, "cases (--builder lm)")
@@ -42,8 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="which domain(s) to generate (default healthcare)")
     p.add_argument("--variant", choices=(*VARIANTS, "all"), default="main",
                    help="which corruption variant, or all of them (default main)")
-    p.add_argument("--n", type=int, default=20, help="instances per domain and variant")
-    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    p.add_argument("--n", type=positive_int, default=20, help="instances per domain and variant")
+    p.add_argument("--seed", type=seed, default=0, help="generator seed (default 0)")
     p.add_argument("--out", required=True, help="output JSONL")
     p.set_defaults(func=cmd_generate_offquery)
 

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from groundstate.cli import main
 from groundstate.eval.benchmarks.offquery.loader import load_instances
 from tests.helpers import DATA as TEST_DATA
@@ -60,5 +62,6 @@ def test_build_rule_from_mediq_fixture(tmp_path, capsys):
 
 
 def test_generate_rejects_bad_n(tmp_path, capsys):
-    assert main(["data", "generate", "offquery", "--n", "0", "--out", str(tmp_path / "x.jsonl")]) == 2
-    assert "--n must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # refused when the options are parsed
+        main(["data", "generate", "offquery", "--n", "0", "--out", str(tmp_path / "x.jsonl")])
+    assert info.value.code == 2 and "argument --n: expected a whole number of at least 1" in capsys.readouterr().err
