@@ -137,14 +137,11 @@ def _load(args: argparse.Namespace, skip_invalid: bool, problems: list[str], con
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.offquery.synthetic import check_instance
-
+    """Every record is checked as every reader checks it (generated ones against the generator's rule too); the
+    first bad record stops with one line, or with ``--skip-invalid`` each is reported and the rest checked."""
     problems: list[str] = []
     instances = _load(args, args.skip_invalid, problems, condition=args.condition)
     generated = [x for x in instances if (x.provenance or {}).get("structure")]
-    for instance in generated:
-        for problem in check_instance(instance):
-            problems.append(f"{one_line(args.data)}: record {one_line(instance.id)}: {one_line(problem)}")
     for line in problems:
         print(line)
     checked = f" ({len(generated)} checked against the generator's rule)" if generated else ""
