@@ -98,8 +98,9 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
 
 def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:
     """``(manifest, OptimizedManifest)`` of a program saved by ``groundstate optimize``, checked before any work:
-    a saved program of a compatible version whose ``task`` is an OffQuery program and whose ``task_options``,
-    ``build_args`` and ``data`` fit :class:`~groundstate.eval.reground.saved.OptimizedManifest`.
+    a saved program of a compatible version (:class:`~groundstate.optimizers.manifests.ProgramManifest`) whose
+    ``task`` is an OffQuery program and whose ``task_options``, ``build_args`` and ``data`` fit
+    :class:`~groundstate.eval.reground.saved.OptimizedManifest`.
 
     Raises:
         InputError: an unreadable manifest, or a field of the wrong type or missing (one line naming the field).
@@ -111,6 +112,7 @@ def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:
     from groundstate.eval.reground.saved import OptimizedManifest
     from groundstate.eval.reground.tasks import BASELINE_HELP
     from groundstate.optimizers.artifacts import MANIFEST, check_compatible, read_manifest
+    from groundstate.optimizers.manifests import ProgramManifest
     from groundstate.schema import validate
 
     manifest = read_manifest(directory)
@@ -118,6 +120,7 @@ def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:
         raise ConfigError(f"{directory} is not a program saved by `groundstate optimize`")
     check_compatible(manifest, directory)
     path = Path(directory) / MANIFEST
+    validate(ProgramManifest, manifest, file=path)  # what loading the program reads
     saved = validate(OptimizedManifest, manifest, file=path)
     programs = ("reground", *BASELINE_HELP)
     if saved.task not in programs:
