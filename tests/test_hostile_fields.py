@@ -430,3 +430,51 @@ def test_skip_invalid_reports_the_record_and_checks_the_rest(workspace, tmp_path
     assert "1 valid instances (1 checked against the generator's rule), 1 problem(s)" in out
     code, out, err = run_cli(["data", "stats", "--data", str(workspace / "test.jsonl")], tmp_path)  # the control
     assert code == 0 and "instances" in out, err
+
+
+# -- what the DHD paper tables read back: report.json, crossfit.json, mask_table.json -------------------------------
+@pytest.fixture(scope="module")
+def analysed(workspace, tmp_path_factory):
+    """An analysed copy of the cache (report.json and crossfit.json) with a masking run's table beside it."""
+    from groundstate.eval.dhd.masking import TITLES, VARIANTS
+
+    cache = tmp_path_factory.mktemp("analysed") / "cache"
+    shutil.copytree(workspace / "cache", cache)
+    # a relative --cache: the report names the cache as 'cache', which each test's copy is (run in its parent)
+    code, _, err = run_cli(["dhd", "analyze", "--cache", "cache", *ANALYZE[:-1]], cache.parent)
+    assert code == 0 and (cache / "analysis" / "crossfit.json").is_file(), err[-2000:]
+    cell = {"success": 50.0, "correct": 1, "n": 2, "failures": 0}
+    table = {"variants": list(VARIANTS), "columns": [{"variant": v, "title": TITLES[v]} for v in VARIANTS],
+             "failures": 0, "rows": {"all": {"title": "All", "pairs": 1, "sampled": 1, **{v: cell for v in VARIANTS}}}}
+    (cache / "runs" / "dhd-mask-test").mkdir()
+    (cache / "runs" / "dhd-mask-test" / "mask_table.json").write_text(json.dumps(table))
+    return cache
+
+
+TABLE_DAMAGE = {
+    ("analysis/report.json", "modes.loo"): set_in(("modes", "loo"), 5),
+    ("analysis/report.json", "modes.loo.groups"): set_in(("modes", "loo", "groups"), "x"),
+    ("analysis/report.json", "modes.loo.permutation_null"): delete(("modes", "loo", "permutation_null", "null", "W+")),
+    ("analysis/report.json", "modes.loo.bootstrap.wrong.mean"): set_in(("modes", "loo", "bootstrap", "wrong", "mean"),
+                                                                       "high"),
+    ("analysis/crossfit.json", "variants.main.gain"): set_in(("variants", "main", "gain"), 5),
+    ("analysis/crossfit.json", "variants.main.full_accuracy"): delete(("variants", "main", "full_accuracy")),
+    ("runs/dhd-mask-test/mask_table.json", "rows.all.full.success"): set_in(("rows", "all", "full", "success"), "x"),
+    ("runs/dhd-mask-test/mask_table.json", "variants"): set_in(("variants",), "full"),
+}
+
+
+@pytest.mark.parametrize("name, field", sorted(TABLE_DAMAGE))
+def test_a_bad_table_input_is_one_line(analysed, tmp_path, name, field):
+    cache = damaged(analysed, tmp_path / "cache", name, TABLE_DAMAGE[(name, field)])
+    one_line_error(["dhd", "tables", "--analysis", str(cache / "analysis"), "--report-dir", str(tmp_path / "t")],
+                   tmp_path, name.split("/")[-1], f"'{field}'")
+    assert not (tmp_path / "t").exists()
+
+
+def test_the_intact_table_inputs_make_the_tables(analysed, tmp_path):
+    code, out, err = run_cli(["dhd", "tables", "--analysis", str(analysed / "analysis"), "--report-dir",
+                              str(tmp_path / "t")], tmp_path)
+    assert code == 0 and "Traceback" not in err, err[-2000:]
+    tables = json.loads((tmp_path / "t" / "tables.json").read_text())["tables"]
+    assert {"17", "19", "23", "24"} <= set(tables)
