@@ -478,3 +478,16 @@ def test_the_intact_table_inputs_make_the_tables(analysed, tmp_path):
     assert code == 0 and "Traceback" not in err, err[-2000:]
     tables = json.loads((tmp_path / "t" / "tables.json").read_text())["tables"]
     assert {"17", "19", "23", "24"} <= set(tables)
+
+
+# -- DHD: a warning never comes beside an error --------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["binary.jsonl", "not-json.jsonl", "string-records.json", "wrong-structure.jsonl",
+                                  "structure-wrong-agent.jsonl"])
+def test_dhd_generate_skip_invalid_on_a_file_of_bad_records_is_one_line(tmp_path, name):
+    """Every record skipped: the error says how many, alone (no "skipped N record(s)" warning line before it)."""
+    from tests.test_hostile_files import BAD
+
+    shutil.copy(BAD / name, tmp_path / name)
+    one_line_error(["dhd", "generate", "--data", name, "--cache", "cache", "--no-progress", "--skip-invalid"],
+                   tmp_path, name, "were invalid and skipped")
+    assert not (tmp_path / "cache").exists()

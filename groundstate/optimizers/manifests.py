@@ -43,7 +43,6 @@ class Manifest(BaseModel):
 
     format: StrictInt
     kind: StrictStr
-    created: StrictStr | None = None
     versions: dict[str, StrictStr] = Field(default_factory=dict)
 
 
