@@ -34,6 +34,7 @@ from groundstate.cli.consilience_setup import (
     tasks_and_team,
 )
 from groundstate.cli.consilience_studies import cmd_ablate, cmd_coverage, cmd_generalize, cmd_routing
+from groundstate.cli.numbers import count, level, positive_int, seed
 
 ABLATIONS = ("actions", "features", "sampling")
 
@@ -66,10 +67,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--mlp", default=None, metavar="DIR", help="a trained MLP controller (for --controller mlp)")
         p.add_argument("--router", choices=ROUTERS, default="action-conditional",
                        help="how the next speaker is chosen (default action-conditional)")
-        p.add_argument("--max-rounds", type=int, default=10, help="round limit K (default 10)")
+        p.add_argument("--max-rounds", type=positive_int, default=10, help="round limit K (default 10)")
         p.add_argument("--remove-action", nargs="*", default=[], choices=ACTIONS, metavar="ACTION",
                        help="take actions out for the whole discussion (ablation)")
-        p.add_argument("--min-vote-round", type=int, default=None,
+        p.add_argument("--min-vote-round", type=positive_int, default=None,
                        help="an extra lower bound on the round at which Vote is admissible (default: only the "
                             "controller's own termination rule)")
         add_agent_options(p)
@@ -81,14 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = cmds.add_parser("split", help="task-level train / calibration / test splits")
     add_data_option(p, "hidden-profile tasks (JSONL or HiddenBench JSON)", positional=True)
     add_shares(p, {"train": 0.4, "calibration": 0.3, "test": 0.3}, what="tasks")
-    p.add_argument("--seed", type=int, default=0, help="seed of the shuffle (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the shuffle (default 0)")
     p.set_defaults(func=cmd_split)
 
     p = cmds.add_parser("explore", help="exhaustive action outcomes on training tasks (MLP training data)")
     add_data_option(p, "training tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
     p.add_argument("--out", required=True, help="JSONL of state features and per-action rewards")
     p.add_argument("--policy", choices=("random", "best"), default="random", help="how trajectories move on")
-    p.add_argument("--seed", type=int, default=0, help="seed of the episodes and the random policy (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the episodes and the random policy (default 0)")
     config_options(p, controller=False)
     _lm_options(p)
     add_backend_options(p, "tasks")
@@ -103,19 +104,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also use p_star and round_frac (groundstate additions, not in the paper)")
     p.add_argument("--drop-features", nargs="*", default=[], choices=list(FEATURE_GROUPS),
                    help="train without these feature groups (ablation)")
-    p.add_argument("--hidden", nargs="+", type=int, default=[32, 32], help="hidden layer sizes")
+    p.add_argument("--hidden", nargs="+", type=positive_int, default=[32, 32], help="hidden layer sizes")
     p.add_argument("--no-reward-normalization", action="store_true",
                    help="fit raw rewards (the paper standardizes them)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the MLP's initialisation and shuffling (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the MLP's initialisation and shuffling (default 0)")
     p.set_defaults(func=cmd_train)
 
     p = cmds.add_parser("calibrate", help="round-wise conformal thresholds for one configuration")
     add_data_option(p, "calibration tasks (separate from training and test tasks)", old=("--tasks",))
-    p.add_argument("--alpha", type=float, default=0.1,
+    p.add_argument("--alpha", type=level, default=0.1,
                    help="miscoverage level: the accepted action is in the set with probability 1 - alpha "
                         "(default 0.1)")
     p.add_argument("--out", required=True, help="directory for the calibrator (JSON parameters + manifest)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the calibration episodes (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the calibration episodes (default 0)")
     config_options(p)
     _lm_options(p)
     add_backend_options(p, "tasks")
@@ -132,7 +133,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--baselines", nargs="*", default=["hidden-pre", "hidden-post", "full-info"],
                            choices=PROTOCOLS, help="reference protocols to run beside the controllers "
                            "(default hidden-pre hidden-post full-info)")
-        p.add_argument("--rounds", type=int, default=None,
+        p.add_argument("--rounds", type=positive_int, default=None,
                        help="discussion rounds of the baselines (default: 3 for hidden-post, 15 for hiddenbench)")
         p.add_argument("--set-sampling", choices=SET_SAMPLING, default="off",
                        help="every-round: execute a uniform draw from the conformal set every round (the "
@@ -163,9 +164,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--calibrator", required=True, metavar="DIR", help="a calibrator written by `consilience calibrate`")
     p.add_argument("--policy", choices=("both", "calibrated", "deployed"), default="both",
                    help="calibrated: every proposal executed (the calibrated policy); deployed: accept or replace")
-    p.add_argument("--min-calibration", type=int, default=50, help="rounds with fewer calibration scores are "
+    p.add_argument("--min-calibration", type=count, default=50, help="rounds with fewer calibration scores are "
                    "reported but not checked (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the episodes (default 0)")
     json_out(p)
     config_options(p)
     _lm_options(p)
@@ -175,7 +176,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = cmds.add_parser("routing", help="speaker-routing counterfactuals (Table 8): every speaker, same state/action")
     add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
     p.add_argument("--calibrator", default=None, metavar="DIR", help="run the controller with conformal acceptance")
-    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the episodes (default 0)")
     json_out(p)
     config_options(p)
     _lm_options(p)
@@ -190,9 +191,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the controllers to ablate (default rules)")
     p.add_argument("--mlp", default=None, metavar="DIR", help="the MLP controller (actions, sampling)")
     p.add_argument("--explore", default=None, metavar="FILE", help="exploration rows (features: trains each set)")
-    p.add_argument("--alpha", type=float, default=0.1, help="miscoverage level of each calibrator (default 0.1)")
-    p.add_argument("--max-rounds", type=int, default=10, help="round limit K (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    p.add_argument("--alpha", type=level, default=0.1, help="miscoverage level of each calibrator (default 0.1)")
+    p.add_argument("--max-rounds", type=positive_int, default=10, help="round limit K (default 10)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the episodes (default 0)")
     json_out(p)
     add_agent_options(p)
     add_support_options(p)
@@ -201,10 +202,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = cmds.add_parser("generalize", help="unseen-task generalisation of the MLP (§5.4): train on small subsets")
     add_data_option(p, "hidden-profile tasks to split (JSONL or HiddenBench JSON)", old=("--tasks",))
-    p.add_argument("--train-size", type=int, default=5, help="training tasks per split (default 5, as the paper)")
-    p.add_argument("--splits", type=int, default=5, help="seeded splits (default 5)")
-    p.add_argument("--max-rounds", type=int, default=10, help="round limit K (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the splits and episodes (default 0)")
+    p.add_argument("--train-size", type=positive_int, default=5,
+                   help="training tasks per split (default 5, as the paper)")
+    p.add_argument("--splits", type=positive_int, default=5, help="seeded splits (default 5)")
+    p.add_argument("--max-rounds", type=positive_int, default=10, help="round limit K (default 10)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the splits and episodes (default 0)")
     json_out(p)
     add_agent_options(p)
     add_support_options(p)

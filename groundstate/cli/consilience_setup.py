@@ -49,7 +49,7 @@ def configuration_for(args: argparse.Namespace, name: str, controller: Any):
 
 
 def controller_named(name: str, mlp_dir: str | None, args: argparse.Namespace | None = None):
-    from groundstate.optimizers.artifacts import load_sklearn, read_manifest
+    from groundstate.optimizers.consilience import load_controller
     from groundstate.programs.consilience.control import build_controller
 
     if name.startswith("llm") and args is not None and getattr(args, "agents", None) == "sim":
@@ -58,8 +58,7 @@ def controller_named(name: str, mlp_dir: str | None, args: argparse.Namespace | 
         configure_lms(args)  # the LLM controller needs an LM even when the agents are simulated
     model, features = None, None
     if name == "mlp" and mlp_dir:
-        model = load_sklearn(mlp_dir)
-        features = read_manifest(mlp_dir).get("features")
+        model, features = load_controller(mlp_dir)
     return build_controller(name, model, features)
 
 

@@ -23,7 +23,7 @@ import argparse
 import sys
 from typing import Any
 
-from groundstate.cli.options import temperature
+from groundstate.cli.numbers import count, level, positive_int, seed, temperature
 
 SAMPLE_HELP = ("the integrator's (and independent solver's) sampling temperature (default 0, as the authors run it); "
                "every replay is a separate call with its own rollout id at any temperature, so at 0 repeats differ "
@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "are generated once and reused by every replay.")
     add_data_option(p, "SciBench JSON, JEEBench JSON or JSONL problems", old=("--problems",))
     p.add_argument("--format", choices=(*FORMATS, "auto"), default="auto", help="problem file format (default auto)")
-    p.add_argument("--k", type=int, default=5, help="roles and messages per problem (default 5)")
+    p.add_argument("--k", type=positive_int, default=5, help="roles and messages per problem (default 5)")
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
     p.add_argument("--skip-invalid", action="store_true", help="report bad problem records and use the rest")
     p.add_argument("--recruiter-temperature", type=temperature, default=0.0, metavar="T",
@@ -76,8 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "--repeats later runs only the new blocks.")
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
     p.add_argument("--mode", choices=("loo", "single"), required=True, help="replay mechanism")
-    p.add_argument("--repeats", type=int, default=1, metavar="B", help="replay blocks per problem and K (default 1)")
-    p.add_argument("--k", type=int, nargs="+", default=None, metavar="K",
+    p.add_argument("--repeats", type=positive_int, default=1, metavar="B",
+                   help="replay blocks per problem and K (default 1)")
+    p.add_argument("--k", type=positive_int, nargs="+", default=None, metavar="K",
                    help="pool sizes (default from the cache's k: 1..k for loo, k for single; 5 if the cache "
                         "does not record k)")
     _add_sampling(p)
@@ -91,7 +92,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "selections, strict counts, failed calls, flip direction and LOO rates by K; writes "
                            "labels.jsonl, pairs.jsonl, multiplicity.jsonl, report.md, report.json and two charts.")
     _add_analysis_options(p)
-    p.add_argument("--permutations", type=int, default=5000,
+    p.add_argument("--permutations", type=positive_int, default=5000,
                    help="permutations of the null of the group counts (default 5000)")
     p.add_argument("--null", choices=("block", "sign-flip"), default="block",
                    help="null of the counts: within-block permutation of the block's calls (default) or the old "
@@ -99,11 +100,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--full", choices=("mean", "a"), default="mean",
                    help="LOO block effect: mean of both full-pool replicates minus the removal (default, the "
                         "paper's) or replicate A only (caches replayed without the second full-pool call)")
-    p.add_argument("--multiplicity-permutations", type=int, default=100_000, metavar="N",
+    p.add_argument("--multiplicity-permutations", type=positive_int, default=100_000, metavar="N",
                    help="permutations per pattern of the problem-level max-statistic null behind BH/BY "
                         "(default 100000)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    p.add_argument("--q", type=float, default=0.05, help="false-discovery level for BH/BY (default 0.05)")
+    p.add_argument("--resamples", type=positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--q", type=level, default=0.05, help="false-discovery level for BH/BY (default 0.05)")
     p.add_argument("--method", choices=("bootstrap", "sign-flip"), default="bootstrap",
                    help="separation rule of the message groups (default bootstrap)")
     p.add_argument("--label", default=None, metavar="NAME",
@@ -123,16 +124,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "--repeats 5` and `dhd analyze` first.")
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--per-category", type=int, nargs="+", default=None, metavar="N",
+    size.add_argument("--per-category", type=count, nargs="+", default=None, metavar="N",
                       help="messages per category: one number for all, or five for W+ C+ W- C- indeterminate "
                            "(default 10 3 3 2 4, the paper's sample)")
-    size.add_argument("--sample", type=int, default=None, metavar="N",
+    size.add_argument("--sample", type=positive_int, default=None, metavar="N",
                       help="N messages in all, spread round-robin over the five categories")
-    p.add_argument("--repeats", type=int, default=5, metavar="R", help="repetitions per message (default 5)")
+    p.add_argument("--repeats", type=positive_int, default=5, metavar="R", help="repetitions per message (default 5)")
     p.add_argument("--labels", default=None, metavar="FILE",
                    help="labels.jsonl written by `dhd analyze` from repeated LOO replay (default "
                         "<cache>/analysis/labels.jsonl)")
-    p.add_argument("--k", type=int, default=None, help="pool size (default: the pool size of the labels)")
+    p.add_argument("--k", type=positive_int, default=None, help="pool size (default: the pool size of the labels)")
     p.add_argument("--same-problem", action="store_true",
                    help="allow several sampled messages from one problem (default: at most one per problem, as in "
                         "the authors' control manifest)")
@@ -148,8 +149,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "replicates A and B alone are sensitivity rows; problem-clustered bootstrap intervals, "
                            "gains by benchmark, and the all-action and removal-identity shuffled controls.")
     _add_analysis_options(p)
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    p.add_argument("--shuffles", type=int, default=1000, help="shuffles per control (default 1000)")
+    p.add_argument("--resamples", type=positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--shuffles", type=positive_int, default=1000, help="shuffles per control (default 1000)")
     p.add_argument("--all-problems", action="store_true",
                    help="also use problems with failed replays (default: complete problems only; the others are "
                         "listed as excluded)")
@@ -202,8 +203,8 @@ def _add_analysis_options(p: argparse.ArgumentParser) -> None:
     add_runs_dir(p, default=None, help="where the replay runs are (default <cache>/runs)", old=("--runs",))
     p.add_argument("--run", nargs="+", default=None, metavar="ID",
                    help="use only these replay runs (ids or prefixes) when several configurations exist")
-    p.add_argument("--k", type=int, default=None, help="main pool size (default: the largest replayed)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.add_argument("--k", type=positive_int, default=None, help="main pool size (default: the largest replayed)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the resampling (default 0)")
 
 
 # -- shared --------------------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from groundstate.cli.numbers import positive, positive_int, seed, share
+
 
 def register(dhd_sub: Any) -> None:
     """Add ``simulate`` to the ``dhd`` command group."""
@@ -22,25 +24,25 @@ def register(dhd_sub: Any) -> None:
                            "on it unchanged) and simulation.json with the ground truth.")
     p.add_argument("--cache", required=True, metavar="DIR", help="the new cache directory (must not exist or be empty)")
     p.alias("--out", "--cache")
-    p.add_argument("--n", type=int, default=200, metavar="N", help="problems (default 200)")
+    p.add_argument("--n", type=positive_int, default=200, metavar="N", help="problems (default 200)")
     p.alias("--problems", "--n")
-    p.add_argument("--blocks", type=int, default=5, metavar="B", help="replay blocks per problem (default 5)")
-    p.add_argument("--k", type=int, default=5, help="messages per problem (default 5)")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--blocks", type=positive_int, default=5, metavar="B", help="replay blocks per problem (default 5)")
+    p.add_argument("--k", type=positive_int, default=5, help="messages per problem (default 5)")
+    p.add_argument("--seed", type=seed, default=0, help="seed (default 0)")
     p.add_argument("--effects", nargs="+", default=[], metavar="GROUP:SHARE:SIZE",
                    help="planted effects, e.g. W+:0.05:0.6 (5%% of wrong-proposal messages are helpful: their "
                         "removal lowers accuracy by 0.6) C-:0.05:0.6 (default: none, the null)")
-    p.add_argument("--accuracy", type=float, nargs=2, default=(2.0, 1.0), metavar=("ALPHA", "BETA"),
+    p.add_argument("--accuracy", type=positive, nargs=2, default=(2.0, 1.0), metavar=("ALPHA", "BETA"),
                    help="Beta shape of the problems' full-pool accuracy (default 2 1)")
-    p.add_argument("--accuracy-range", type=float, nargs=2, default=(0.0, 1.0), metavar=("LO", "HI"),
+    p.add_argument("--accuracy-range", type=share, nargs=2, default=(0.0, 1.0), metavar=("LO", "HI"),
                    help="the Beta draw is scaled into [LO, HI] (default 0 1)")
-    p.add_argument("--hard-share", type=float, default=0.0,
+    p.add_argument("--hard-share", type=share, default=0.0,
                    help="share of problems drawn from the hard accuracy distribution instead (default 0)")
-    p.add_argument("--hard-accuracy", type=float, nargs=2, default=(1.0, 3.0), metavar=("ALPHA", "BETA"),
+    p.add_argument("--hard-accuracy", type=positive, nargs=2, default=(1.0, 3.0), metavar=("ALPHA", "BETA"),
                    help="Beta shape of the hard problems' accuracy (default 1 3)")
-    p.add_argument("--proposal-correct", type=float, default=0.6,
+    p.add_argument("--proposal-correct", type=share, default=0.6,
                    help="probability that a message's proposal is correct (default 0.6)")
-    p.add_argument("--fail-rate", type=float, default=0.0,
+    p.add_argument("--fail-rate", type=share, default=0.0,
                    help="probability that a call fails operationally (default 0)")
     p.add_argument("--benchmarks", nargs="+", default=["sim"], metavar="NAME",
                    help="benchmark labels assigned to problems in turn (default: one, 'sim')")

@@ -30,24 +30,22 @@ def register(dhd_sub: Any) -> None:
 
 def _source(directory: str, label: str | None):
     from groundstate.errors import InputError
+    from groundstate.eval.dhd.table_inputs import read_crossfit, read_mask_table, read_report
     from groundstate.eval.dhd.tables import TableSource
-    from groundstate.files import read_json
 
     path = Path(directory)
     report_path = path / "report.json"
     if not report_path.is_file():
         raise InputError("has no report.json: run `groundstate dhd analyze --cache CACHE` first", file=str(path))
-    report = read_json(report_path)
-    if not isinstance(report, dict) or not isinstance(report.get("modes"), dict):
-        raise InputError("is not a `dhd analyze` report (no 'modes' object)", file=str(report_path))
-    crossfit = read_json(path / "crossfit.json") if (path / "crossfit.json").is_file() else None
+    report = read_report(report_path)
+    crossfit = read_crossfit(path / "crossfit.json") if (path / "crossfit.json").is_file() else None
     mask = None
     cache_dir = Path(str(report.get("cache", "")))
     if not (cache_dir / "cache.json").is_file():  # a relative path from another working directory: the usual layout
         cache_dir = path.resolve().parent
     found = sorted((cache_dir / "runs").glob("dhd-mask*/mask_table.json"), key=lambda p: p.stat().st_mtime)
     if found:
-        mask = read_json(found[-1])
+        mask = read_mask_table(found[-1])
     name = label or cache_dir.resolve().name
     return TableSource(label=name, report=report, crossfit=crossfit, mask=mask,
                        crossfit_note=None if crossfit else "no crossfit.json beside the report")

@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections import Counter
 
+from groundstate.cli.numbers import count, nonnegative, positive_int, seed
 from groundstate.cli.options import (
     add_agent_options,
     add_allow_empty,
@@ -45,16 +46,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "Parquet when --out ends in .parquet). The default builder is deterministic and LM-free; "
                            "--builder lm has an LM write each task, "
                            "checked by the same validator (generate -> validate -> repair -> review).")
-    p.add_argument("--n", type=int, default=20, help="number of tasks (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
-    p.add_argument("--start", type=int, default=0, help="index of the first task (for extending a data set)")
+    p.add_argument("--n", type=positive_int, default=20, help="number of tasks (default 20)")
+    p.add_argument("--seed", type=seed, default=0, help="generator seed (default 0)")
+    p.add_argument("--start", type=count, default=0, help="index of the first task (for extending a data set)")
     p.add_argument("--travelers", type=int, choices=(3, 4), default=None,
                    help="travelers per task (default: 3 or 4, varying by task)")
     p.add_argument("--out", required=True,
                    help="output file of hidden-profile tasks: JSON Lines, or Parquet for a .parquet path")
     p.add_argument("--builder", choices=("rule", "lm"), default="rule",
                    help="rule: deterministic, no LM (default); lm: an LM writes each task")
-    p.add_argument("--max-repairs", type=int, default=2, help="LM builder: repair requests per candidate")
+    p.add_argument("--max-repairs", type=count, default=2, help="LM builder: repair requests per candidate")
     p.add_argument("--no-review", action="store_true", help="LM builder: skip the LM semantic review")
     p.add_argument("--rewrite-statements", action="store_true",
                    help="LM builder: replace LM statements with the canonical wording of their predicates")
@@ -68,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "a report of how often rules reading only the public plans find the answer.")
     add_data_option(p, "a HiddenBench JSON file or groundstate JSONL/Parquet of hidden-profile tasks", positional=True)
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
-    p.add_argument("--max-leak", type=float, default=None, metavar="POINTS",
+    p.add_argument("--max-leak", type=nonnegative, default=None, metavar="POINTS",
                    help="count it as a problem when a rule reading only the public plans of the travel tasks finds "
                    "the answer more than POINTS percentage points above chance (default: only warn above 3)")
     add_allow_empty(p)
@@ -169,7 +170,7 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
                     "also reports its initial votes, which are Hidden-Pre.")
     add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)", old=("--tasks",))
     p.add_argument("--protocol", choices=PROTOCOLS, default="hidden-post", help="the protocol (default hidden-post)")
-    p.add_argument("--rounds", type=int, default=None,
+    p.add_argument("--rounds", type=positive_int, default=None,
                    help="discussion rounds (default: 3 for hidden-post, 15 for hiddenbench)")
     add_agent_options(p)
     add_support_options(p)

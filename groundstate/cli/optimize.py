@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from groundstate.cli.numbers import bound_options, count, positive_int, seed, share
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from groundstate.cli.options import (
@@ -25,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case")
     add_data_option(p, "an OffQuery data file", positional=True)
     add_shares(p, {"train": 0.6, "val": 0.2, "test": 0.2})
-    p.add_argument("--seed", type=int, default=0, help="seed of the shuffle (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the shuffle (default 0)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for <stem>.train/val/test.jsonl (default: beside --data)")
     p.alias("--out-dir", "--out")
@@ -48,28 +50,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="predictors the optimizer may touch (globs, e.g. 'verify.*'); overrides --stage")
     p.add_argument("--out", required=True, help="directory for the optimized program")
     defaults = Budget()
-    p.add_argument("--max-demos", type=int, default=defaults.max_bootstrapped_demos, help="bootstrapped demos")
-    p.add_argument("--max-labeled-demos", type=int, default=defaults.max_labeled_demos,
+    p.add_argument("--max-demos", type=count, default=defaults.max_bootstrapped_demos, help="bootstrapped demos")
+    p.add_argument("--max-labeled-demos", type=count, default=defaults.max_labeled_demos,
                    help=f"labeled demos taken from --data (default {defaults.max_labeled_demos})")
-    p.add_argument("--bootstrap-rounds", dest="max_rounds", type=int, default=defaults.max_rounds,
+    p.add_argument("--bootstrap-rounds", dest="max_rounds", type=positive_int, default=defaults.max_rounds,
                    help="bootstrapping rounds")
-    p.add_argument("--candidates", type=int, default=None,
+    p.add_argument("--candidates", type=positive_int, default=None,
                    help=f"random-search programs ({defaults.num_candidate_programs}) / mipro candidates "
                         f"({defaults.num_candidates})")
-    p.add_argument("--trials", type=int, default=defaults.num_trials, help="mipro trials")
-    p.add_argument("--max-metric-calls", type=int, default=defaults.max_metric_calls, help="gepa budget")
+    p.add_argument("--trials", type=positive_int, default=defaults.num_trials, help="mipro trials")
+    p.add_argument("--max-metric-calls", type=positive_int, default=defaults.max_metric_calls, help="gepa budget")
     p.add_argument("--reflection-lm", default=None, help="gepa's reflection LM spec (default: --lm)")
-    p.add_argument("--max-failed-share", type=float, default=MAX_FAILED_SHARE, metavar="X",
+    p.add_argument("--max-failed-share", type=share, default=MAX_FAILED_SHARE, metavar="X",
                    help=f"stop (exit 2, nothing saved) when more than this share of metric calls failed "
                         f"(default {MAX_FAILED_SHARE:g})")
     add_threads(p, "metric calls (the optimizer's evaluation threads)")
-    p.add_argument("--seed", type=int, default=0, help="the optimizer's seed (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="the optimizer's seed (default 0)")
     p.add_argument("--condition", choices=("reliable", "unreliable"), default="unreliable",
                    help="which shared context programs see (default unreliable)")
     p.add_argument("--judge-lm", default="lexical", help="T2 judge: 'lexical' or an LM spec")
     p.add_argument("--t2-truth", default=None, help=argparse.SUPPRESS)
     add_reground_arguments(p)
     add_baseline_arguments(p)
+    bound_options(p)
     add_lm_options(p)
     p.set_defaults(func=cmd_optimize)
 
@@ -82,6 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-overlap", action="store_true",
                    help="evaluate even on data that shares instance ids or source cases with the train/val data")
     add_data_arguments(p)
+    bound_options(p)
     add_run_options(p)
     p.set_defaults(func=cmd_evaluate, condition=None)
 
@@ -129,13 +133,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.cli.options import configure_lms, run_settings
     from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_comparison
-    from groundstate.eval.reground.optimize import evaluate_saved
+    from groundstate.eval.reground.optimize import evaluate_saved, read_optimized
     from groundstate.eval.report import METRICS, comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
 
+    saved = read_optimized(args.dir)  # a bad manifest stops here, before any LM is built
     settings = run_settings(args)
     lm, lm_config = configure_lms(args)
-    summaries, data, title, warnings = evaluate_saved(args, lm, lm_config, settings)
+    summaries, data, title, warnings = evaluate_saved(args, lm, lm_config, settings, saved)
     rows = comparison_rows(summaries)
     report_dir = Path(args.report_dir or Path(args.dir) / "evaluations" / fingerprint(data, 10))
     paths = write_report(rows, report_dir, config={"artifact": str(args.dir), "data": data}, title=title,

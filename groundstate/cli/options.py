@@ -29,8 +29,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
+
+from groundstate.cli.numbers import (  # noqa: F401  (bounded, share, temperature: re-exported)
+    bounded,
+    count,
+    nonnegative,
+    positive,
+    positive_int,
+    seed,
+    share,
+    temperature,
+)
 
 VERBOSE_HELP = "more logging (-vv for debug); before or after the command"
 _LATE_VERBOSE = "_verbose_after_command"  # where a command's own -v counts until the top parser adds them up
@@ -119,9 +129,9 @@ def add_lm_options(parser: argparse.ArgumentParser) -> None:
                         help="LM spec: 'embedded' (default, offline SmolLM2) or a LiteLLM model string "
                              "such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>")
     parser.add_argument("--api-base", default=None, help="server URL for --lm (vLLM, Ollama, any OpenAI-compatible)")
-    parser.add_argument("--temperature", type=float, default=None, help="sampling temperature for --lm")
-    parser.add_argument("--max-tokens", type=int, default=None, help="output token limit per call for --lm")
-    parser.add_argument("--lm-timeout", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--temperature", type=temperature, default=None, help="sampling temperature for --lm")
+    parser.add_argument("--max-tokens", type=positive_int, default=None, help="output token limit per call for --lm")
+    parser.add_argument("--lm-timeout", type=positive, default=None, metavar="SECONDS",
                         help="give up on an LM call after SECONDS (hosted LMs; default 120; the failed call is "
                              "recorded as that record's error). The embedded LM is local and ignores it")
     parser.add_argument("--lm-config", default=None, metavar="FILE",
@@ -139,12 +149,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--runs-dir``, ``--max-error-rate``,
     ``--no-progress``, ``--backend``, ``--ray-address``, ``--ray-workers``, ``--max-inflight`` and ``--allow-empty``."""
     add_lm_options(parser)
-    parser.add_argument("--limit", type=int, default=None, help="run only the first N records")
-    parser.add_argument("--seed", type=int, default=0, help="seed for anything random (default 0)")
+    parser.add_argument("--limit", type=count, default=None, help="run only the first N records")
+    parser.add_argument("--seed", type=seed, default=0, help="seed for anything random (default 0)")
     parser.add_argument("--shard", default=None, metavar="i/N",
                         help="run the deterministic shard i of N (0 <= i < N); merge with `groundstate runs merge`")
     add_runs_dir(parser)
-    parser.add_argument("--max-error-rate", type=float, default=0.5, metavar="X",
+    parser.add_argument("--max-error-rate", type=share, default=0.5, metavar="X",
                         help="fail (exit 1, keeping results) once the share of failed records (program error or a "
                              "metric not measured) exceeds X (0-1; default 0.5); a run where every record failed "
                              "exits 1 whatever X is")
@@ -202,27 +212,6 @@ def add_call_threads(parser: argparse.ArgumentParser, unit: str = "record") -> N
     parser.alias("--workers", "--call-threads")
 
 
-def bounded(kind: type, low: float | None, high: float | None, what: str) -> Callable[[str], Any]:
-    """An argparse type: a ``kind`` number from ``low`` to ``high`` (``None``: no bound); ``what`` names the
-    expected value in the one-line error."""
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or value != value or (low is not None and value < low) or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
-
-    return parse
-
-
-positive_int = bounded(int, 1, None, "a whole number of at least 1")
-share = bounded(float, 0.0, 1.0, "a share from 0 to 1")
-temperature = bounded(float, 0.0, 2.0, "a temperature from 0 to 2")
-
-
 def add_shares(parser: argparse.ArgumentParser, defaults: dict[str, float], what: str = "data") -> None:
     """``--<name>-share X`` for each split ``name`` (earlier ``--<name>``), with its default."""
     for name, default in defaults.items():
@@ -242,10 +231,10 @@ def add_backend_options(parser: argparse.ArgumentParser, unit: str = "records") 
     parser.add_argument("--ray-address", default=None, metavar="ADDR",
                         help="with --backend ray: the cluster's head (HOST:6379, or 'auto'); default: start or "
                              "join a local Ray cluster (RAY_ADDRESS if set)")
-    parser.add_argument("--ray-workers", type=int, default=None, metavar="N",
+    parser.add_argument("--ray-workers", type=positive_int, default=None, metavar="N",
                         help=f"with --backend ray: N worker processes, each running --threads {unit} at once "
                              "(default: the cluster's CPUs)")
-    parser.add_argument("--max-inflight", type=int, default=None, metavar="N",
+    parser.add_argument("--max-inflight", type=positive_int, default=None, metavar="N",
                         help="with --backend ray: at most N concurrent requests per LM across the cluster "
                              "(default: unbounded)")
 
@@ -334,13 +323,12 @@ def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
     overrides the preset (:func:`sim_params`)."""
     from groundstate.programs.consilience.simulated import SIM_PRESETS
 
+    at_least_one = bounded(int, 1, None, "a whole number of at least 1 or 'all'")
+
     def attention(text: str) -> int | str:
-        if text.strip().lower() in ("all", "none"):
-            return "all"
-        try:
-            return int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {text!r}") from None
+        return "all" if text.strip().lower() in ("all", "none") else at_least_one(text)
+
+    attention.bounds = (1, None)  # a range-checked number (or 'all'): see tests/cli/test_grammar.py
 
     ideal, limited = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
     p.add_argument("--agents", choices=AGENT_KINDS, default=default, action=_GivenAgents,
@@ -353,25 +341,25 @@ def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
                           f"attention, salience of spoken facts, imperfect weighting: attention {limited.attention}, "
                           f"salience {limited.salience}, recency {limited.recency}, "
                           f"weight noise {limited.weight_noise})")
-    sim.add_argument("--sim-beta", type=float, default=None,
+    sim.add_argument("--sim-beta", type=nonnegative, default=None,
                      help=f"belief sharpness on summed support (ideal: {ideal.beta})")
-    sim.add_argument("--sim-noise", type=float, default=None,
+    sim.add_argument("--sim-noise", type=nonnegative, default=None,
                      help=f"std of the per-option noise on beliefs (ideal: {ideal.noise})")
-    sim.add_argument("--sim-recall", type=float, default=None,
+    sim.add_argument("--sim-recall", type=share, default=None,
                      help=f"probability a fact comes to mind when speaking (ideal: {ideal.recall})")
-    sim.add_argument("--sim-shared-bias", type=float, default=None,
+    sim.add_argument("--sim-shared-bias", type=positive, default=None,
                      help=f"weight of shared vs private facts on free turns (ideal: {ideal.shared_bias})")
-    sim.add_argument("--sim-facts-per-message", type=int, default=None,
+    sim.add_argument("--sim-facts-per-message", type=positive_int, default=None,
                      help=f"facts stated per message (ideal: {ideal.facts_per_message})")
     sim.add_argument("--sim-attention", type=attention, default=None, metavar="N|all",
                      help="at most N informative facts enter a belief, recently spoken ones first; 'all' lifts "
                           "the limit (ideal: all)")
-    sim.add_argument("--sim-salience", type=float, default=None,
+    sim.add_argument("--sim-salience", type=nonnegative, default=None,
                      help="extra weight of a fact on the transcript, fading with --sim-recency "
                           f"(ideal: {ideal.salience})")
-    sim.add_argument("--sim-recency", type=float, default=None,
+    sim.add_argument("--sim-recency", type=share, default=None,
                      help=f"per-message fading of that extra weight, 0-1 (ideal: {ideal.recency})")
-    sim.add_argument("--sim-weight-noise", type=float, default=None,
+    sim.add_argument("--sim-weight-noise", type=nonnegative, default=None,
                      help=f"std of the log of each fact's fixed weighting factor (ideal: {ideal.weight_noise})")
 
 

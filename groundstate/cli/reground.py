@@ -6,6 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from groundstate.cli.numbers import bound_options
     from groundstate.cli.options import add_report_dir, add_run_options
     from groundstate.eval.reground.tasks import (
         BASELINE_HELP,
@@ -28,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     add_reground_arguments(p)
     add_baseline_arguments(p)
+    bound_options(p)
     add_run_options(p)
     p.set_defaults(func=cmd_compare)
 

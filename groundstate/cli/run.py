@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from groundstate.cli.numbers import bound_options
 from groundstate.cli.options import Parser, add_run_options, configure_lms, run_settings
 from groundstate.cli.output import print_summary
 
@@ -22,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "OffQuery programs: a file or 'synthetic', the default")
         if task.add_arguments:
             task.add_arguments(p)
+            bound_options(p)
         add_run_options(p)
         p.set_defaults(func=cmd_run)
 

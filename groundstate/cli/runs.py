@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from groundstate.cli.numbers import count
 from groundstate.cli.options import Parser, add_runs_dir
 from groundstate.cli.output import print_summary
 
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", help="run id (or a unique prefix) or run directory")
     add_runs_dir(p)
     p.add_argument("--json", action="store_true", help="print config and summary as JSON")
-    p.add_argument("--errors", type=int, default=5,
+    p.add_argument("--errors", type=count, default=5,
                    help="show up to N failed records (and up to N records with a metric not measured)")
     p.set_defaults(func=cmd_runs_show)
     p = runs_sub.add_parser("merge", help="merge the shards of one run into a single run")

@@ -29,22 +29,6 @@ CONFIG = "config.json"
 SUMMARY = "summary.json"
 
 
-def _result_row_problem(row: Any) -> str | None:
-    """Why ``row`` is not a result row the runner wrote (``None`` if it is one)."""
-    if not isinstance(row, dict):
-        return "not a JSON object"
-    if not isinstance(row.get("id"), str):
-        return "no string 'id'"
-    for key, kinds in (("scores", dict), ("score_errors", dict), ("outputs", dict), ("error", str)):
-        if row.get(key) is not None and not isinstance(row[key], kinds):
-            return f"'{key}' has the wrong type"
-    for key in ("input_tokens", "output_tokens", "lm_calls", "cached_calls", "failed_calls"):
-        value = row.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            return f"'{key}' is not an integer"
-    return None
-
-
 def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = False) -> list[dict[str, Any]]:
     """Read ``results.jsonl``: one row per record id. A record retried on resume may have several lines until the
     run compacts the file (a retry appends its new row, and the old one stays on disk until it is replaced); the
@@ -53,11 +37,13 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
     Args:
         path: the file.
         repair: cut a torn last line (and unreadable lines) off the file, as a resumed run does.
-        strict: raise :class:`~groundstate.errors.InputError` naming the line for an unreadable line other
-            than a torn last line (what ``runs show`` and ``runs merge`` do: a garbage line in the middle is
-            corruption, not an interrupted write).
+        strict: raise :class:`~groundstate.errors.InputError` naming the line (and the field) for an unreadable
+            line, or one that is not a result row (:class:`~groundstate.eval.run_files.ResultRow`), other than a
+            torn last line (what ``runs show`` and ``runs merge`` do: a garbage line in the middle is corruption,
+            not an interrupted write); otherwise such lines are skipped.
     """
     from groundstate.errors import InputError
+    from groundstate.eval.run_files import check_row
     from groundstate.files import loads_json, read_bytes
 
     path = Path(path)
@@ -78,9 +64,7 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
             continue
         try:
             row = loads_json(line.decode("utf-8"), file=str(path), record=f"at line {number}")
-            problem = _result_row_problem(row)
-            if problem is not None:
-                raise InputError(f"not a result row ({problem})", file=str(path), record=f"at line {number}")
+            check_row(row, path, f"at line {number}")  # a result row as the runner writes it (run_files.ResultRow)
         except (InputError, UnicodeDecodeError) as exc:
             if strict:
                 if isinstance(exc, UnicodeDecodeError):
@@ -97,20 +81,23 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
 
 
 def count_results(path: str | os.PathLike) -> dict[str, int]:
-    """``{"n_done", "n_error"}`` of a ``results.jsonl``, streamed: memory stays at one chunk and one line however
-    large the file is (what ``runs list`` reads when a run has no final summary). A torn last line is not counted.
+    """``{"n_done", "n_error"}`` of a ``results.jsonl``, streamed (what ``runs list`` reads when a run has no final
+    summary): the file is never held whole, only one chunk, one line and each record id's last status (a record
+    retried on resume has several lines until the run compacts the file; its last line counts). A torn last line
+    is not counted.
 
     Raises:
         InputError: the file is not a regular file within the size limit, or a complete line is not a result
             row (naming the line).
     """
     from groundstate.errors import InputError
+    from groundstate.eval.run_files import check_row
     from groundstate.files import iter_chunks, loads_json
 
     path = Path(path)
-    counts = {"n_done": 0, "n_error": 0}
+    failed: dict[str, bool] = {}  # id -> whether its last line is a failure (a retried record has several lines)
     if not os.path.lexists(path):
-        return counts
+        return {"n_done": 0, "n_error": 0}
     pending, number = b"", 0
     for chunk in iter_chunks(path):
         lines = (pending + chunk).split(b"\n")
@@ -123,12 +110,9 @@ def count_results(path: str | os.PathLike) -> dict[str, int]:
                 row = loads_json(line.decode("utf-8"), file=str(path), record=f"at line {number}")
             except UnicodeDecodeError:
                 raise InputError("not UTF-8 text", file=str(path), record=f"at line {number}") from None
-            problem = _result_row_problem(row)
-            if problem is not None:
-                raise InputError(f"not a result row ({problem})", file=str(path), record=f"at line {number}")
-            counts["n_done"] += 1
-            counts["n_error"] += bool(row.get("error"))
-    return counts
+            check_row(row, path, f"at line {number}")
+            failed[row["id"]] = bool(row.get("error"))
+    return {"n_done": len(failed), "n_error": sum(failed.values())}
 
 
 def _replace_with(path: Path, data: bytes, sync: bool = False) -> None:

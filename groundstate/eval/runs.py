@@ -18,6 +18,7 @@ from groundstate.eval.results import (
     write_json,
     write_lines,
 )
+from groundstate.eval.run_files import check_config, check_summary
 from groundstate.eval.runner import fingerprint
 from groundstate.paths import check_entry, child, safe_component
 
@@ -98,19 +99,22 @@ def load_run(run_dir: str | Path) -> Run:
     """``{"run_id", "dir", "config", "summary", "rows"}`` for a run directory (summary recomputed if absent), as a
     :class:`Run`: ``load_run(d).to_pandas()`` and ``.to_dataset()`` give one flat row per record.
 
+    Every file is checked against its model (:mod:`groundstate.eval.run_files`) as it is read.
+
     Raises:
         InputError: not a run directory, or a corrupt ``config.json``, ``summary.json`` or ``results.jsonl``
-            (one line naming the file and, for results, the line).
+            (one line naming the file, the field and, for results, the line).
     """
     run_dir = Path(run_dir)
     config = _read_config(run_dir)
     rows = read_results(run_dir / RESULTS, strict=True)
     summary = _read_summary(run_dir)
-    if summary is None:
+    if summary is None:  # a run killed before it wrote any summary: recount what results.jsonl holds
         summary = summarize(rows)
     elif summary.get("finished") is False:  # the run's first summary: recount what results.jsonl holds
         summary = {**summary, **summarize(rows, summary["n_selected"])}
-    return Run(run_id=str(config.get("run_id", run_dir.name)), dir=str(run_dir), config=config, summary=summary,
+    summary = {"run_id": config["run_id"], **summary}
+    return Run(run_id=config["run_id"], dir=str(run_dir), config=config, summary=summary,
                rows=rows)
 
 
@@ -121,10 +125,8 @@ def _read_config(run_dir: Path) -> dict[str, Any]:
     config_path = run_dir / CONFIG
     if not os.path.lexists(config_path):
         raise InputError("not a run directory (no config.json)", file=str(run_dir))
-    config = read_json(config_path)  # only a regular file is read: a FIFO or a device is one line
-    if not isinstance(config, dict):
-        raise InputError(f"must be a JSON object (got a JSON {type(config).__name__})", file=str(config_path))
-    return config
+    # only a regular file is read (a FIFO or a device is one line), then checked against its model
+    return check_config(read_json(config_path), config_path)
 
 
 def _read_summary(run_dir: Path) -> dict[str, Any] | None:
@@ -134,12 +136,7 @@ def _read_summary(run_dir: Path) -> dict[str, Any] | None:
     summary_path = run_dir / SUMMARY
     if not os.path.lexists(summary_path):
         return None
-    summary = read_json(summary_path)
-    problem = _summary_problem(summary)
-    if problem:
-        raise InputError(f"not a run summary ({problem}); delete it to have it recomputed from results.jsonl",
-                         file=str(summary_path))
-    return summary
+    return check_summary(read_json(summary_path), summary_path)
 
 
 def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str:
@@ -173,32 +170,6 @@ def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str
     if not summary.get("complete", True) or summary.get("n_done", 0) < summary.get("n_selected", 0):
         return "incomplete"
     return "complete"
-
-
-def _summary_problem(summary: Any) -> str | None:
-    if not isinstance(summary, dict):
-        return "not a JSON object"
-    for key, kind in (("scores", dict), ("tokens", dict), ("lm_calls", dict)):
-        if not isinstance(summary.get(key), kind):
-            return f"'{key}' is missing or not an object"
-    for key in ("n_done", "n_selected", "n_error"):
-        if isinstance(summary.get(key), bool) or not isinstance(summary.get(key), int):
-            return f"'{key}' is missing or not an integer"
-    numbers = [("tokens", "input"), ("tokens", "output"), ("tokens", "per_record"), ("lm_calls", "total"),
-               ("lm_calls", "per_record")]
-    for section, key in numbers:
-        value = summary[section].get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"'{section}.{key}' is missing or not a number"
-    def bad_entry(entry: Any) -> bool:
-        return not isinstance(entry, dict) or any(
-            entry.get(k) is not None and (isinstance(entry[k], bool) or not isinstance(entry[k], int | float))
-            for k in ("mean", "low", "high"))
-
-    bad = next((name for name, entry in summary["scores"].items() if bad_entry(entry)), None)
-    if bad is not None:
-        return f"score '{bad}' is not an object"
-    return None
 
 
 def list_runs(out: str | Path = "runs") -> list[dict[str, Any]]:

@@ -26,7 +26,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
 from groundstate.errors import InputError
+from groundstate.files import decode, loads_json
+from groundstate.schema import explain
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -152,16 +156,47 @@ def read_parquet(path: Path) -> Records:
     finally:
         if bars:
             datasets.enable_progress_bars()
-    encoded = json.loads(metadata[METADATA_KEY]).get("json_columns", []) if METADATA_KEY in metadata else []
+    encoded = _json_columns(metadata.get(METADATA_KEY), path)
     for position, row in enumerate(rows):
         for column in encoded:
             if isinstance(row.get(column), str):
                 try:
-                    row[column] = json.loads(row[column])
-                except json.JSONDecodeError:
-                    raise InputError("is not the JSON text this file's metadata says it holds", file=str(path),
-                                     record=f"at position {position}", field=column) from None
+                    row[column] = loads_json(row[column])
+                except InputError as exc:
+                    raise InputError(f"is not the JSON text this file's metadata says it holds ({exc})",
+                                     file=str(path), record=f"at position {position}", field=column) from None
     return Records(rows, str(path), name=path.name, stem=path.stem)
+
+
+class ParquetMetadata(BaseModel):
+    """The schema metadata :func:`write_records` stores under :data:`METADATA_KEY`: the columns holding JSON text
+    (other keys are kept for later versions)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    json_columns: list[StrictStr] = Field(default_factory=list)
+
+
+def _json_columns(raw: bytes | None, path: Path) -> list[str]:
+    """The JSON-text columns the file's groundstate metadata names (none without metadata), read with
+    groundstate's JSON limits and checked against :class:`ParquetMetadata`.
+
+    Raises:
+        InputError: metadata that is not UTF-8 JSON text of that shape (one line naming the file and the field).
+    """
+    if raw is None:
+        return []
+    field = f"metadata.{METADATA_KEY.decode()}"  # the Parquet schema's key-value metadata
+    try:
+        value = loads_json(decode(raw))
+    except InputError as exc:
+        raise InputError(f"is not groundstate's metadata ({exc})", file=str(path), field=field) from None
+    try:
+        return ParquetMetadata.model_validate(value).json_columns
+    except ValidationError as exc:
+        where, message = explain(exc)
+        raise InputError(f"is not groundstate's metadata: {message}", file=str(path),
+                         field=f"{field}.{where}" if where else field) from None
 
 
 def write_jsonl(path: str | Path, rows: list[Any]) -> None:

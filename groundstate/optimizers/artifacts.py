@@ -40,9 +40,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from groundstate import files, registry
 from groundstate.errors import ConfigError, GroundstateError, InputError, one_line
-from groundstate.optimizers import program_tree
+from groundstate.optimizers import manifests, program_tree
+from groundstate.schema import from_validation, validate
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -127,19 +130,23 @@ def _finish(directory: Path, kind: str, described: dict[str, Any], manifest: Map
 
 
 def _manifest_of(directory: Path, kind: str, what: str) -> dict[str, Any]:
-    """The manifest of a ``kind`` artifact, checked for kind and version compatibility."""
+    """The manifest of a ``kind`` artifact, checked for kind and version compatibility, then against the kind's
+    model (:mod:`groundstate.optimizers.manifests`)."""
     manifest = read_manifest(directory)
     if manifest.get("kind") != kind:
-        raise ConfigError(f"{directory} holds a '{manifest.get('kind')}' artifact, not {what}")
+        raise ConfigError(f"{directory} holds a '{one_line(manifest.get('kind'), 80)}' artifact, not {what}")
     check_compatible(manifest, directory)
+    validate(manifests.MODELS[kind], manifest, file=directory / MANIFEST)
     return manifest
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
-    """The manifest of an artifact directory.
+    """The manifest of an artifact directory, checked against :class:`~groundstate.optimizers.manifests.Manifest`
+    (``format``, ``kind`` and ``versions`` of the right types; a kind's own fields are checked by its loader).
 
     Raises:
-        InputError: no manifest, or an unreadable one (not UTF-8, not JSON, not an object).
+        InputError: no manifest, or an unreadable one (not UTF-8, not JSON, not an object, a field of the wrong
+            type), in one line naming the file and the field.
     """
     directory = Path(directory)
     path = directory / MANIFEST
@@ -148,35 +155,30 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise InputError("not a saved groundstate artifact (no manifest.json)", file=str(directory))
     manifest = files.read_json(path, max_bytes=64 * 1024**2)
-    if not isinstance(manifest, dict):
-        raise InputError(f"must be a JSON object (got a JSON {type(manifest).__name__})", file=str(path))
+    validate(manifests.Manifest, manifest, file=path)
     return manifest
 
 
 def _section(manifest: Mapping[str, Any], key: str, directory: Path) -> dict[str, Any]:
-    """``manifest[key]``, which must be an object naming a ``class``."""
-    value = manifest.get(key)
-    if not isinstance(value, dict) or "class" not in value:
-        raise InputError(f"needs an object '{key}' with the saved class", file=str(directory / MANIFEST),
-                         field=key)
-    return value
+    """``manifest[key]``, which must be an object naming a ``class`` (see :class:`~.manifests.ClassEntry`)."""
+    validate(manifests.ClassEntry, manifest.get(key), file=directory / MANIFEST, loc=(key,))
+    return manifest[key]
 
 
 def check_compatible(manifest: Mapping[str, Any], directory: str | Path) -> None:
     """Refuse an artifact from an incompatible format or library version (one clear line).
 
     Raises:
+        InputError: ``versions`` is not an object of package -> version.
         ConfigError: a different artifact format, groundstate major version, DSPy minor version (programs) or
             scikit-learn minor version (sklearn estimators).
     """
-    saved = manifest.get("versions", {})
-    if not isinstance(saved, dict):
-        raise InputError("must be an object of package -> version", file=str(Path(directory) / MANIFEST),
-                         field="versions")
+    saved = validate(manifests.Versions, manifest.get("versions", {}), file=Path(directory) / MANIFEST,
+                     loc=("versions",)).root
     here = versions()
     if manifest.get("format") != FORMAT:
-        raise ConfigError(f"{directory}: artifact format {manifest.get('format')} is not supported (this version "
-                          f"reads format {FORMAT}); re-create it with this version")
+        raise ConfigError(f"{directory}: artifact format {one_line(manifest.get('format'), 40)} is not supported (this "
+                          f"version reads format {FORMAT}); re-create it with this version")
     checks = [("groundstate", 1)]
     if manifest.get("kind") == "dspy-program":
         checks.append(("dspy", 2))
@@ -184,8 +186,8 @@ def check_compatible(manifest: Mapping[str, Any], directory: str | Path) -> None
         checks.append(("scikit-learn", 2))
     for package, parts in checks:
         if package in saved and _minor(saved[package])[:parts] != _minor(here.get(package, "0"))[:parts]:
-            raise ConfigError(f"{directory}: saved with {package} {saved[package]}, incompatible with the installed "
-                              f"{here.get(package)}; re-create the artifact with this version")
+            raise ConfigError(f"{directory}: saved with {package} {one_line(saved[package], 40)}, incompatible with "
+                              f"the installed {here.get(package)}; re-create the artifact with this version")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -401,6 +403,8 @@ def load_params(directory: str | Path, allow_custom: bool = False) -> Any:
         return cls.from_params(params)
     except GroundstateError:
         raise
+    except ValidationError as exc:  # a class that checks its parameters with a pydantic model (the calibrator)
+        raise from_validation(exc, path) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise InputError(f"does not describe a {cls.__name__} ({type(exc).__name__}: {one_line(exc, 160)})",
                          file=str(path)) from None

@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_scalar
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted
@@ -157,8 +158,44 @@ class RoundwiseConformal(BaseEstimator):
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> RoundwiseConformal:
-        obj = cls(alpha=float(params["alpha"]), config=params.get("config") or {})
-        obj.thresholds_ = {int(t): (math.inf if v is None else float(v)) for t, v in params["thresholds"].items()}
-        obj.counts_ = {int(t): int(n) for t, n in params["counts"].items()}
+        """The calibrator :meth:`to_params` described.
+
+        Raises:
+            pydantic.ValidationError: ``params`` does not fit :class:`CalibratorParams` (the loader reports the
+                field in one line).
+        """
+        checked = CalibratorParams.model_validate(params)
+        obj = cls(alpha=checked.alpha, config=checked.config)
+        obj.thresholds_ = {t: (math.inf if v is None else v) for t, v in checked.thresholds.items()}
+        obj.counts_ = dict(checked.counts)
         obj.n_features_in_ = 1
         return obj
+
+
+Round = Annotated[int, BeforeValidator(lambda key: int(key) if isinstance(key, str) and key.isdigit() else key),
+                  Field(strict=True, ge=0)]
+
+
+class CalibratorParams(BaseModel):
+    """``params.json`` of a saved :class:`RoundwiseConformal`: ``alpha`` in (0, 1), the configuration it was fitted
+    for, and per round (a JSON key of digits) its threshold (a non-negative number, or ``null`` for uncertified)
+    and its number of calibration scores; every round with a threshold has a count."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(strict=True, gt=0.0, lt=1.0, allow_inf_nan=False)
+    config: dict[str, Any] = Field(default_factory=dict)
+    thresholds: dict[Round, Annotated[float, Field(strict=True, ge=0.0, allow_inf_nan=False)] | None]
+    counts: dict[Round, Annotated[int, Field(strict=True, ge=0)]]
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _no_config_is_empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @model_validator(mode="after")
+    def _counted(self) -> CalibratorParams:
+        uncounted = sorted(set(self.thresholds) - set(self.counts))
+        if uncounted:
+            raise ValueError(f"round {uncounted[0]} has a threshold but no count in 'counts'")
+        return self

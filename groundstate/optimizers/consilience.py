@@ -100,6 +100,42 @@ def explore_tasks(tasks: Sequence[HiddenProfileTask], team: Callable, max_rounds
     return [row for rows in (map_fn or serial_map)(episode, list(tasks)) for row in rows]
 
 
+def load_controller(directory: Any) -> tuple[MLPActionValue, list[str] | None]:
+    """``(model, features)`` of an MLP controller saved by ``consilience train``: the model loaded as
+    :func:`~groundstate.optimizers.artifacts.load_sklearn` loads it, and the state features its manifest names
+    (``None`` when the manifest names none: the model's own or the paper's six are used).
+
+    Raises:
+        InputError: a ``features`` or ``actions`` field that is not a list of names, a feature that is not a state
+            feature, or names that do not fit the model (as many features as it takes, its actions).
+    """
+    from pathlib import Path
+
+    from groundstate.errors import InputError
+    from groundstate.optimizers.artifacts import MANIFEST, load_sklearn, read_manifest
+    from groundstate.optimizers.manifests import SklearnManifest
+    from groundstate.schema import validate
+
+    model = load_sklearn(directory)
+    path = Path(directory) / MANIFEST
+    manifest = validate(SklearnManifest, read_manifest(directory), file=path)
+    features = manifest.features
+    if features is not None:
+        unknown = [f for f in features if f not in STORED_FEATURES]
+        if unknown:
+            raise InputError(f"'{unknown[0]}' is not a state feature (known: {', '.join(STORED_FEATURES)})",
+                             file=str(path), field="features")
+        expected = getattr(model, "n_features_in_", len(features))
+        if len(features) != expected:
+            raise InputError(f"names {len(features)} features, but the saved model takes {expected}",
+                             file=str(path), field="features")
+    actions = getattr(model, "actions_", None)
+    if manifest.actions is not None and actions is not None and list(manifest.actions) != [str(a) for a in actions]:
+        raise InputError(f"names the actions {manifest.actions}, but the saved model predicts {list(actions)}",
+                         file=str(path), field="actions")
+    return model, features
+
+
 def train_controller(rows: Sequence[dict[str, Any]], features: Sequence[str] = FEATURES,
                      **params: Any) -> MLPActionValue:
     """Fit the MLP controller on exploration rows, using only ``features`` (names from the stored vector,

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from groundstate.cli import main
 from groundstate.eval.benchmarks.offquery.loader import load_instances
 from tests.helpers import DATA as TEST_DATA
@@ -28,9 +30,14 @@ def test_validate_reports_a_broken_generated_instance(tmp_path, capsys):
     rows[1]["answer"], rows[1]["wrong_answer"] = rows[1]["wrong_answer"], rows[1]["answer"]
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     capsys.readouterr()
-    assert main(["data", "validate", "--data", str(out)]) == 2
+    assert main(["data", "validate", "--data", str(out)]) == 2  # the first bad record stops, in one line
+    err = capsys.readouterr().err
+    assert f"record {rows[1]['id']} (at line 2), field 'answer': breaks the generator's rule: reliable world does " \
+           "not give the correct option" in err and err.count("\n") == 1
+    assert main(["data", "validate", "--data", str(out), "--skip-invalid"]) == 2  # each reported, the rest checked
     text = capsys.readouterr().out
-    assert f"record {rows[1]['id']}: reliable world does not give the correct option" in text
+    assert f"record {rows[1]['id']}" in text and "(record skipped)" in text
+    assert "1 valid instances (1 checked against the generator's rule), 1 problem(s)" in text
 
 
 def test_validate_bad_file_is_one_line_exit_2(tmp_path, capsys):
@@ -60,5 +67,6 @@ def test_build_rule_from_mediq_fixture(tmp_path, capsys):
 
 
 def test_generate_rejects_bad_n(tmp_path, capsys):
-    assert main(["data", "generate", "offquery", "--n", "0", "--out", str(tmp_path / "x.jsonl")]) == 2
-    assert "--n must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # refused when the options are parsed
+        main(["data", "generate", "offquery", "--n", "0", "--out", str(tmp_path / "x.jsonl")])
+    assert info.value.code == 2 and "argument --n: expected a whole number of at least 1" in capsys.readouterr().err

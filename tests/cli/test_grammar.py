@@ -206,3 +206,86 @@ def test_every_readme_and_demo_command_parses_in_todays_spelling(capsys):
             raise AssertionError(f"groundstate {' '.join(argv)}: {capsys.readouterr().err}") from exc
         err = capsys.readouterr().err
         assert "is now" not in err, f"groundstate {' '.join(argv)} uses an earlier spelling: {err}"
+
+
+# -- every number is range-checked when it is parsed (issue 22, item 5) -----------------------------------------
+#: Number options whose type is not range-checked, with the reason they need not be.
+UNCHECKED_NUMBERS = {"--travelers": "choices=(3, 4) is the range"}
+
+
+def unchecked_numbers(parser, path=()):
+    """Options of ``parser`` and its commands that take a number without a range-checked type: a plain ``int`` or
+    ``float`` type, or a number default whose type has no ``bounds`` (see groundstate.cli.numbers.bounded)."""
+    found = []
+    for sub_path, sub in leaf_parsers(parser, path):
+        for action in sub._actions:
+            if not action.option_strings or action.nargs == 0:
+                continue
+            flag = action.option_strings[-1]
+            plain = action.type in (int, float)
+            number_default = isinstance(action.default, int | float) and not isinstance(action.default, bool)
+            ranged = getattr(action.type, "bounds", None) is not None
+            if (plain or (number_default and not ranged)) and flag not in UNCHECKED_NUMBERS:
+                found.append(f"groundstate {' '.join(sub_path)} {flag}")
+    return found
+
+
+def test_every_number_option_is_range_checked_when_parsed():
+    loose = unchecked_numbers(build_parser())
+    assert not loose, "number options without a range:\n" + "\n".join(loose)
+    for flag in UNCHECKED_NUMBERS:  # each exception still names an option that exists and is bounded another way
+        actions = [option(p, flag) for _, p in leaf_parsers(build_parser()) if option(p, flag) is not None]
+        assert actions and all(a.choices for a in actions), flag
+
+
+def test_the_range_check_finds_a_plain_number_option():
+    """The walk above can fail: a plain int option and a float default without a ranged type are both found."""
+    from groundstate.cli.numbers import share
+    from groundstate.cli.options import Parser
+
+    parser = Parser(prog="groundstate")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    p = sub.add_parser("demo")
+    p.add_argument("--count", type=int, default=1)
+    p.add_argument("--rate", type=lambda text: float(text), default=0.5)
+    p.add_argument("--share", type=share, default=0.5)
+    assert unchecked_numbers(parser) == ["groundstate demo --count", "groundstate demo --rate"]
+
+
+OUT_OF_RANGE = [
+    (["consilience", "calibrate", "--data", "tasks.jsonl", "--out", "cal", "--alpha", "1.5"], "--alpha"),
+    (["consilience", "ablate", "actions", "--data", "t.jsonl", "--calibration-data", "c.jsonl", "--alpha", "0"],
+     "--alpha"),
+    (["dhd", "analyze", "--cache", "c", "--q", "0"], "--q"),
+    (["dhd", "analyze", "--cache", "c", "--permutations", "0"], "--permutations"),
+    (["dhd", "simulate", "--cache", "c", "--fail-rate", "1.5"], "--fail-rate"),
+    (["split", "--data", "d.jsonl", "--train-share", "-0.1"], "--train-share"),
+    (["run", "reground", "--data", "synthetic", "--n", "0", "--runs-dir", "runs"], "--n"),
+    (["run", "qa", "--data", "d.jsonl", "--max-error-rate", "2", "--runs-dir", "runs"], "--max-error-rate"),
+    (["run", "qa", "--data", "d.jsonl", "--temperature", "nan", "--runs-dir", "runs"], "--temperature"),
+    (["hidden", "run", "--data", "t.jsonl", "--sim-recall", "1.5", "--runs-dir", "runs"], "--sim-recall"),
+    (["optimize", "reground", "--data", "d.jsonl", "--out", "o", "--max-failed-share", "1.1"], "--max-failed-share"),
+    (["evaluate", "o", "--data", "d.jsonl", "--seed", "-1"], "--seed"),
+    (["consilience", "train", "--data", "x.jsonl", "--out", "m", "--hidden", "32", "0"], "--hidden"),
+]
+
+
+@pytest.mark.parametrize("argv, flag", OUT_OF_RANGE, ids=[" ".join(a[:2]) + " " + f for a, f in OUT_OF_RANGE])
+def test_an_out_of_range_number_is_one_line_before_any_work(argv, flag, tmp_path):
+    """Exit 2 with one line naming the option, before any file is read (none of them exists) or written."""
+    from tests.test_hostile_files import run_cli
+
+    code, out, err = run_cli(argv, tmp_path)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (code, err)
+    assert f"argument {flag}" in lines[0] and "expected" in lines[0], lines[0]
+    written = [p.name for p in tmp_path.iterdir() if p.name not in (".stdout", ".stderr")]
+    assert not written, written
+
+
+def test_in_range_numbers_parse_to_their_values():
+    args = build_parser().parse_args(["consilience", "calibrate", "--data", "t.jsonl", "--out", "cal",
+                                      "--alpha", "0.05", "--max-rounds", "3", "--seed", "7"])
+    assert (args.alpha, args.max_rounds, args.seed) == (0.05, 3, 7)
+    args = build_parser().parse_args(["run", "reground", "--n", "2", "--max-candidates", "1", "--limit", "0"])
+    assert (args.n, args.max_candidates, args.limit) == (2, 1, 0)

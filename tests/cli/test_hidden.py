@@ -77,8 +77,9 @@ def test_validate_bad_hiddenbench_file(tmp_path, capsys):
 
 
 def test_bad_options_are_one_line_exit_2(tmp_path, capsys):
-    assert cli.main(["hidden", "generate", "travel", "--n", "0", "--out", str(tmp_path / "x.jsonl")]) == 2
-    assert "--n must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # refused when the options are parsed
+        cli.main(["hidden", "generate", "travel", "--n", "0", "--out", str(tmp_path / "x.jsonl")])
+    assert info.value.code == 2 and "argument --n: expected a whole number of at least 1" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         cli.main(["hidden", "generate", "travel", "--travelers", "5", "--out", str(tmp_path / "x.jsonl")])
     assert info.value.code == 2

@@ -82,8 +82,9 @@ def test_hidden_run_simulated_needs_support(tmp_path, capsys):
 
 def test_hidden_run_bad_options_are_one_line_errors(tasks_file, tmp_path, capsys):
     path, _ = tasks_file
-    assert run(["--data", str(path), "--agents", "sim", "--sim-recall", "2", "--runs-dir", str(tmp_path)]) == 2
-    assert "--sim-recall must be between 0 and 1" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:  # refused when the options are parsed
+        run(["--data", str(path), "--agents", "sim", "--sim-recall", "2", "--runs-dir", str(tmp_path)])
+    assert info.value.code == 2 and "argument --sim-recall: expected a share from 0 to 1" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         parse(["--data", str(path), "--protocol", "debate"])
     assert info.value.code == 2

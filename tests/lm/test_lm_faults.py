@@ -313,8 +313,9 @@ def test_embedded_settings_are_checked_and_lm_timeout_is_validated(tmp_path, cap
     path.write_text('[default]\nmodel = "embedded"\nn_ctx = 0\n')
     with pytest.raises(LMSetupError, match=r"section \[default\]: field 'n_ctx' must be a positive integer"):
         LMConfig.load(path)
-    assert main(["lm", "check", "--lm", "openai/m", "--lm-timeout", "0"]) == 2
-    assert "field 'timeout' must be a positive number" in one_line(capsys.readouterr().err)
+    with pytest.raises(SystemExit) as info:  # refused when the options are parsed
+        main(["lm", "check", "--lm", "openai/m", "--lm-timeout", "0"])
+    assert info.value.code == 2 and "argument --lm-timeout: expected a number above 0" in capsys.readouterr().err
 
 
 def test_hosted_lms_get_a_timeout():

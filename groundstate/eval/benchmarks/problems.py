@@ -249,8 +249,8 @@ def _load(path: Path | Records, convert, skip_invalid: bool, problems: list[str]
             if not skip_invalid:
                 raise
             reported.append(f"{err} (record skipped)")
-    if skip_invalid and reported:
-        logger.warning("%s: skipped %d record(s)", path, len(reported))
+    if skip_invalid and reported:  # each skipped record is in ``problems`` (the CLI prints them): no second warning
+        logger.info("%s: skipped %d record(s)", path, len(reported))
     return out
 
 

@@ -38,9 +38,10 @@ from groundstate.errors import ConfigError, InputError
 from groundstate.eval.dhd.cache import MessageCache
 from groundstate.eval.dhd.replay import arm_accuracy, repeat_pairs
 from groundstate.eval.dhd.run import collect_pairs, replay_run_dirs, replay_run_settings
+from groundstate.eval.dhd.table_inputs import read_mask_table
 from groundstate.eval.io import write_jsonl
 from groundstate.eval.results import write_json
-from groundstate.files import jsonable, read_json
+from groundstate.files import jsonable
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +212,7 @@ def _latest_mask_table(cache: MessageCache, runs_dir: str | Path | None) -> dict
              for path in paths if (path / "mask_table.json").is_file()]
     if not found:
         return None
-    return read_json(max(found, key=lambda p: p.stat().st_mtime))
+    return read_mask_table(max(found, key=lambda p: p.stat().st_mtime))
 
 
 def _write_tables(cache: MessageCache, out: Path, report: Mapping[str, Any], *, label: str | None,

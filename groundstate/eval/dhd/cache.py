@@ -9,8 +9,11 @@ A cache is a directory:
 - ``messages.jsonl``: one line per problem, a :class:`PoolEntry`: the recruiter's roles, the ``K``
   :class:`~groundstate.records.HypothesisMessage` records and each proposal's correctness (1, 0, or ``None``
   when the proposal could not be evaluated). Lines are appended and flushed; a problem is stored once and never
-  overwritten (the first stored entry wins), so every replay of a problem sees the same messages. A torn last
-  line (the process died mid-write) is ignored on reading.
+  overwritten (the first stored entry wins), so every replay of a problem sees the same messages. A torn line
+  (the process died mid-write) is ignored on reading; any other unreadable line is an error.
+
+Every file is checked against its model as it is read (:class:`CacheMeta`, :class:`~groundstate.records.Problem`,
+:class:`PoolEntry`): a field of the wrong type is one line naming the file, the line and the field.
 - ``runs/``: the durable runs (generate, replay, mask) unless another ``out`` is given.
 
 **Failed hypothesizers.** A message whose hypothesizer failed is stored with ``error`` set and is left out of
@@ -31,12 +34,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
 from groundstate.errors import InputError
-from groundstate.files import json_lines, read_json
+from groundstate.files import loads_json, read_bytes, read_json
 from groundstate.paths import check_entry
 from groundstate.records import HypothesisMessage, Problem
+from groundstate.schema import explain, validate
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +48,25 @@ META = "cache.json"
 PROBLEMS = "problems.jsonl"
 MESSAGES = "messages.jsonl"
 RUNS = "runs"
+
+
+class CacheMeta(BaseModel):
+    """``cache.json``: the cache's identity and pool size (other fields, such as ``simulated``, are kept)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    cache_id: StrictStr = Field(min_length=1)
+    k: StrictInt | None = Field(default=None, ge=1)
+
+
+class GenerationRecord(BaseModel):
+    """What a :class:`PoolEntry`'s ``generator`` records about how its messages were made (other fields kept)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: StrictStr | None = None
+    lm: dict[str, Any] | None = None
+    settings: dict[str, Any] | None = None
 
 
 class PoolEntry(BaseModel):
@@ -58,6 +81,16 @@ class PoolEntry(BaseModel):
     proposal_correct: list[int | None] = Field(default_factory=list)
     proposal_method: list[str | None] = Field(default_factory=list)
     generator: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("generator")
+    @classmethod
+    def _generation_record(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            GenerationRecord.model_validate(value)
+        except ValidationError as exc:
+            field, message = explain(exc)
+            raise ValueError(f"'{field}' {message}") from None
+        return value
 
     def pool(self, k: int | None = None) -> list[HypothesisMessage]:
         """The usable messages (no ``error``) in index order; the first ``k`` of them when ``k`` is given."""
@@ -93,12 +126,17 @@ class MessageCache:
         return check_entry(self.dir / META, "cache metadata")
 
     def meta(self) -> dict[str, Any]:
+        """``cache.json`` (``{}`` when there is none), checked against :class:`CacheMeta`.
+
+        Raises:
+            InputError: an unreadable ``cache.json``, or one whose ``cache_id`` or ``k`` is missing or of the wrong
+                type (one line naming the field).
+        """
         path = self.dir / META
         if not check_entry(path, "cache metadata"):
             return {}
         meta = read_json(path)
-        if not isinstance(meta, dict):
-            raise InputError("unreadable cache metadata (not a JSON object)", file=str(path))
+        validate(CacheMeta, meta, file=path)
         return meta
 
     def ensure(self, k: int | None = None) -> dict[str, Any]:
@@ -121,7 +159,7 @@ class MessageCache:
         if not meta:
             raise InputError("is not a DHD message cache (no cache.json); run `groundstate dhd generate` first",
                              file=str(self.dir))
-        return str(meta["cache_id"])
+        return meta["cache_id"]
 
     def require(self) -> None:
         """Raise a one-line error unless the directory is a cache with messages."""
@@ -134,10 +172,7 @@ class MessageCache:
         path = self.dir / PROBLEMS
         out: list[Problem] = []
         for number, data in _read_lines(path):
-            try:
-                out.append(Problem.model_validate(data))
-            except ValidationError as exc:
-                raise InputError(f"line {number}: not a problem ({exc.errors()[0]['msg']})", file=str(path)) from None
+            out.append(validate(Problem, data, file=path, record=f"at line {number}"))
         return out
 
     def problem_map(self) -> dict[str, Problem]:
@@ -170,11 +205,7 @@ class MessageCache:
         path = self.dir / MESSAGES
         out: dict[str, PoolEntry] = {}
         for number, data in _read_lines(path):
-            try:
-                entry = PoolEntry.model_validate(data)
-            except ValidationError as exc:
-                raise InputError(f"line {number}: not a message entry ({exc.errors()[0]['msg']})",
-                                 file=str(path)) from None
+            entry = validate(PoolEntry, data, file=path, record=f"at line {number}")
             out.setdefault(entry.problem_id, entry)
         return out
 
@@ -223,15 +254,57 @@ def _append(path: Path, rows: list[dict[str, Any]], lock: threading.Lock) -> Non
 
 
 def _read_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """The JSON-object lines of an append-only cache file; torn or unreadable lines are skipped with a warning
-    (a process killed mid-append leaves one), never a crash. A missing file has no lines; an entry that is not a
-    regular file (a FIFO, a device, a directory, a symlink) is one :class:`InputError` line."""
+    """``(line number, object)`` per line of an append-only cache file.
+
+    A torn line (the start of a JSON object whose write was cut short by a killed process; the next append starts
+    on a new line, so it can be anywhere in the file) is skipped: its problem has no stored entry and is generated
+    again by the next ``dhd generate``, so it is logged at INFO level only, never as a warning printed beside an
+    error. Any other line that is not a JSON object (garbage, a list, a stray byte) is corruption.
+
+    A missing file has no lines.
+
+    Raises:
+        InputError: an entry that is not a regular file (a FIFO, a device, a directory, a symlink), or a line
+            that is neither a JSON object nor a torn one (one line naming the file and the line).
+    """
     if not check_entry(path, "cache files"):
         return []
     rows = []
-    for number, data, error in json_lines(path):
-        if error is not None or not isinstance(data, dict):
-            logger.warning("%s: line %d is torn or unreadable; ignored", path, number)
+    for number, raw in enumerate(read_bytes(path).split(b"\n"), start=1):
+        if not raw.strip():
             continue
+        where = f"at line {number}"
+        try:
+            data = loads_json(raw.decode("utf-8"), file=str(path), record=where)
+        except (InputError, UnicodeDecodeError) as exc:
+            if _torn(raw):
+                logger.info("%s: line %d is torn (an interrupted write); ignored", path, number)
+                continue
+            if isinstance(exc, UnicodeDecodeError):
+                raise InputError("not UTF-8 text", file=str(path), record=where) from None
+            raise
+        if not isinstance(data, dict):
+            raise InputError(f"must be a JSON object (got a JSON {type(data).__name__})", file=str(path), record=where)
         rows.append((number, data))
     return rows
+
+
+def _torn(raw: bytes) -> bool:
+    """Whether ``raw`` (a line that does not parse) is a JSON object cut short: the parser runs out of text
+    (a multi-byte character cut in two at the very end counts), rather than failing on something in it."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(raw) - 3:
+            return False
+        text = raw[:exc.start].decode("utf-8", errors="replace")
+    text = text.strip()
+    if not text.startswith("{"):
+        return False
+    try:
+        json.JSONDecoder().raw_decode(text)  # only to classify a line that groundstate's reader refused
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(text) or exc.msg.startswith("Unterminated string")
+    except (RecursionError, ValueError):
+        return False
+    return False

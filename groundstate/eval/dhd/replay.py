@@ -36,9 +36,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import dspy
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from groundstate.concurrency import thread_map
 from groundstate.eval.dhd.cache import PoolEntry
@@ -175,6 +176,31 @@ def flip_label(with_correct: int | None, without_correct: int | None) -> str | N
     if with_correct == without_correct:
         return "neutral"
     return "helpful" if with_correct > without_correct else "harmful"
+
+
+class ArmOutcome(BaseModel):
+    """One arm of a stored replay block, as :func:`run_arm` writes it (other fields kept): ``correct`` is 1/0 (or
+    true/false), or ``null`` for an operational failure."""
+
+    model_config = ConfigDict(extra="allow")
+
+    arm: Literal["full", "full_b", "without", "independent", "only"]
+    message_id: Annotated[int, Field(strict=True, ge=0)] | None = None
+    correct: Literal[0, 1] | None = None
+    failure: StrictStr | None = None
+
+
+class ReplayBlock(BaseModel):
+    """The stored outputs of one replay block (a ``results.jsonl`` row's ``outputs``), checked when a replay run
+    is read back (:func:`~groundstate.eval.dhd.run.load_blocks`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    problem_id: StrictStr
+    mode: Literal[MODES]
+    K: Annotated[int, Field(strict=True, ge=1)]
+    block: Annotated[int, Field(strict=True, ge=0)]
+    arms: list[ArmOutcome]
 
 
 def block_outputs(result_rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.errors import ConfigError, InputError
+from groundstate.errors import ConfigError
 from groundstate.eval.dhd.cache import MessageCache, PoolEntry
 from groundstate.eval.dhd.mask_sample import (
     RepeatedLabels,
@@ -45,14 +45,16 @@ from groundstate.eval.dhd.mask_sample import (
     sample_document,
 )
 from groundstate.eval.dhd.masking import MaskProgram, mask_records, mask_table, write_table
-from groundstate.eval.dhd.replay import MODES, ReplayProgram, block_outputs, pair_rows, replay_records
+from groundstate.eval.dhd.replay import MODES, ReplayBlock, ReplayProgram, block_outputs, pair_rows, replay_records
 from groundstate.eval.dhd.settings import cache_generation, check_generation, generation_settings, replay_settings
 from groundstate.eval.results import CONFIG, RESULTS, read_results
+from groundstate.eval.run_files import check_config
 from groundstate.eval.runner import RunResult, RunSettings, durable_run, run_config
 from groundstate.files import read_json
 from groundstate.programs.dhd.deliberation import DEFAULT_K, DiverseHypothesisDeliberation, problem_inputs
 from groundstate.programs.dhd.evaluator import AnswerEvaluator
 from groundstate.records import Problem
+from groundstate.schema import validate
 
 logger = logging.getLogger(__name__)
 
@@ -238,6 +240,8 @@ def replay_run_dirs(cache: MessageCache, runs_dir: str | Path | None = None, run
     Raises:
         ConfigError: a mode with runs of several configurations (different LMs or sampling settings) and no
             ``run_ids`` to choose among them.
+        InputError: a run configuration under ``runs_dir`` that is unreadable or not a run configuration
+            (:class:`~groundstate.eval.run_files.RunConfig`).
     """
     runs_dir = Path(runs_dir) if runs_dir is not None else cache.runs_dir
     cache_id = cache.cache_id
@@ -248,14 +252,8 @@ def replay_run_dirs(cache: MessageCache, runs_dir: str | Path | None = None, run
         config_path = path / CONFIG
         if not config_path.is_file():
             continue
-        try:
-            config = read_json(config_path)
-        except InputError:
-            logger.warning("%s: unreadable run configuration; run ignored", config_path)
-            continue
-        if not isinstance(config, dict):
-            continue
-        if not str(config.get("program", "")).startswith(prefix) or config.get("cache") != cache_id:
+        config = check_config(read_json(config_path), config_path)  # a corrupt one is an error, not skipped
+        if not config["program"].startswith(prefix) or config.get("cache") != cache_id:
             continue
         if run_ids and not any(path.name == r or path.name.startswith(r) for r in run_ids):
             continue
@@ -292,7 +290,11 @@ def load_blocks(cache: MessageCache, runs_dir: str | Path | None = None, run_ids
     rows = []
     for paths in replay_run_dirs(cache, runs_dir, run_ids, prefix).values():
         for path in paths:
-            rows.extend(read_results(path / RESULTS))
+            for row in read_results(path / RESULTS, strict=True):
+                if prefix == "dhd-replay-" and not row.get("error") and "arms" in (row.get("outputs") or {}):
+                    validate(ReplayBlock, row["outputs"], file=path / RESULTS, record=row["id"],
+                             loc=("outputs",))
+                rows.append(row)
     return block_outputs(rows)
 
 

@@ -38,6 +38,7 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
     from groundstate.eval.benchmarks.offquery.loader import load_any
     from groundstate.eval.reground.judges import make_judge
     from groundstate.eval.reground.metrics import offquery_metric, parse_metric
+    from groundstate.eval.reground.saved import BuildArgs
     from groundstate.eval.runner import program_state_hash
     from groundstate.eval.splits import content_hash, group_key
     from groundstate.eval.tasks import get_task
@@ -90,49 +91,79 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
         "failed_share": round(result.failed_share, 4),
         "cost": {"lm_calls": result.lm_calls, "input_tokens": result.input_tokens,
                  "output_tokens": result.output_tokens, "seconds": round(result.seconds, 2)},
-        "build_args": {k: getattr(args, k) for k in ("max_candidates", "multi_misleading", "oracle_t1", "stop_early",
-                                                     "keep_rule", "mode", "rounds", "topology", "ordering",
-                                                     "oracle_attribution", "seed") if hasattr(args, k)},
+        "build_args": {k: getattr(args, k) for k in BuildArgs.model_fields if hasattr(args, k)},
     }
     return result, manifest, metric
 
 
-def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any,
-                   settings: Any) -> tuple[dict, dict, str, list[str]]:
+def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:
+    """``(manifest, OptimizedManifest)`` of a program saved by ``groundstate optimize``, checked before any work:
+    a saved program of a compatible version (:class:`~groundstate.optimizers.manifests.ProgramManifest`) whose
+    ``task`` is an OffQuery program and whose ``task_options``, ``build_args`` and ``data`` fit
+    :class:`~groundstate.eval.reground.saved.OptimizedManifest`.
+
+    Raises:
+        InputError: an unreadable manifest, or a field of the wrong type or missing (one line naming the field).
+        ConfigError: not a program saved by ``optimize``, or one saved by an incompatible version.
+    """
+    from pathlib import Path
+
+    from groundstate.errors import InputError
+    from groundstate.eval.reground.saved import OptimizedManifest
+    from groundstate.eval.reground.tasks import BASELINE_HELP
+    from groundstate.optimizers.artifacts import MANIFEST, check_compatible, read_manifest
+    from groundstate.optimizers.manifests import ProgramManifest
+    from groundstate.schema import validate
+
+    manifest = read_manifest(directory)
+    if manifest.get("kind") != "dspy-program" or "task" not in manifest:
+        raise ConfigError(f"{directory} is not a program saved by `groundstate optimize`")
+    check_compatible(manifest, directory)
+    path = Path(directory) / MANIFEST
+    validate(ProgramManifest, manifest, file=path)  # what loading the program reads
+    saved = validate(OptimizedManifest, manifest, file=path)
+    programs = ("reground", *BASELINE_HELP)
+    if saved.task not in programs:
+        raise InputError(f"'{one_line(saved.task, 80)}' is not an OffQuery program ({', '.join(programs)})",
+                         file=str(path), field="task")
+    return manifest, saved
+
+
+def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any, settings: Any,
+                   saved: tuple[dict[str, Any], Any] | None = None) -> tuple[dict, dict, str, list[str]]:
     """Run the program saved in ``args.dir`` (after) and the same program without its optimized state (before)
     on ``args``' data; return ``(summaries by label, data description, title, warnings)``.
 
     Data that shares instance ids or source cases with the manifest's train/val data is refused unless
     ``args.allow_overlap``; a saved program whose state equals the unoptimized one is evaluated with a warning.
 
-    The saved manifest supplies the task, its condition (unless ``--condition`` is given) and the program's
-    build arguments. A run that failed (``--max-error-rate``, or every record failed) contributes what it
-    finished; its summary's ``stopped_reason`` says why.
+    The saved manifest (``saved``: what :func:`read_optimized` returned, read here when not given) supplies the
+    task, its condition (unless ``--condition`` is given) and the program's build arguments. A run that failed
+    (``--max-error-rate``, or every record failed) contributes what it finished; its summary's ``stopped_reason``
+    says why.
 
     Raises:
+        InputError: a manifest field of the wrong type or missing (see :func:`read_optimized`).
         ConfigError: the directory is not a program saved by ``groundstate optimize``, or the data overlaps the
             data it was optimized on (without ``--allow-overlap``).
     """
     from groundstate.eval.runner import RunAborted, durable_run, program_state_hash, run_config
     from groundstate.eval.tasks import get_task
     from groundstate.lm.specs import describe_lm
-    from groundstate.optimizers.artifacts import build_saved, load_program, read_manifest
+    from groundstate.optimizers.artifacts import build_saved, load_program
 
-    manifest = read_manifest(args.dir)
-    if manifest.get("kind") != "dspy-program" or "task" not in manifest:
-        raise ConfigError(f"{args.dir} is not a program saved by `groundstate optimize`")
+    manifest, checked = saved if saved is not None else read_optimized(args.dir)
     after = load_program(args.dir)
     before = build_saved(args.dir, manifest)
-    task = get_task(manifest["task"])
-    options = dict(manifest.get("task_options", {}))
+    task = get_task(checked.task)
     if args.condition is None:
-        args.condition = options.get("condition", "unreliable")
-    for key, value in manifest.get("build_args", {}).items():
+        args.condition = checked.task_options.condition
+    for key, value in checked.build_values().items():
         if not hasattr(args, key) or key == "seed":
             setattr(args, key, value)
     records, data = task.load(args)
     if not getattr(args, "allow_overlap", False):
-        check_no_overlap(records, manifest)
+        check_no_overlap(records, checked)
     warnings = []
     if program_state_hash(before) == program_state_hash(after):
         warnings.append("the saved program's state equals the unoptimized program's (the optimizer changed "
@@ -152,14 +183,19 @@ def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any,
     return summaries, data, title, warnings
 
 
-def check_no_overlap(records: list[Any], manifest: dict[str, Any]) -> None:
+def check_no_overlap(records: list[Any], manifest: Any) -> None:
     """Raise :class:`ConfigError` when ``records`` share instance ids or source cases with the manifest's
-    train/val data (manifests from before source cases were recorded are checked by id only)."""
+    train/val data (manifests from before source cases were recorded are checked by id only). ``manifest`` is
+    the manifest's dict or its :class:`~groundstate.eval.reground.saved.OptimizedManifest`."""
+    from groundstate.eval.reground.saved import OptimizedManifest, SplitRecords
     from groundstate.eval.splits import group_key
 
     for split in ("train", "val"):
-        entry = (manifest.get("data") or {}).get(split) or {}
-        ids, groups = set(entry.get("ids") or ()), set(entry.get("groups") or ())
+        if isinstance(manifest, OptimizedManifest):
+            entry = manifest.split(split) or SplitRecords()
+        else:
+            entry = SplitRecords.model_validate((manifest.get("data") or {}).get(split) or {})
+        ids, groups = set(entry.ids), set(entry.groups)
         for record in records:
             rid = getattr(record, "id", None)
             if rid in ids:

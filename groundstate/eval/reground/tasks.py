@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from groundstate.eval.reground.saved import CONDITIONS, KEEP_RULES, MODES, ORACLE_ATTRIBUTIONS, ORDERINGS, TOPOLOGIES
 from groundstate.eval.tasks import Task, register
 
 OFFQUERY_OUTPUTS = ("misleading_agent", "state", "kept_facts", "removed_facts", "answer")
@@ -19,7 +20,7 @@ OFFQUERY_OUTPUTS = ("misleading_agent", "state", "kept_facts", "removed_facts", 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """Options every OffQuery task takes (``--data`` itself is added by the CLI)."""
-    parser.add_argument("--condition", choices=("reliable", "unreliable"), default="unreliable",
+    parser.add_argument("--condition", choices=CONDITIONS, default="unreliable",
                         help="which shared context programs see (default unreliable)")
     parser.add_argument("--t2-truth", default=None,
                         help="the published T2 truth file of --data (task2_evaluation/truth/<name>.json)")
@@ -129,10 +130,10 @@ def add_reground_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle-t1", action="store_true", help="skip attribution: trust the gold misleading agent")
     parser.add_argument("--stop-early", action="store_true",
                         help="let the conflict search stop when it finds no contradiction (default: always M rounds)")
-    parser.add_argument("--keep-rule", choices=("authors", "strict"), default="authors",
+    parser.add_argument("--keep-rule", choices=KEEP_RULES, default="authors",
                         help="reconstruction: keep facts that are supported or of low importance (authors, default) "
                              "or only supported / unverifiable-and-low ones (strict)")
-    parser.add_argument("--mode", choices=("agent", "statement"), default="agent",
+    parser.add_argument("--mode", choices=MODES, default="agent",
                         help="find the misleading agent (default) or misleading statements spread over agents "
                              "(§E.4; scores statement precision/recall on instances that plant them)")
     parser.add_argument("--batch-facts", action="store_true",
@@ -175,12 +176,12 @@ def add_baseline_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=None,
                         help="discussion rounds, where the baseline has rounds (default: the program's own; "
                              "standard and confidence: 3, as the authors run them)")
-    parser.add_argument("--topology", choices=("all-to-all", "chain", "tree"), default="all-to-all",
+    parser.add_argument("--topology", choices=TOPOLOGIES, default="all-to-all",
                         help="standard collaboration: who hears whom (default all-to-all)")
-    parser.add_argument("--ordering", choices=("shared-first", "private-first"), default=None,
+    parser.add_argument("--ordering", choices=ORDERINGS, default=None,
                         help="shared context before discussion, or private evidence first (default: the program's "
                              "own; standard and confidence: private-first, as the authors run them)")
-    parser.add_argument("--oracle-attribution", choices=("model", "gold"), default="model",
+    parser.add_argument("--oracle-attribution", choices=ORACLE_ATTRIBUTIONS, default="model",
                         help="oracle: T1 from a model reading all private evidence (the authors' oracle, default) "
                              "or from ground truth (the upper bound)")
 

@@ -145,5 +145,6 @@ def test_validate_has_no_leak_line_without_travel_tasks(capsys):
 def test_a_bad_max_leak_is_one_line_exit_2(tmp_path, capsys, value):
     out = tmp_path / "travel.jsonl"
     out.write_text("")
-    assert cli.main(["hidden", "validate", "--data", str(out), "--allow-empty", "--max-leak", value]) == 2
-    assert "--max-leak must be a non-negative" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # refused when the options are parsed, before the file is read
+        cli.main(["hidden", "validate", "--data", str(out), "--allow-empty", "--max-leak", value])
+    assert info.value.code == 2 and "argument --max-leak: expected a number of at least 0" in capsys.readouterr().err

@@ -3,6 +3,7 @@ limits of integration (presets, attention, salience, weighting noise) and their 
 
 from __future__ import annotations
 
+import argparse
 import math
 import random
 import re
@@ -816,16 +817,27 @@ def test_cli_options_resolve_to_the_preset_with_explicit_overrides():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--sim-attention", "0"], "--sim-attention must be an integer >= 1"),
-    (["--sim-weight-noise", "-1"], "--sim-weight-noise must be a finite number >= 0"),
-    (["--sim-preset", "limited", "--sim-recency", "2"], "--sim-recency must be between 0 and 1"),
-    (["--sim-salience", "nan"], "--sim-salience must be a finite number >= 0"),
+    (["--sim-attention", "0"], "argument --sim-attention: expected a whole number of at least 1 or 'all'"),
+    (["--sim-weight-noise", "-1"], "argument --sim-weight-noise: expected a number of at least 0"),
+    (["--sim-preset", "limited", "--sim-recency", "2"], "argument --sim-recency: expected a share from 0 to 1"),
+    (["--sim-salience", "nan"], "argument --sim-salience: expected a number of at least 0"),
 ])
-def test_cli_rejects_bad_limits_with_the_option_name(argv, message):
+def test_cli_rejects_bad_limits_with_the_option_name(argv, message, capsys):
+    """Out-of-range simulation parameters are refused when the options are parsed (one line, exit 2)."""
+    with pytest.raises(SystemExit) as exc:
+        cli_params(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and err.count("\n") == 1
+
+
+def test_out_of_range_parameters_from_python_are_one_config_line():
+    """The same limits hold for parameters that do not come from the command line (SimParams' own checks)."""
+    from groundstate.cli.options import sim_params
     from groundstate.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        cli_params(argv)
+    args = argparse.Namespace(sim_preset="limited", sim_recency=2.0)
+    with pytest.raises(ConfigError, match=re.escape("--sim-recency must be between 0 and 1")):
+        sim_params(args)
 
 
 @pytest.mark.parametrize("argv", [["--sim-attention", "three"], ["--sim-preset", "sharp"]])

@@ -33,9 +33,14 @@ def load_instances(path: Any, skip_invalid: bool = False, problems: list[str] | 
     Returns:
         The instances, in file order.
 
+    A generated instance (one whose ``provenance`` holds the generator's ``structure``) must also keep the
+    generator's guarantees (:func:`check_structure`): every command that reads instances refuses an edited one
+    the way ``data validate`` does.
+
     Raises:
         InputError: a bad line (named by its line number), an invalid record (named by its id and line, with the
-            field) or a duplicate id (unless ``skip_invalid``).
+            field), a generated record that breaks the generator's rule, or a duplicate id (unless
+            ``skip_invalid``).
     """
     path = as_source(path, "OffQuery instances")
     if condition is not None and condition not in CONDITIONS:
@@ -45,9 +50,39 @@ def load_instances(path: Any, skip_invalid: bool = False, problems: list[str] | 
         if condition == "unreliable" and instance.corrupted_context is None:
             raise InputError("is missing, but condition 'unreliable' needs the corrupted shared context",
                              file=str(path), record=label, field="corrupted_context")
+        check_structure(instance, str(path), label)
 
     return load_models(path, OffQueryInstance, from_validation, skip_invalid, problems, check,
                        allow_empty=allow_empty, what="OffQuery instances")
+
+
+#: Which field a problem reported by the generator's check is about (the first phrase that matches names it).
+_RULE_FIELDS = (("not a generator structure", "provenance.structure"), ("T2", "t2_facts"),
+                ("corrupted fact", "t2_facts"), ("misleading", "misleading"), ("distributed", "misleading"),
+                ("corrupted shared context", "corrupted_context"), ("corrupted_shared", "corrupted_context"),
+                ("wrong option", "wrong_answer"), ("correct option", "answer"), ("texts", "agents"),
+                ("corrupted_private", "agents"))
+
+
+def check_structure(instance: OffQueryInstance, file: str, record: str) -> None:
+    """Refuse a generated instance that breaks the generator's guarantees
+    (:func:`~groundstate.eval.benchmarks.offquery.synthetic.check_instance`: the reliable facts give the answer,
+    the misleading agents are exactly those stating false values, the T2 facts are balanced and labelled right,
+    ...). Instances without a generator ``structure`` in their provenance (built from MediQ, published) pass.
+
+    Raises:
+        InputError: one line naming the record, the field the first problem is about, and how many more there are.
+    """
+    if not (instance.provenance or {}).get("structure"):
+        return
+    from groundstate.eval.benchmarks.offquery.synthetic import check_instance
+
+    problems = check_instance(instance)
+    if problems:
+        first = problems[0]
+        field = next((name for phrase, name in _RULE_FIELDS if phrase in first), None)
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise InputError(f"breaks the generator's rule: {first}{more}", file=file, record=record, field=field)
 
 
 def save_instances(path: str | Path, instances: Iterable[OffQueryInstance]) -> None:

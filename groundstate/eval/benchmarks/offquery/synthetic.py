@@ -63,13 +63,15 @@ def reference_solve(world: Mapping[str, str], criteria: Mapping[str, Mapping[str
     return winners[0] if len(winners) == 1 else None
 
 
+_INDEXES: dict[int, tuple[Domain, dict[str, tuple[str, str]]]] = {}  # built once per domain (read on every load)
+
+
 def _sentence_index(domain: Domain) -> dict[str, tuple[str, str]]:
-    index = {}
-    for attribute in domain.attributes.values():
-        for value_key, value in attribute.values.items():
-            for sentence in value.sentences:
-                index[_norm(sentence)] = (attribute.name, value_key)
-    return index
+    if _INDEXES.get(id(domain), (None,))[0] is not domain:
+        _INDEXES[id(domain)] = (domain, {_norm(sentence): (attribute.name, key)
+                                         for attribute in domain.attributes.values()
+                                         for key, value in attribute.values.items() for sentence in value.sentences})
+    return _INDEXES[id(domain)][1]
 
 
 def _norm(text: str) -> str:

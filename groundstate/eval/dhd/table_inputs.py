@@ -1,0 +1,182 @@
+"""The files the DHD paper tables are built from, checked against one pydantic model each when they are read.
+
+``groundstate dhd tables`` (and ``dhd analyze``'s own tables) read back what earlier steps wrote: an analysis
+``report.json`` (:class:`AnalysisReport`), its ``crossfit.json`` (:class:`CrossfitReport`) and the newest
+``mask_table.json`` of a masking run (:class:`MaskTable`). The models describe the parts the tables read
+(:mod:`groundstate.eval.dhd.tables`) and allow every other field; a part of the wrong type or missing is one
+line naming the file and the field, never a traceback from inside a table builder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
+
+from groundstate.files import read_json
+from groundstate.schema import explain, validate
+
+Num = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+GROUPS = ("W+", "W-", "C+", "C-")
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Interval(_Open):
+    """A mean with its interval (any of them ``null`` when not measured) and its count."""
+
+    mean: Num | None = None
+    low: Num | None = None
+    high: Num | None = None
+    n: StrictInt | None = None
+
+
+class Disagreement(_Open):
+    rate: Num | None = None
+    low: Num | None = None
+    high: Num | None = None
+    n: StrictInt | None = None
+
+
+class Bootstrap(_Open):
+    wrong: Interval | None = None
+    correct: Interval | None = None
+    difference: Interval | None = None
+
+
+class Part(_Open):
+    """What Tables 17 and 18 read of one benchmark (or of the pooled LOO section)."""
+
+    disagreement: Disagreement | None = None
+    groups: dict[str, StrictInt | None] = Field(default_factory=dict)
+    bootstrap: Bootstrap | None = None
+
+
+class Band(_Open):
+    low: Num
+    high: Num
+
+
+class PermutationNull(_Open):
+    """The permutation null of Table 19: the observed count and the null's band of every group and ``separated``."""
+
+    observed: dict[str, Num]
+    null: dict[str, Band]
+    n_permutations: StrictInt | None = None
+
+    @model_validator(mode="after")
+    def _every_group(self) -> PermutationNull:
+        for name in ("separated", *GROUPS):
+            if name not in self.observed or name not in self.null:
+                raise ValueError(f"the permutation null has no '{name}' count")
+        return self
+
+
+class Multiplicity(_Open):
+    bh: dict[str, StrictInt | None] = Field(default_factory=dict)
+    n_tested_problems: StrictInt | None = None
+
+
+class LooSection(Part):
+    permutation_null: PermutationNull
+    multiplicity: Multiplicity = Field(default_factory=Multiplicity)
+    strict: dict[str, Any] = Field(default_factory=dict)
+    n_messages: StrictInt | None = None
+    by_benchmark: dict[str, Part] | None = None
+
+
+class Modes(_Open):
+    loo: LooSection | None = None
+
+
+class AnalysisReport(_Open):
+    """``report.json`` of ``dhd analyze``: the sections per replay mode (the tables read the LOO one)."""
+
+    modes: Modes
+
+
+class Control(_Open):
+    low: Num | None = None
+    high: Num | None = None
+    p_value: Num | None = None
+
+
+class BenchmarkGain(_Open):
+    gain: Interval
+    n_problems: StrictInt | None = None
+
+
+class CrossfitVariant(_Open):
+    gain: Interval
+    controls: dict[str, Control] = Field(default_factory=dict)
+    n_problems: StrictInt | None = None
+    n_units: StrictInt | None = None
+    by_benchmark: dict[str, BenchmarkGain] | None = None
+
+
+class CrossfitMain(CrossfitVariant):
+    full_accuracy: Num | None
+    crossfit_accuracy: Num | None
+
+
+class CrossfitVariants(_Open):
+    main: CrossfitMain | None = None
+    A: CrossfitVariant | None = None
+    B: CrossfitVariant | None = None
+
+
+class CrossfitReport(_Open):
+    """``crossfit.json``: the cross-fitted variants of Tables 24-26."""
+
+    variants: CrossfitVariants = Field(default_factory=CrossfitVariants)
+
+
+class MaskCell(_Open):
+    success: Num | None
+    failures: StrictInt | None = None
+
+
+class MaskTable(_Open):
+    """``mask_table.json`` of a masking run (Table 23): a row per category with a cell per variant."""
+
+    variants: list[StrictStr]
+    rows: dict[str, dict[str, Any]]
+
+    @model_validator(mode="after")
+    def _cells(self) -> MaskTable:
+        for category, row in self.rows.items():
+            if not isinstance(row.get("title"), str):
+                raise ValueError(f"row '{category}' has no title")
+            for variant in self.variants:
+                try:
+                    MaskCell.model_validate(row.get(variant))
+                except ValidationError as exc:
+                    field, message = explain(exc)
+                    where = f"rows.{category}.{variant}" + (f".{field}" if field else "")
+                    raise ValueError(f"'{where}' {message}") from None
+        return self
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """``report.json`` checked against :class:`AnalysisReport` (one :class:`InputError` line otherwise)."""
+    return _read(path, AnalysisReport)
+
+
+def read_crossfit(path: str | Path) -> dict[str, Any]:
+    """``crossfit.json`` checked against :class:`CrossfitReport`."""
+    return _read(path, CrossfitReport)
+
+
+def read_mask_table(path: str | Path) -> dict[str, Any]:
+    """``mask_table.json`` checked against :class:`MaskTable`."""
+    return _read(path, MaskTable)
+
+
+def _read(path: str | Path, model: type[BaseModel]) -> dict[str, Any]:
+    """The parsed file (what the tables use) once it fits ``model``."""
+    value = read_json(path)
+    validate(model, value, file=path)
+    return value
