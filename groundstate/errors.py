@@ -219,6 +219,35 @@ def scrub_secrets(text: str) -> str:
     return _KEY_ASSIGNMENT.sub(lambda m: m.group(1) + REDACTED if m.group(2) != REDACTED else m.group(0), text)
 
 
+def redact_known_secrets(value: Any) -> Any:
+    """``value`` (JSON-like data: strings, lists, dicts) with every known secret value, in every form
+    :func:`secret_forms` lists, replaced by ``[redacted]`` in each string, keys included.
+
+    For what a program *produced* (its outputs and trace, stored in ``results.jsonl``): an LM server can echo a key
+    inside a reply that parses. Unlike :func:`scrub_secrets`, no pattern is applied (prose such as "the bearer of
+    bad news" is left alone): only the values of the secrets in force are removed. Returns ``value`` itself when no
+    secret is in force or none occurs.
+    """
+    secrets = secret_values()
+    if not secrets:
+        return value
+    forms = [form for secret in secrets for form in secret_forms(secret)]
+
+    def clean(item: Any) -> Any:
+        if isinstance(item, str):
+            for form in forms:
+                if form in item:
+                    item = item.replace(form, REDACTED)
+            return item
+        if isinstance(item, dict):
+            return {clean(k): clean(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [clean(v) for v in item]
+        return item
+
+    return clean(value)
+
+
 def install_log_scrubbing() -> None:
     """Scrub secrets from every log record from now on (:func:`scrub_secrets` on its message and traceback).
 

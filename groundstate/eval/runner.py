@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.concurrency import current_overrides, overrides
-from groundstate.errors import ConfigError, InputError, scrub_secrets
+from groundstate.errors import ConfigError, InputError, redact_known_secrets, scrub_secrets
 from groundstate.eval.identity import canonical_json as canonical_json
 from groundstate.eval.identity import file_hash as file_hash
 from groundstate.eval.identity import fingerprint as fingerprint
@@ -338,8 +338,8 @@ class Runner:
             scores, score_errors = {}, unmeasured(self.scorer, record)
         inp, out = meter.tokens()
         outputs, trace = ({}, None)
-        if prediction is not None and error is None:
-            outputs, trace = self._outputs(prediction)
+        if prediction is not None and error is None:  # a server can echo a key inside a reply that parsed
+            outputs, trace = redact_known_secrets(self._outputs(prediction))
         return {
             "id": rid, "outputs": outputs, "trace": trace,
             "scores": jsonable(scores), "score_errors": score_errors,

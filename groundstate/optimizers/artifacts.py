@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import platform
 import re
 from collections.abc import Mapping
@@ -43,7 +42,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate import files, registry
-from groundstate.errors import ConfigError, GroundstateError, InputError, one_line
+from groundstate.errors import ConfigError, GroundstateError, InputError, one_line, secret_values
 from groundstate.optimizers import manifests, program_tree
 from groundstate.schema import from_validation, validate
 
@@ -52,7 +51,6 @@ MANIFEST = "manifest.json"
 PROGRAM_STATE = "program.json"
 SKLEARN_MODEL = "model.skops"
 PARAMS = "params.json"
-_KEY_VARIABLE = re.compile(r"(API_KEY|_TOKEN|_SECRET|ACCESS_KEY)$")
 
 
 def versions() -> dict[str, str]:
@@ -74,15 +72,8 @@ def _minor(version: Any) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", str(version))[:2])
 
 
-_class_path = registry.class_path
-
-
-def _secrets() -> list[str]:
-    return [v for k, v in os.environ.items() if _KEY_VARIABLE.search(k) and v and len(v) >= 8]
-
-
 def _check_no_secrets(directory: Path) -> None:
-    secrets = _secrets()
+    secrets = secret_values()  # the environment's keys and the registered ones (passwords of LM URLs)
     for path in directory.iterdir():
         # only regular files are read (through the reading layer): a FIFO or a link to a device is never opened
         if path.suffix in (".json", ".md", ".txt") and not path.is_symlink() and path.is_file():
@@ -227,7 +218,7 @@ def save_program(program: Any, directory: str | Path, **manifest: Any) -> Path:
         if isinstance(entry, dict) and "lm" in entry:
             entry["lm"] = None  # LM-agnostic: the manifest describes the LMs, the loader's configuration picks them
     (directory / PROGRAM_STATE).write_text(json.dumps(state, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return _finish(directory, "dspy-program", {"program": {"class": _class_path(program), "kwargs": kwargs},
+    return _finish(directory, "dspy-program", {"program": {"class": registry.class_path(program), "kwargs": kwargs},
                                            "modules": modules},
                    manifest)
 
@@ -302,13 +293,13 @@ def save_sklearn(estimator: Any, directory: str | Path, **manifest: Any) -> Path
     directory = Path(directory)
     _prepare(directory, SKLEARN_MODEL)
     sio.dump(estimator, directory / SKLEARN_MODEL)
-    return _finish(directory, "sklearn", {"estimator": {"class": _class_path(estimator)}}, manifest)
+    return _finish(directory, "sklearn", {"estimator": {"class": registry.class_path(estimator)}}, manifest)
 
 
 #: The exact types, beyond the ones ``skops`` trusts by itself (scikit-learn's estimators, NumPy's arrays, dtypes and
 #: ufuncs, plain containers), that a controller saved by this version holds. Derived with
 #: ``skops.io.get_untrusted_types`` on freshly saved :class:`~groundstate.optimizers.controller.MLPActionValue`
-#: models of every configuration (``tests/optimizers/test_artifact_security.py`` re-derives it and fails when a
+#: models of every configuration (``tests/optimizers/test_skops_allow_list.py`` re-derives it and fails when a
 #: saved model needs a type that is not here). Exact names only: a module prefix such as ``numpy.`` admits
 #: functions like ``numpy.testing._private.utils.runstring``, which calls ``exec``.
 SKOPS_TYPES = frozenset({
@@ -382,7 +373,7 @@ def save_params(obj: Any, directory: str | Path, **manifest: Any) -> Path:
                           "groundstate.register(cls, kind='params') on its class")
     _prepare(directory, PARAMS)
     _dump_json(directory / PARAMS, obj.to_params())
-    return _finish(directory, "params", {"object": {"class": _class_path(obj)}}, manifest)
+    return _finish(directory, "params", {"object": {"class": registry.class_path(obj)}}, manifest)
 
 
 def load_params(directory: str | Path, allow_custom: bool = False) -> Any:

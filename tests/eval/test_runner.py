@@ -252,3 +252,16 @@ def test_cached_calls_are_counted_and_cost_no_tokens(tmp_path):
     assert again.summary["lm_calls"] == {"total": 4, "per_record": 1.0, "cached": 4, "failed": 0}
     assert again.summary["tokens"]["total"] == 0
     assert lm.engine.calls == 4
+
+
+def test_a_key_echoed_inside_a_parsed_reply_never_reaches_results(tmp_path, monkeypatch):
+    """A server can echo the key in a reply that parses: the stored outputs hold no form of it; prose is kept."""
+    import base64
+
+    key = "sk-test-echoed-4f1e9a7c2b"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    echoed = f"my key is {key}, base64 {base64.b64encode(key.encode()).decode()}; the bearer of bad news"
+    result = make_runner(tmp_path, scripted_lm(lambda request: {"answer": echoed})).run(qa_records(2))
+    text = (result.run_dir / RESULTS).read_text()
+    assert key not in text and base64.b64encode(key.encode()).decode() not in text
+    assert "[redacted]" in text and "the bearer of bad news" in text
