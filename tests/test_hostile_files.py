@@ -203,6 +203,17 @@ def test_error_lines_escape_newlines_and_ansi_sequences(tmp_path):
     assert "evil\\nsecond line\\x1b[31mRED" in err and "\x1b" not in err and err.count("\n") == 1
 
 
+def test_error_lines_escape_bidi_overrides_and_line_separators(tmp_path):
+    """The offending id carries U+202E, U+2028, U+2029 and a zero-width space raw; the message shows each escaped."""
+    case = tmp_path / "case"
+    case.mkdir()
+    shutil.copy(BAD / "bidi-id.jsonl", case / "f.jsonl")
+    code, _, err = run_cli(["data", "validate", "--data", "f.jsonl"], case)
+    assert code == 2 and err.count("\n") == 1
+    assert "evil\\u202eRTL\\u2028second\\u2029para\\u200bzw" in err
+    assert not any(ch in err for ch in "\u202e\u2028\u2029\u200b")
+
+
 @pytest.mark.parametrize("command", ["data-validate", "run-qa", "hidden-validate", "data-build"])
 def test_empty_input_is_accepted_only_when_asked_for(command, tmp_path):
     case = tmp_path / "case"
