@@ -249,7 +249,9 @@ def redact_known_secrets(value: Any) -> Any:
 
 
 def install_log_scrubbing() -> None:
-    """Scrub secrets from every log record from now on (:func:`scrub_secrets` on its message and traceback).
+    """Scrub secrets from every log record from now on (:func:`scrub_secrets` on its message and traceback), and
+    make its message one safe line (:func:`one_line`: a record id or a server's reply inside a warning can carry
+    newlines, escape sequences or bidi overrides; a traceback stays in the record's exception text).
 
     Libraries log the exceptions they catch (DSPy's evaluator and optimizers log each failed example, with the
     error text a server sent back), so the command line installs this once, before any command runs. It wraps
@@ -267,7 +269,7 @@ def install_log_scrubbing() -> None:
             message = record.getMessage()
         except Exception:  # a malformed log call: leave it to logging's own error handling
             return record
-        record.msg, record.args = scrub_secrets(message), None
+        record.msg, record.args = one_line(scrub_secrets(message), None), None  # a file's text cannot forge lines
         if record.exc_info and not record.exc_text:
             record.exc_text = scrub_secrets(logging.Formatter().formatException(record.exc_info))
         return record

@@ -193,3 +193,21 @@ def test_the_output_table_covers_every_command_that_writes():
 
     walk(build_parser())
     assert not missing, missing
+
+
+def test_log_lines_carry_file_text_escaped(caplog):
+    """A warning that quotes a record id (newline, ANSI escape, U+202E) is one escaped line once the CLI's log
+    scrubbing is installed, as every command installs it."""
+    import logging
+
+    from groundstate.errors import install_log_scrubbing
+
+    previous = logging.getLogRecordFactory()
+    install_log_scrubbing()
+    try:
+        with caplog.at_level(logging.WARNING):
+            logging.getLogger("groundstate.test").warning("record %s skipped", "evil\nfake\x1b[31m\u202eline")
+    finally:
+        logging.setLogRecordFactory(previous)
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message == "record evil\\nfake\\x1b[31m\\u202eline skipped"

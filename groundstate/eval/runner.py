@@ -330,7 +330,7 @@ class Runner:
                 prediction = self.program(**kwargs)
             except Exception as exc:  # an LM or program failure is recorded on this record; the run goes on
                 error = scrub_secrets(f"{type(exc).__name__}: {exc}".strip())
-                logger.debug("record %s failed:\n%s", rid, scrub_secrets(traceback.format_exc()))
+                logger.debug("record %s failed: %s", rid, scrub_secrets(traceback.format_exc()))
         latency = time.perf_counter() - started
         if error is None:
             scores, score_errors = score_prediction(self.scorer, record, prediction)
