@@ -96,3 +96,12 @@ def test_every_page_is_in_the_site_navigation():
     missing = [p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")
                if p.relative_to(DOCS).as_posix() not in listed]
     assert not missing, f"pages missing from mkdocs.yml nav: {missing}"
+
+
+def test_the_readme_links_to_pages_that_exist():
+    """README.md is read on GitHub, outside the site's --strict build: its relative links are checked here."""
+    text = README.read_text(encoding="utf-8")
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+    assert any(t.startswith("docs/") for t in targets)
+    missing = [t for t in targets if t and not (ROOT / t).exists()]
+    assert not missing, f"README.md links to missing files: {missing}"

@@ -9,6 +9,8 @@ rewrites them in the loaded docstring, before it is parsed (the source files are
   module's imports included); ``~`` shows only the last component, as in Sphinx.
 - **Grouped parameters** (``trainset, valset: ...`` in an ``Args:`` section) become one entry per name, each
   with the shared description, so every name is matched to the signature.
+- **reStructuredText literal-block markers**: a paragraph ending in ``::`` ends in ``:`` (the indented block
+  after it is a code block in Markdown too).
 - **reStructuredText simple tables** (columns framed by ``====  ====`` lines, as in the data-format modules)
   become Markdown tables; a line whose later columns are empty continues the previous row's first cell, and one
   whose first column is empty continues its other cells.
@@ -144,10 +146,18 @@ def split_grouped_params(text: str) -> str:
     return "\n".join(out)
 
 
+LITERAL_MARKER = re.compile(r"(?<=\S)::$", re.M)
+
+
+def literal_markers(text: str) -> str:
+    """``text`` with each line-final ``::`` after a word (an RST literal-block marker) made a single ``:``."""
+    return LITERAL_MARKER.sub(":", text)
+
+
 class GroundstateDocstrings(griffe.Extension):
-    """Rewrite roles, grouped parameters and tables in every loaded docstring (see the module docstring)."""
+    """Rewrite roles, grouped parameters, tables and literal markers in every docstring (see the module docstring)."""
 
     def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.is_alias or obj.docstring is None:
             return
-        obj.docstring.value = rst_tables(split_grouped_params(rewrite_roles(obj, obj.docstring.value)))
+        obj.docstring.value = literal_markers(rst_tables(split_grouped_params(rewrite_roles(obj, obj.docstring.value))))
