@@ -1,16 +1,18 @@
-# groundstate: `make demo`, `make test`, `make bench` set everything up into .venv on first use.
+# groundstate: `make demo`, `make test`, `make bench` set everything up into .venv on first use;
+# `make docs` builds the documentation site into site/ (open site/index.html).
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.groundstate-installed
+DOCS_STAMP := $(VENV)/.groundstate-docs-installed
 
 # llama-cpp-python must be built without -march=native (the native build crashes on these machines).
 export CMAKE_ARGS := -DGGML_NATIVE=OFF
 # Never fetch LiteLLM's model cost map from the network.
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: setup demo test bench lint clean
+.PHONY: setup demo test bench docs lint clean
 
 setup: $(STAMP)
 
@@ -43,8 +45,18 @@ test: setup
 bench: setup
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
+# The site needs only the docs extra (mkdocs, mkdocs-material, mkdocstrings), not the embedded LM's build.
+# --strict: a broken link, a page left out of the navigation or an unreadable docstring fails the build.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+$(DOCS_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	@touch $@
+
 lint: setup
-	$(BIN)/ruff check groundstate tests bench
+	$(BIN)/ruff check groundstate tests bench docs/_griffe
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache site

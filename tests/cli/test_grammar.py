@@ -176,15 +176,17 @@ def test_a_positional_input_and_data_together_is_an_error(capsys):
     assert "required: --data" in capsys.readouterr().err
 
 
-def readme_commands():
-    """Every ``groundstate ...`` command of the README's and the Makefile's code (continuation lines joined)."""
+def documented_commands():
+    """Every ``groundstate ...`` command of the code blocks of README.md, the documentation pages (docs/**/*.md)
+    and the Makefile (continuation lines joined)."""
     import re
     import shlex
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    text = (root / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", text, flags=re.S)
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    blocks = [block for page in pages
+              for block in re.findall(r"```(?:bash|sh)\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]
     blocks.append((root / "Makefile").read_text(encoding="utf-8").replace("$(BIN)/", ""))
     commands = []
     for block in blocks:
@@ -195,9 +197,9 @@ def readme_commands():
     return commands
 
 
-def test_every_readme_and_demo_command_parses_in_todays_spelling(capsys):
-    commands = readme_commands()
-    assert len(commands) > 30
+def test_every_documented_and_demo_command_parses_in_todays_spelling(capsys):
+    commands = documented_commands()
+    assert len(commands) > 60
     for argv in commands:
         argv = [a if a != "..." else "x" for a in argv]
         try:
@@ -206,6 +208,28 @@ def test_every_readme_and_demo_command_parses_in_todays_spelling(capsys):
             raise AssertionError(f"groundstate {' '.join(argv)}: {capsys.readouterr().err}") from exc
         err = capsys.readouterr().err
         assert "is now" not in err, f"groundstate {' '.join(argv)} uses an earlier spelling: {err}"
+
+
+def visible_commands(parser, prefix=()):
+    """The path of every command ``--help`` lists (hidden aliases left out), groups and their commands alike."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            listed = {choice.dest for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                if name in listed:
+                    yield prefix + (name,)
+                    yield from visible_commands(sub, prefix + (name,))
+
+
+def test_the_command_line_page_names_every_command():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    paths = list(visible_commands(build_parser()))
+    assert ("dhd", "analyze") in paths and ("data", "build", "offquery") in paths  # the walk finds nested commands
+    groups = {path[:-1] for path in paths}
+    missing = [" ".join(path) for path in paths if path not in groups and f"`{' '.join(path)}`" not in page]
+    assert not missing, f"commands missing from docs/cli.md: {missing}"
 
 
 # -- every number is range-checked when it is parsed (issue 22, item 5) -----------------------------------------

@@ -74,7 +74,8 @@ def test_missing_interval_is_said():
 
 def test_consilience_typo_is_gone():
     root = Path(__file__).resolve().parents[2]
-    found = subprocess.run(["grep", "-rIl", "Consil" + "ence", str(root / "groundstate"), str(root / "README.md")],
+    found = subprocess.run(["grep", "-rIl", "Consil" + "ence", str(root / "groundstate"), str(root / "README.md"),
+                            str(root / "docs")],
                            capture_output=True, text=True).stdout
     assert found == ""
 
