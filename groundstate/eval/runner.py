@@ -76,8 +76,8 @@ from groundstate.eval.run_settings import program_state_hash as program_state_ha
 from groundstate.eval.run_settings import run_config as run_config
 from groundstate.eval.scoring import record_failed, rescorable, rescored_row, score_prediction, unmeasured
 from groundstate.files import jsonable
-from groundstate.lm.failed_calls import install_failed_call_eviction
-from groundstate.metering import meter_overrides, new_meter
+from groundstate.lm.failed_calls import failed_call_eviction
+from groundstate.metering import meter_overrides, metered_lm_calls, new_meter
 from groundstate.paths import check_entry, child, safe_component
 
 logger = logging.getLogger(__name__)
@@ -311,7 +311,6 @@ class Runner:
         succeeded but whose scoring failed is re-scored from its stored outputs when the scorer reads only those
         (:func:`~groundstate.eval.scoring.rescorable`): its program does not run again.
         """
-        install_failed_call_eviction()
         rid = record_id(record)
         if rescorable(self.scorer, failed.get(rid)):
             return rescored_row(self.scorer, record, failed[rid])
@@ -324,7 +323,7 @@ class Runner:
             values["adapter"] = self.adapter
         started = time.perf_counter()
         prediction, error = None, None
-        with overrides(values):
+        with overrides(values), metered_lm_calls(), failed_call_eviction():
             try:
                 kwargs = self._inputs(record)
                 prediction = self.program(**kwargs)
