@@ -1,14 +1,15 @@
-"""The one module that reaches into private names or undocumented behaviour of DSPy.
+"""The one module that reaches into DSPy's private names or undocumented behaviour, or changes a library's classes.
 
 Everything groundstate needs from DSPy beyond its public API is here, one numbered entry each, saying what it
 relies on, why groundstate needs it and which version it was checked against. ``tests/test_compat.py`` has one
 test per entry that fails when the pinned library changes that behaviour, so an upgrade is one file to review.
-No other module of groundstate names a private attribute of DSPy, LiteLLM or llama-cpp-python, replaces a
-method of one of their classes or reads their private context variables (``tests/test_layers.py`` checks).
+No other module of groundstate names a private attribute of DSPy, LiteLLM or llama-cpp-python, assigns to an
+attribute of one of their classes or modules, overrides their private methods or reads their private context
+variables (``tests/test_layers.py`` checks).
 
-Checked against dspy 3.4.1 (``pyproject.toml`` allows ``>=3.4,<3.5``). Nothing of LiteLLM 1.110.2 or
-llama-cpp-python 0.3.36 is used beyond their public API any more: the provider list is ``litellm.provider_list``
-and the embedded engine uses llama-cpp-python's own sampler chain.
+Checked against dspy 3.4.1 (``pyproject.toml`` allows ``>=3.4,<3.5``) and litellm 1.110.2. Nothing private of
+LiteLLM or of llama-cpp-python 0.3.36 is used: the provider list is ``litellm.provider_list`` and the embedded
+engine samples with llama-cpp-python's own chain.
 
 Entries:
 
@@ -25,6 +26,7 @@ Entries:
 6. :func:`retries_property`, :func:`configured_retries`: DSPy reads ``lm.num_retries`` on every call.
 7. :func:`set_compiled`, :func:`is_compiled`: ``Module._compiled`` hides a sub-module from optimizers.
 8. :func:`wrap_lm_forward`: a ``forward`` set on an LM instance is what DSPy calls to reach the model.
+9. :func:`quiet_litellm`: LiteLLM's documented ``suppress_debug_info`` switch, which DSPy itself sets.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-CHECKED_VERSIONS = {"dspy": "3.4.1"}
+CHECKED_VERSIONS = {"dspy": "3.4.1", "litellm": "1.110.2"}
 """The library versions every entry was checked against (``tests/test_compat.py`` runs the checks)."""
 
 
@@ -303,3 +305,17 @@ def wrap_lm_forward(lm: Any, wrap: Callable[[Callable], Callable]) -> Any:
     lm.forward = functools.wraps(lm.forward)(wrap(lm.forward))
     return lm
 
+
+# -- 9. LiteLLM's debug output -----------------------------------------------------------------------------------------
+def quiet_litellm() -> Any:
+    """``litellm`` with its debug hints off (``litellm.suppress_debug_info = True``); returns the module.
+
+    Relies on (litellm 1.110.2): the documented module-level switch. Why: pricing a model LiteLLM does not know
+    (:func:`groundstate.metering.model_price`) otherwise prints a "Provider List" banner to stdout. DSPy 3.4.1 sets
+    the same switch the first time it uses LiteLLM (``dspy.clients._litellm``), so a DSPy program already runs with
+    it; this is the only process-wide setting groundstate changes.
+    """
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache, wraps
 
-from groundstate.compat import lm_call_patch
+from groundstate.compat import lm_call_patch, quiet_litellm
 from groundstate.errors import scrub_secrets
 
 METER_KEY = "groundstate_meters"
@@ -214,9 +214,7 @@ def _ended(meters: tuple, exception: BaseException | None) -> None:
 def model_price(model: str) -> tuple[float, float] | None:
     """``(dollars per input token, per output token)`` of ``model`` in LiteLLM's map, or ``None`` if unpriced."""
     try:
-        import litellm
-
-        litellm.suppress_debug_info = True
+        litellm = quiet_litellm()
         return tuple(float(x) for x in litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1))
     except Exception:
         return None

@@ -19,8 +19,12 @@ import hashlib
 import json
 from typing import Any
 
-from groundstate.compat import configured_retries, quiet_rollout_warning, retries_property, \
-    warn_zero_temperature_rollout
+from groundstate.compat import (
+    configured_retries,
+    quiet_rollout_warning,
+    retries_property,
+    warn_zero_temperature_rollout,
+)
 from groundstate.errors import strip_userinfo
 
 IDENTITY_ROLLOUT_PREFIX = "groundstate-lm:"
