@@ -133,6 +133,17 @@ def _patches():
 
 
 @contextmanager
+def eviction_wrappers() -> Iterator[None]:
+    """Keep DSPy's predictor and cache methods wrapped for the block without marking any call for eviction (only
+    :func:`failed_call_eviction` does): a long run enters this once, so its records do not wrap and unwrap DSPy's
+    classes one by one."""
+    with ExitStack() as stack:
+        for patch in _patches():
+            stack.enter_context(patch.active())
+        yield
+
+
+@contextmanager
 def failed_call_eviction() -> Iterator[None]:
     """Evict the response-cache entries of every predictor call that fails inside this block (module docstring).
 
@@ -144,8 +155,5 @@ def failed_call_eviction() -> Iterator[None]:
     """
     import dspy
 
-    with ExitStack() as stack:
-        for patch in _patches():
-            stack.enter_context(patch.active())
-        stack.enter_context(dspy.context(**{EVICT_KEY: True}))
+    with eviction_wrappers(), dspy.context(**{EVICT_KEY: True}):
         yield
