@@ -1,4 +1,4 @@
-"""How fast the embedded engine decodes: threads, a pool of contexts, and the grammar sampler, as ratios.
+"""How fast the embedded engine decodes: threads and a pool of contexts, as ratios.
 
 Every measurement runs the same workload: DSPy's own JSONAdapter requests for ``StructuredCheck`` questions
 (messages and JSON-schema grammar captured from the engine), greedy, each call on a freshly reset context so
@@ -8,13 +8,15 @@ measured in the same run under the same condition:
 
 - ``baseline``: one context, one thread, calls one after another (the engine's default for a sequential caller);
 - ``threads=2``: one context, two llama.cpp threads;
-- ``pool=N``: N contexts of one thread each (:class:`groundstate.lm.contexts.ContextPool`), N calls at once;
-- ``library-sampler``: the baseline with llama-cpp-python's own grammar chain instead of
-  :class:`groundstate.lm.sampling.GreedyGrammarSampler` (ratio < 1 is what the sampler saves).
+- ``pool=N``: N contexts of one thread each (:class:`groundstate.lm.contexts.ContextPool`), N calls at once.
+
+Sampling is llama-cpp-python's own grammar chain. An earlier groundstate sampler that asked the grammar about the
+greedy token first (replacing the library's private ``Llama._init_sampler``) measured 0.89x / 1.00x of the
+library's chain in tokens/s (quiet / beside a neighbour) and was removed (issue 23).
 
 Conditions: ``quiet`` and ``neighbour`` (a CPU-burning process per ``--neighbours``, started and stopped by this
 script). Repeats are interleaved configuration by configuration. Outputs of every configuration are compared
-with the baseline's (``same_outputs``): the pool and the sampler must match; other thread counts may not
+with the baseline's (``same_outputs``): the pool must match; other thread counts may not
 (greedy outputs depend on llama.cpp's thread count).
 
 Run on a quiet machine; ``--quick`` is a smoke run (one question, few tokens). Prints a table and writes
@@ -83,19 +85,17 @@ def capture_calls(engine: EmbeddedEngine, questions: list[tuple[str, str]]) -> l
     return calls
 
 
-def decode(llama, call: dict, max_tokens: int, fast: bool = True) -> tuple[str, int, int]:
-    llama.fast_grammar = fast
+def decode(llama, call: dict, max_tokens: int) -> tuple[str, int, int]:
     llama.reset()
     out = llama.create_chat_completion(messages=call["messages"], grammar=call["grammar"], temperature=0.0,
                                        seed=0, max_tokens=max_tokens)
-    llama.fast_grammar = True
     usage = out["usage"]
     return out["choices"][0]["message"]["content"], int(usage["completion_tokens"]), int(usage["prompt_tokens"])
 
 
-def run_sequential(llama, calls: list[dict], max_tokens: int, fast: bool = True) -> dict:
+def run_sequential(llama, calls: list[dict], max_tokens: int) -> dict:
     started = time.perf_counter()
-    results = [decode(llama, call, max_tokens, fast) for call in calls]
+    results = [decode(llama, call, max_tokens) for call in calls]
     return _measure(results, time.perf_counter() - started)
 
 
@@ -153,7 +153,6 @@ def bench(calls: list[dict], max_tokens: int, repeats: int, pool_sizes: list[int
     pools = {n: ContextPool(lambda: new_llama(path, 8192, 1), n) for n in pool_sizes}
     configs = {"baseline": lambda: run_sequential(one, calls, max_tokens),
                "threads=2": lambda: run_sequential(two, calls, max_tokens),
-               "library-sampler": lambda: run_sequential(one, calls, max_tokens, fast=False),
                **{f"pool={n}": (lambda n=n: run_pool(pools[n], calls, max_tokens, n)) for n in pool_sizes}}
     for n, pool in pools.items():  # load every context now, not inside a timed run
         with ExitStack() as stack:

@@ -1,13 +1,18 @@
-"""Run independent LM calls concurrently while keeping DSPy's per-thread settings.
+"""Run independent LM calls concurrently while keeping DSPy's settings, through DSPy's public API only.
 
-DSPy keeps ``dspy.context(...)`` overrides (LM, adapter, callbacks, usage tracker) in a context variable,
-which a plain ``ThreadPoolExecutor`` does not carry into its threads. :func:`thread_map` copies the caller's
-overrides into every worker, so a program stage that fans out (per-agent extraction, per-fact verification)
-uses the same LM and is metered by the same run as its caller. Each worker also runs in a copy of the caller's
-context variables, so a tracer's current span (``mlflow.dspy.autolog()``) parents the workers' calls.
+DSPy's ``dspy.context(...)`` overrides (LM, adapter, usage tracker, groundstate's meters) belong to the thread
+that set them; a plain ``ThreadPoolExecutor`` does not carry them into its threads. :func:`thread_map` hands every
+worker the caller's settings (``dspy.settings.config``, applied with ``dspy.context``), so a program stage that
+fans out (per-agent extraction, per-fact verification) uses the same LM and is metered by the same run as its
+caller. Each worker also runs in a copy of the caller's context variables, so a tracer's current span
+(``mlflow.dspy.autolog()``) parents the workers' calls.
 
-DSPy exposes those overrides only through a private context variable; this module is the one place that
-touches it (:func:`current_overrides`, :func:`overrides`), so a DSPy change needs one fix here.
+Why not ``dspy.Parallel`` / DSPy's ``ParallelExecutor``: they carry settings too, but they are built for
+evaluating many examples, not for one stage's calls, and differ where a program stage needs otherwise: an
+exception there becomes a logged result (or cancels the rest after ``max_errors``) where :func:`thread_map`
+raises the first one, as ``[fn(x) for x in items]`` would; a call slower than the others is submitted a second
+time ("straggler" resubmission), which would make an LM call twice and count and bill it twice; they draw a
+progress bar and take over SIGINT on the main thread; and they do not copy the caller's context variables.
 """
 
 from __future__ import annotations
@@ -25,31 +30,20 @@ DEFAULT_MAX_WORKERS = 8
 
 
 def current_overrides() -> dict[str, Any]:
-    """A copy of the ``dspy.context`` overrides in force on this thread (to hand to worker threads)."""
-    from dspy.dsp.utils.settings import thread_local_overrides
+    """The DSPy settings in force on this thread (``dspy.settings.config``), to hand to worker threads."""
+    import dspy
 
-    return dict(thread_local_overrides.get())
+    return dict(dspy.settings.config)
 
 
 @contextmanager
 def overrides(values: dict[str, Any]) -> Iterator[None]:
-    """Apply DSPy setting overrides on this thread (on top of the ones in force), like ``dspy.context``, but
-    usable on any thread, including workers that did not inherit the caller's context."""
-    from dspy.dsp.utils.settings import thread_local_overrides
+    """Apply DSPy settings on this thread for the block (``dspy.context(**values)``), on any thread, including
+    workers that did not inherit the caller's context."""
+    import dspy
 
-    token = thread_local_overrides.set({**thread_local_overrides.get(), **values})
-    try:
+    with dspy.context(**values):
         yield
-    finally:
-        thread_local_overrides.reset(token)
-
-
-def _with_overrides(fn: Callable[[T], R], values: dict) -> Callable[[T], R]:
-    def run(item: T) -> R:
-        with overrides(values):
-            return fn(item)
-
-    return run
 
 
 def serial_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
@@ -60,6 +54,9 @@ def serial_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
 
 def thread_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int | None = None) -> list[R]:
     """``[fn(x) for x in items]`` computed on threads, in order; the first exception propagates.
+
+    Each item runs once, under the caller's DSPy settings and in a copy of the caller's context variables (see
+    the module docstring for what this adds to ``dspy.Parallel``).
 
     Args:
         fn: the function to apply.
@@ -72,7 +69,12 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], max_workers: int | None
     workers = min(len(items), max_workers or DEFAULT_MAX_WORKERS)
     if workers <= 1:
         return [fn(item) for item in items]
-    wrapped = _with_overrides(fn, current_overrides())
+    values = current_overrides()
+
+    def run(item: T) -> R:
+        with overrides(values):
+            return fn(item)
+
     contexts = [contextvars.copy_context() for _ in items]  # one each: a tracer's current span (MLflow) nests
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="groundstate") as pool:
-        return list(pool.map(lambda context, item: context.run(wrapped, item), contexts, items))
+        return list(pool.map(lambda context, item: context.run(run, item), contexts, items))

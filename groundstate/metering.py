@@ -1,19 +1,25 @@
-"""Counting LM calls and tokens across every thread a piece of work starts.
+"""Counting LM calls and tokens across every thread a piece of groundstate work starts, and nowhere else.
 
 A :class:`Meter` counts calls (cache hits included) and the calls that raised, and is the usage tracker (it sums
 the tokens the LM reports; DSPy's cache hits report none, and neither do failed calls, so
 ``cached = calls - reached the model - failed``). DSPy copies the usage tracker into worker threads with
 ``deepcopy``, which returns the meter itself, so calls made on any thread are counted once.
 
-Calls are counted without a DSPy callback: a DSPy callback, once installed, makes DSPy inspect the arguments of
-every module, adapter and LM call (``dspy.utils.callback.with_callbacks``), which cost the runner about a
-millisecond per LM call. Instead ``BaseLM.__call__`` and ``BaseLM.acall`` are wrapped once per process
-(:func:`install_lm_hook`, on the first meter) by a function that looks up the meters in force
-(``dspy.settings`` key :data:`METER_KEY`, set by :func:`meter_overrides`) and, when there are none, just calls
-DSPy. Every LM, whichever object a program calls, is counted exactly as the callback counted it: once per public
+Metering is scoped to groundstate's own work: the runner's records (:meth:`groundstate.eval.runner.Runner.run`)
+and :func:`meter_context` blocks (``tune`` uses one). Only while such a block is open somewhere in the process
+are ``BaseLM.__call__`` and ``BaseLM.acall`` wrapped (:func:`metered_lm_calls`, through
+:func:`groundstate.compat.lm_call_patch`); the wrapper counts a call only when the call's own DSPy settings
+carry meters (``dspy.settings`` key :data:`METER_KEY`, set by :func:`meter_overrides`) and otherwise just calls
+DSPy, so what the host program calls on its other threads meanwhile is not counted; when the last block closes,
+DSPy's methods are back as they were. A host program's DSPy calls outside groundstate's work never run
+groundstate code.
+
+Why a wrapper and not a DSPy callback: a callback, once installed, makes DSPy inspect the arguments of every
+module, adapter and LM call (``dspy.utils.callback.with_callbacks``), which cost the runner 1.06 ms per LM call
+(1.76x ``dspy.Evaluate``, issue 18); DSPy's usage tracker alone hears only the calls that reached the model
+(neither cache hits nor failures). Every LM, whichever object a program calls, is counted once per public
 call, failed when the call raised. A hosted LM's retries are attempts inside its one public call
-(:mod:`groundstate.lm.budget`), so a call that needed a retry is still one call (:func:`metered`). With no
-callback installed, DSPy takes its fast path.
+(:mod:`groundstate.lm.budget`), so a call that needed a retry is still one call (:func:`metered`).
 
 A meter can also tell a listener about each LM call as it finishes (``meter.listener``, an object with
 ``on_lm_call(failed: bool)`` and ``on_lm_usage(input_tokens, output_tokens)``; the durable runner's progress
@@ -35,6 +41,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache, wraps
 
+from groundstate.compat import lm_call_patch, quiet_litellm
 from groundstate.errors import scrub_secrets
 
 METER_KEY = "groundstate_meters"
@@ -177,12 +184,20 @@ def ametered(acall: Callable) -> Callable:
 
 
 @lru_cache(maxsize=1)
-def install_lm_hook() -> None:
-    """Wrap ``BaseLM.__call__`` and ``BaseLM.acall`` (once per process) so the meters in force count each call
-    (:func:`metered`)."""
-    from dspy.clients.base_lm import BaseLM
+def _lm_call_patch():
+    return lm_call_patch(metered, ametered)
 
-    BaseLM.__call__, BaseLM.acall = metered(BaseLM.__call__), ametered(BaseLM.acall)
+
+@contextmanager
+def metered_lm_calls() -> Iterator[None]:
+    """While this block is open, DSPy LM calls whose settings carry meters (:func:`meter_overrides`) are counted.
+
+    Guarantees: ``BaseLM.__call__``/``acall`` are wrapped only while at least one such block is open in the
+    process (blocks nest and may overlap across threads); a call without meters in its settings runs DSPy's own
+    code unchanged; after the last block closes, DSPy's methods are the originals again.
+    """
+    with _lm_call_patch().active():
+        yield
 
 
 def _started(meters: tuple, lm) -> None:
@@ -199,9 +214,7 @@ def _ended(meters: tuple, exception: BaseException | None) -> None:
 def model_price(model: str) -> tuple[float, float] | None:
     """``(dollars per input token, per output token)`` of ``model`` in LiteLLM's map, or ``None`` if unpriced."""
     try:
-        import litellm
-
-        litellm.suppress_debug_info = True
+        litellm = quiet_litellm()
         return tuple(float(x) for x in litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1))
     except Exception:
         return None
@@ -217,8 +230,7 @@ def call_cost(model: str, input_tokens: int, output_tokens: int) -> float:
 
 
 def new_meter():
-    """A fresh :class:`Meter` (installing the LM hook on first use)."""
-    install_lm_hook()
+    """A fresh :class:`Meter`; it counts calls made inside :func:`metered_lm_calls` with :func:`meter_overrides`."""
     return meter_class()()
 
 
@@ -233,10 +245,9 @@ def meter_overrides(meter, base: dict | None = None) -> dict:
 
 @contextmanager
 def meter_context() -> Iterator:
-    """``with meter_context() as meter:`` counts every LM call made inside the block (on any thread)."""
+    """``with meter_context() as meter:`` counts every LM call made inside the block (on any thread it starts)."""
     import dspy
 
     meter = new_meter()
-    overrides = meter_overrides(meter)
-    with dspy.context(**{k: v for k, v in overrides.items()}):
+    with metered_lm_calls(), dspy.context(**meter_overrides(meter)):
         yield meter

@@ -89,9 +89,120 @@ def test_no_private_name_is_imported_from_another_module():
     assert not offenders, "\n".join(offenders)
 
 
-def test_dspy_private_thread_overrides_are_used_in_exactly_one_module():
-    users = [module for module, path in MODULES.items() if "thread_local_overrides" in path.read_text()]
-    assert users == ["groundstate.concurrency"], users
+LIBRARIES = ("dspy", "litellm", "llama_cpp")
+PRIVATE_WITHOUT_UNDERSCORE = {"thread_local_overrides", "main_thread_config"}  # DSPy's settings internals
+COMPAT = "groundstate.compat"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__") or name in PRIVATE_WITHOUT_UNDERSCORE
+
+
+def _library_module(name: str | None) -> bool:
+    return bool(name) and name.split(".")[0] in LIBRARIES
+
+
+def _chain(node: ast.AST) -> list[str]:
+    """``a.b.c`` as ``["a", "b", "c"]`` (empty when the root is not a plain name)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else []
+
+
+def library_internals(source: str) -> list[str]:
+    """What ``source`` does with DSPy, LiteLLM or llama-cpp-python that only groundstate.compat may do: import a
+    private name or module, read a private attribute, assign to an attribute of a library class or module, or
+    override a private method of a library class."""
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}  # local name -> dotted library path
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _library_module(alias.name):
+                    bound[(alias.asname or alias.name).split(".")[0]] = alias.asname and alias.name or \
+                        alias.name.split(".")[0]
+                    if any(_private(part) for part in alias.name.split(".")):
+                        found.append(f"imports {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and _library_module(node.module):
+            if any(_private(part) for part in node.module.split(".")):
+                found.append(f"imports from {node.module}")
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                if _private(alias.name):
+                    found.append(f"imports {node.module}.{alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain = _chain(node)
+            if chain and chain[0] in bound and any(_private(part) for part in chain[1:]):
+                found.append(f"reads {'.'.join(chain)}")
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+        for target in (t for group in targets for t in (group.elts if isinstance(group, ast.Tuple) else [group])):
+            chain = _chain(target) if isinstance(target, ast.Attribute) else []
+            if chain and chain[0] in bound:
+                found.append(f"assigns {'.'.join(chain)}")
+        if isinstance(node, ast.ClassDef):
+            lib_bases = [".".join([bound[c[0]], *c[1:]]) for c in map(_chain, node.bases) if c and c[0] in bound]
+            for base in lib_bases:
+                resolved = _resolve(base)
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and _private(item.name) \
+                            and resolved is not None and hasattr(resolved, item.name):
+                        found.append(f"overrides {base}.{item.name}")
+    return found
+
+
+def _resolve(dotted: str):
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr, None)
+        return obj
+    return None
+
+
+def test_only_the_compat_module_touches_library_internals():
+    offenders = [f"{module}: {what}" for module, path in MODULES.items() if module != COMPAT
+                 for what in library_internals(path.read_text())]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_library_internals_check_catches_each_kind():
+    source = """
+import dspy
+from dspy.clients import _litellm
+from dspy.dsp.utils.settings import thread_local_overrides
+from dspy.clients.base_lm import BaseLM
+import litellm
+
+
+def f():
+    dspy.LM._warn_zero_temp_rollout(None, 0, 1)
+    BaseLM.__call__ = f
+    dspy.Predict.forward, dspy.Predict.aforward = f, f
+    litellm.suppress_debug_info = True
+
+    class Quiet(dspy.LM):
+        def _warn_zero_temp_rollout(self, temperature, rollout_id):
+            pass
+
+        def _own_helper(self):
+            pass
+"""
+    assert sorted(library_internals(source)) == sorted([
+        "imports dspy.clients._litellm", "imports dspy.dsp.utils.settings.thread_local_overrides",
+        "reads dspy.LM._warn_zero_temp_rollout", "assigns BaseLM.__call__", "assigns dspy.Predict.forward",
+        "assigns dspy.Predict.aforward", "assigns litellm.suppress_debug_info",
+        "overrides dspy.LM._warn_zero_temp_rollout"])  # not Quiet._own_helper: DSPy's LM has no such method
 
 
 def test_every_subpackage_says_what_lives_there():

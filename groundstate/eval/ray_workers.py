@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from groundstate.compat import wrap_lm_forward
 from groundstate.errors import LMSetupError, scrub_secrets
 
 LIMIT_NAMESPACE = "groundstate"
@@ -70,17 +71,17 @@ def bound_lm(lm: Any, limit: Any) -> Any:
     """``lm`` with each call between ``limit.acquire`` and ``limit.release`` (an :class:`InflightLimit` handle)."""
     import ray
 
-    forward = lm.forward
+    def bounding(forward):
+        def bounded(*args, **kwargs):
+            ray.get(limit.acquire.remote())
+            try:
+                return forward(*args, **kwargs)
+            finally:
+                limit.release.remote()
 
-    def bounded(*args, **kwargs):
-        ray.get(limit.acquire.remote())
-        try:
-            return forward(*args, **kwargs)
-        finally:
-            limit.release.remote()
+        return bounded
 
-    lm.forward = bounded  # BaseLM.__call__ calls self.forward: the instance attribute wins
-    return lm
+    return wrap_lm_forward(lm, bounding)  # DSPy calls a forward set on the instance (groundstate.compat, entry 8)
 
 
 class InflightLimit:

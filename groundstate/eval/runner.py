@@ -76,8 +76,8 @@ from groundstate.eval.run_settings import program_state_hash as program_state_ha
 from groundstate.eval.run_settings import run_config as run_config
 from groundstate.eval.scoring import record_failed, rescorable, rescored_row, score_prediction, unmeasured
 from groundstate.files import jsonable
-from groundstate.lm.failed_calls import install_failed_call_eviction
-from groundstate.metering import meter_overrides, new_meter
+from groundstate.lm.failed_calls import eviction_wrappers, failed_call_eviction
+from groundstate.metering import meter_overrides, metered_lm_calls, new_meter
 from groundstate.paths import check_entry, child, safe_component
 
 logger = logging.getLogger(__name__)
@@ -227,7 +227,8 @@ class Runner:
         first = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": None, "finished": False}
         write_json(run_dir / SUMMARY, first)  # a killed run is listed as killed, not complete
         with open(results_path, "a", encoding="utf-8") as sink, self._progress(
-                description or run_id, len(selected), len(done), tokens) as bar:
+                description or run_id, len(selected), len(done), tokens) as bar, \
+                metered_lm_calls(), eviction_wrappers():  # DSPy's classes wrapped once for the run, not per record
             for row in self._execute(todo, failed, bar):
                 line = json.dumps(row, ensure_ascii=False)
                 with self._write_lock:
@@ -311,7 +312,6 @@ class Runner:
         succeeded but whose scoring failed is re-scored from its stored outputs when the scorer reads only those
         (:func:`~groundstate.eval.scoring.rescorable`): its program does not run again.
         """
-        install_failed_call_eviction()
         rid = record_id(record)
         if rescorable(self.scorer, failed.get(rid)):
             return rescored_row(self.scorer, record, failed[rid])
@@ -324,7 +324,7 @@ class Runner:
             values["adapter"] = self.adapter
         started = time.perf_counter()
         prediction, error = None, None
-        with overrides(values):
+        with overrides(values), metered_lm_calls(), failed_call_eviction():
             try:
                 kwargs = self._inputs(record)
                 prediction = self.program(**kwargs)

@@ -8,8 +8,9 @@
 - :mod:`~groundstate.lm.faults`: what a failed LM call means, in one line.
 - :mod:`~groundstate.lm.failed_calls`: a predictor call that failed leaves nothing in DSPy's response cache.
 
-This package sits on the lowest floor: it imports only :mod:`groundstate.errors` and :mod:`groundstate.files`
-(and DSPy, lazily). The names below are its public API, re-exported for ``from groundstate.lm import get_lm``.
+This package sits on the lowest floor: it imports only :mod:`groundstate.errors`, :mod:`groundstate.files`,
+:mod:`groundstate.compat` (the one place that touches DSPy's internals) and :mod:`groundstate.metering` (and DSPy,
+lazily). The names below are its public API, re-exported for ``from groundstate.lm import get_lm``.
 """
 
 from groundstate.lm.config import LMConfig

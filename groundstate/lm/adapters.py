@@ -5,8 +5,10 @@ schema (the ``response_format`` sent with the request), and the system message (
 structure, instructions), which goes through a fresh pydantic ``TypeAdapter`` per field. Both depend only on the
 signature, so :class:`CachedJSONAdapter` memoises them, keyed on the signature's *content*:
 
-- the response format on each output field's name, annotation and default (exactly what DSPy builds it from) and
-  the adapter's ``use_native_function_calling``;
+- the response format on each output field's name, annotation and default, the adapter's
+  ``use_native_function_calling`` and the LM's structured-output capabilities (exactly what DSPy builds it from);
+  the entry is what DSPy's own ``JSONAdapter`` builds, computed once (:func:`groundstate.compat.
+  memoized_json_adapter_class`), so nothing of DSPy's adapter is copied here;
 - the system message on the signature's instructions and every field's name, annotation and ``json_schema_extra``
   (description, prefix, field type), plus the adapter class.
 
@@ -25,6 +27,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from functools import lru_cache
 from typing import Any
+
+from groundstate.compat import memoized_json_adapter_class
 
 CACHE_SIZE = 512
 """Entries kept per cache (response formats, system messages)."""
@@ -74,12 +78,6 @@ def _hashable(key: tuple) -> tuple | None:
     return key
 
 
-def response_format_key(signature: Any, native_function_calling: bool) -> tuple | None:
-    """What DSPy builds a signature's structured-output model from (``None``: not hashable, do not cache)."""
-    fields = tuple((name, f.annotation, getattr(f, "default", ...)) for name, f in signature.output_fields.items())
-    return _hashable((bool(native_function_calling), fields))
-
-
 def system_message_key(adapter: Any, signature: Any) -> tuple | None:
     """What a system message is formatted from (``None``: not hashable, do not cache)."""
     fields = tuple((name, f.annotation, repr(f.json_schema_extra)) for name, f in signature.fields.items())
@@ -102,32 +100,20 @@ def frozen_format(model: type) -> type:
     return model
 
 
+def freeze_format(value: Any) -> Any:
+    """A response format made safe to share between calls: a structured-output model's schema is computed once and
+    copied on every read (:func:`frozen_format`); a plain dict (``{"type": "json_object"}``) is copied for each call
+    by :func:`groundstate.compat.memoized_json_adapter_class`."""
+    return frozen_format(value) if isinstance(value, type) and hasattr(value, "model_json_schema") else value
+
+
 @lru_cache(maxsize=1)
 def cached_json_adapter_class() -> type:
     """The :class:`CachedJSONAdapter` class (built on first use, so importing this module does not import DSPy)."""
-    import pydantic
-    from dspy.adapters import json_adapter as dspy_json
+    base = memoized_json_adapter_class(RESPONSE_FORMATS, freeze_format)
 
-    class CachedJSONAdapter(dspy_json.JSONAdapter):
+    class CachedJSONAdapter(base):
         """``dspy.JSONAdapter`` with the response format and system message memoised per signature."""
-
-        def _prepare_response_format(self, lm, lm_kwargs, signature):
-            # DSPy's JSONAdapter._prepare_response_format, with the structured-output model built once.
-            if "response_format" not in lm.supported_params:
-                return
-            native = self.use_native_function_calling
-            has_tool_calls = any(f.annotation == dspy_json.ToolCalls for f in signature.output_fields.values())
-            if dspy_json._has_open_ended_mapping(signature) or (not native and has_tool_calls) \
-                    or not lm.supports_response_schema:
-                lm_kwargs["response_format"] = {"type": "json_object"}
-                return
-            try:
-                format_ = RESPONSE_FORMATS.get(response_format_key(signature, native), lambda: frozen_format(
-                    dspy_json._get_structured_outputs_response_format(signature, native)))
-            except (ValueError, pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticSchemaGenerationError):
-                dspy_json.logger.warning("Failed to build structured output schema; using JSON mode before execution.")
-                format_ = {"type": "json_object"}
-            lm_kwargs["response_format"] = format_
 
         def format_system_message(self, signature) -> str:
             return SYSTEM_MESSAGES.get(system_message_key(self, signature),

@@ -19,6 +19,12 @@ import hashlib
 import json
 from typing import Any
 
+from groundstate.compat import (
+    configured_retries,
+    quiet_rollout_warning,
+    retries_property,
+    warn_zero_temperature_rollout,
+)
 from groundstate.errors import strip_userinfo
 
 IDENTITY_ROLLOUT_PREFIX = "groundstate-lm:"
@@ -33,6 +39,11 @@ def lm_identity(lm) -> dict[str, Any]:
     kwargs = {k: strip_userinfo(v) if k in ("api_base", "base_url") else v
               for k, v in dict(getattr(lm, "kwargs", {}) or {}).items() if k not in _NOT_IDENTITY}
     return {"model": getattr(lm, "model", None), "model_type": getattr(lm, "model_type", None), **kwargs}
+
+
+def is_identity_rollout(rollout_id: Any) -> bool:
+    """Whether ``rollout_id`` is one :class:`KeyedLM` sends to key the cache by the LM's identity."""
+    return isinstance(rollout_id, str) and rollout_id.startswith(IDENTITY_ROLLOUT_PREFIX)
 
 
 def identity_hash(lm) -> str:
@@ -65,45 +76,34 @@ def keyed_lm_class() -> type:
         (engine selection, callbacks, usage, history) is DSPy's own.
         """
 
-        @property
-        def num_retries(self) -> int:
-            """The configured retries; 0 while one attempt of a call runs, so DSPy makes no retries of its own."""
-            return dspy_retries(self.__dict__.get("_configured_retries", 3))
-
-        @num_retries.setter
-        def num_retries(self, value: int) -> None:
-            self.__dict__["_configured_retries"] = value
+        num_retries = retries_property(dspy_retries)  # 0 while one attempt of a call runs: DSPy retries nothing
 
         def keyed_rollout(self, rollout_id: Any = None) -> str:
             """The rollout id this LM sends for a call whose own rollout id is ``rollout_id``."""
             suffix = "" if rollout_id is None else f":{rollout_id}"
             return f"{IDENTITY_ROLLOUT_PREFIX}{identity_hash(self)}{suffix}"
 
-        def _keyed(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        def keyed(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+            """The call keywords with the identity rollout id (DSPy's warning kept for the caller's own id)."""
             own = kwargs.get("rollout_id", self.kwargs.get("rollout_id"))
-            if own is not None:  # DSPy's warning about a rollout id at temperature 0, for the caller's id
-                dspy.LM._warn_zero_temp_rollout(self, kwargs.get("temperature", self.kwargs.get("temperature")), own)
+            if own is not None:
+                warn_zero_temperature_rollout(self, kwargs.get("temperature", self.kwargs.get("temperature")), own)
             return {**kwargs, "rollout_id": self.keyed_rollout(own)}
-
-        def _warn_zero_temp_rollout(self, temperature, rollout_id):
-            if isinstance(rollout_id, str) and rollout_id.startswith(IDENTITY_ROLLOUT_PREFIX):
-                return  # our own key, not a request for distinct samples
-            super()._warn_zero_temp_rollout(temperature, rollout_id)
 
         @metered
         def __call__(self, prompt=None, *, messages=None, **kwargs):
             def attempt(call_kwargs):
-                return dspy.LM.__call__(self, prompt, messages=messages, **self._keyed(call_kwargs))
+                return dspy.LM.__call__(self, prompt, messages=messages, **self.keyed(call_kwargs))
 
-            return call_within_budget(self, attempt, prompt, kwargs, self.__dict__.get("_configured_retries", 3))
+            return call_within_budget(self, attempt, prompt, kwargs, configured_retries(self))
 
         @ametered
         async def acall(self, prompt=None, *, messages=None, **kwargs):
             async def attempt(call_kwargs):
-                return await dspy.LM.acall(self, prompt, messages=messages, **self._keyed(call_kwargs))
+                return await dspy.LM.acall(self, prompt, messages=messages, **self.keyed(call_kwargs))
 
             return await acall_within_budget(self, attempt, prompt, kwargs,
-                                             self.__dict__.get("_configured_retries", 3))
+                                             configured_retries(self))
 
         def dump_state(self):
             state = super().dump_state()
@@ -114,7 +114,7 @@ def keyed_lm_class() -> type:
 
     KeyedLM.__module__ = __name__
     KeyedLM.__qualname__ = "KeyedLM"
-    return KeyedLM
+    return quiet_rollout_warning(KeyedLM, is_identity_rollout)
 
 
 def __getattr__(name: str) -> Any:

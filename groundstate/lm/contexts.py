@@ -103,16 +103,14 @@ def choose_contexts(threads: int, n_ctx: int, *, idle: int | None = None, memory
 def new_llama(path: str, n_ctx: int, n_threads: int) -> Any:
     """One llama.cpp context of the model at ``path`` (the weights are memory-mapped, so contexts share them)."""
     try:
-        from groundstate.lm.sampling import llama_class
-
-        llama = llama_class()
+        from llama_cpp import Llama
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise LMSetupError(
             "the embedded LM needs llama-cpp-python: pip install 'groundstate[local]' "
             "(build it with CMAKE_ARGS=-DGGML_NATIVE=OFF; `make demo` does this)"
         ) from exc
     started = time.perf_counter()
-    model = llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
+    model = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
                   flash_attn=True, verbose=False)
     logger.info("loaded %s (%d threads) in %.2fs", path, n_threads, time.perf_counter() - started)
     return model

@@ -10,11 +10,10 @@ greedy outputs depend on the thread count, see :data:`DEFAULT_THREADS`).
 
 When a request carries a JSON schema (``dspy.JSONAdapter`` sends one for every signature), decoding is
 constrained by a grammar built from that schema, once per schema (:meth:`EmbeddedEngine.grammar`), so the
-output always parses; greedy calls check the grammar on the greedy token first (:mod:`~groundstate.lm.sampling`),
-which gives the same tokens as checking the whole vocabulary. Free-text fields without an explicit bound get one
-(:func:`bound_schema`: ``max_string_length``, ``max_items``) so that a tiny model cannot ramble until it runs
-out of tokens. The embedded model is a *plumbing* LM: fast and always parseable,
-near chance on the tasks.
+output always parses; sampling is llama-cpp-python's own grammar chain. Free-text fields without an explicit
+bound get one (:func:`bound_schema`: ``max_string_length``, ``max_items``) so that a tiny model cannot ramble
+until it runs out of tokens. The embedded model is a *plumbing* LM: fast and always parseable, near chance on
+the tasks.
 """
 
 from __future__ import annotations

@@ -1,33 +1,45 @@
-"""A predictor call that fails leaves nothing in DSPy's response cache, so a retry asks the LM again.
+"""A predictor call that fails inside groundstate's work leaves nothing in DSPy's response cache.
 
 DSPy stores an LM's reply in its response cache as soon as the reply arrives, before the adapter parses it. A
 reply the adapter cannot parse (prose where fields were asked for, broken JSON) therefore stays cached, and
 every retry of the same request (a resumed run, a re-scored record) is answered with the same unusable reply
 without reaching the LM: "failed records are retried" would not hold.
 
-:func:`install_failed_call_eviction` (once per process; the runner and the LM judge call it) wraps
-``dspy.Predict.forward`` and ``aforward``: while a predictor call runs, every response-cache entry it reads
-or writes is noted, and when the call raises, those entries are deleted from DSPy's memory and disk caches.
-A predictor call that succeeds keeps its entries, so a retry is answered from the cache for every call that
-worked and asks the LM again only for the calls that failed. What counts as failed is exactly what raised out
-of the predictor: an unparseable reply (after DSPy's own JSON fallback), a call that errored, a timeout. A
-reply that parsed but that the program later rejects is not a failed call and stays cached.
+Inside a :func:`failed_call_eviction` block (the runner enters one per record, the LM judge one per judgement),
+every response-cache entry a ``dspy.Predict`` call reads or writes is noted, and when the predictor call raises,
+those entries are deleted from DSPy's memory and disk caches. A predictor call that succeeds keeps its entries,
+so a retry is answered from the cache for every call that worked and asks the LM again only for the calls that
+failed. What counts as failed is exactly what raised out of the predictor: an unparseable reply (after DSPy's
+own JSON fallback), a call that errored, a timeout. A reply that parsed but that the program later rejects is
+not a failed call and stays cached.
 
 The request is re-asked unchanged (same messages, same decoding settings), so a retry stays deterministic in
-what it sends; only the cache is bypassed for the entries that led to the failure. Like
-:func:`groundstate.metering.install_lm_hook`, this wraps DSPy's classes rather than installing a DSPy
-callback, which would make DSPy inspect the arguments of every call.
+what it sends; only the cache is bypassed for the entries that led to the failure.
+
+Scope: ``Predict.forward``/``aforward`` and DSPy's ``Cache.get``/``put`` are wrapped only while at least one
+block is open in the process (:class:`groundstate.compat.ScopedPatch`), and the wrappers act only on calls whose
+DSPy settings carry :data:`EVICT_KEY` (set by the block and carried into the threads it starts, by
+:func:`groundstate.concurrency.thread_map` and DSPy's own executors alike). Predictor calls the host program
+makes meanwhile on its other threads pass straight to DSPy, and after the last block closes DSPy's classes are
+as they were. Like :mod:`groundstate.metering`, this wraps DSPy's classes rather than installing a DSPy callback,
+which would make DSPy inspect the arguments of every call.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from functools import lru_cache, wraps
 from typing import Any
 
+from groundstate.compat import cache_key, forget_cache_entry, predictor_cache_patch
+
 logger = logging.getLogger(__name__)
+
+EVICT_KEY = "groundstate_evict_failed_calls"
+"""The ``dspy.settings`` key that marks a call as groundstate work whose failed predictor calls are evicted."""
 
 _TOUCHED: contextvars.ContextVar[list | None] = contextvars.ContextVar("groundstate_touched_cache", default=None)
 """The cache entries the innermost running predictor call read or wrote: ``[(cache, key), ...]`` or ``None``."""
@@ -38,27 +50,14 @@ def _note(cache: Any, request: Any, ignored: Any) -> None:
     if touched is None:
         return
     try:
-        touched.append((cache, cache.cache_key(request, ignored)))
+        touched.append((cache, cache_key(cache, request, ignored)))
     except Exception:  # a request DSPy itself cannot key is not cached either
         logger.debug("could not key a cache request; nothing to forget")
 
 
 def forget(cache: Any, key: str) -> None:
     """Delete ``key`` from a DSPy ``Cache``'s memory and disk tiers (a missing key is fine)."""
-    with getattr(cache, "_lock", None) or nullcontext():
-        memory = getattr(cache, "memory_cache", None)
-        if memory is not None:
-            memory.pop(key, None)
-    disk = getattr(cache, "disk_cache", None)
-    if disk is None:
-        return
-    try:
-        if hasattr(disk, "delete"):
-            disk.delete(key)
-        else:
-            disk.pop(key, None)
-    except Exception:  # pragma: no cover - a disk cache that cannot delete keeps its entry; the retry replays it
-        logger.warning("could not delete a failed call's entry from DSPy's disk cache")
+    forget_cache_entry(cache, key)
 
 
 def _forget_all(touched: list) -> None:
@@ -68,21 +67,13 @@ def _forget_all(touched: list) -> None:
         logger.debug("forgot %d cache entries of a failed predictor call", len(touched))
 
 
-@lru_cache(maxsize=1)
-def install_failed_call_eviction() -> None:
-    """Wrap DSPy's response cache and ``Predict.forward``/``aforward`` once per process (see the module docstring).
-
-    Guarantees, once installed: after a ``dspy.Predict`` call (or anything built on one: ``ChainOfThought``,
-    every groundstate program) raises an ``Exception``, no response-cache entry that call read or wrote is
-    left in ``dspy.cache``; a call that returns leaves the cache as DSPy left it. Calls outside a predictor
-    (``lm(...)`` directly) are not affected.
-    """
+def _evicting() -> bool:
     import dspy
-    from dspy.clients.cache import Cache
 
-    get, put = Cache.get, Cache.put
-    forward, aforward = dspy.Predict.forward, dspy.Predict.aforward
+    return bool(dspy.settings.get(EVICT_KEY))
 
+
+def _noting_get(get):
     @wraps(get)
     def noting_get(self, request, ignored_args_for_cache_key=None):
         value = get(self, request, ignored_args_for_cache_key)
@@ -90,13 +81,23 @@ def install_failed_call_eviction() -> None:
             _note(self, request, ignored_args_for_cache_key)
         return value
 
+    return noting_get
+
+
+def _noting_put(put):
     @wraps(put)
     def noting_put(self, request, value, ignored_args_for_cache_key=None, *args, **kwargs):
         put(self, request, value, ignored_args_for_cache_key, *args, **kwargs)
         _note(self, request, ignored_args_for_cache_key)
 
+    return noting_put
+
+
+def _guarded_forward(forward):
     @wraps(forward)
     def guarded_forward(self, **kwargs):
+        if not _evicting():
+            return forward(self, **kwargs)
         token = _TOUCHED.set([])
         try:
             return forward(self, **kwargs)
@@ -106,8 +107,14 @@ def install_failed_call_eviction() -> None:
         finally:
             _TOUCHED.reset(token)
 
+    return guarded_forward
+
+
+def _guarded_aforward(aforward):
     @wraps(aforward)
     async def guarded_aforward(self, **kwargs):
+        if not _evicting():
+            return await aforward(self, **kwargs)
         token = _TOUCHED.set([])
         try:
             return await aforward(self, **kwargs)
@@ -117,5 +124,36 @@ def install_failed_call_eviction() -> None:
         finally:
             _TOUCHED.reset(token)
 
-    Cache.get, Cache.put = noting_get, noting_put
-    dspy.Predict.forward, dspy.Predict.aforward = guarded_forward, guarded_aforward
+    return guarded_aforward
+
+
+@lru_cache(maxsize=1)
+def _patches():
+    return predictor_cache_patch(_guarded_forward, _guarded_aforward, _noting_get, _noting_put)
+
+
+@contextmanager
+def eviction_wrappers() -> Iterator[None]:
+    """Keep DSPy's predictor and cache methods wrapped for the block without marking any call for eviction (only
+    :func:`failed_call_eviction` does): a long run enters this once, so its records do not wrap and unwrap DSPy's
+    classes one by one."""
+    with ExitStack() as stack:
+        for patch in _patches():
+            stack.enter_context(patch.active())
+        yield
+
+
+@contextmanager
+def failed_call_eviction() -> Iterator[None]:
+    """Evict the response-cache entries of every predictor call that fails inside this block (module docstring).
+
+    Guarantees: after a ``dspy.Predict`` call made inside the block (on this thread or any thread the block's
+    work starts; ``ChainOfThought`` and every groundstate program are built on ``Predict``) raises an
+    ``Exception``, no response-cache entry that call read or wrote is left in ``dspy.cache``; a call that returns
+    leaves the cache as DSPy left it. Calls outside a predictor (``lm(...)`` directly) and calls outside the
+    block are not affected. Blocks nest and may overlap across threads.
+    """
+    import dspy
+
+    with eviction_wrappers(), dspy.context(**{EVICT_KEY: True}):
+        yield

@@ -91,9 +91,12 @@ def check_lm_options(options: dict[str, Any], where: str) -> None:
 
 
 def _known_providers() -> set[str]:
-    from dspy.clients._litellm import get_litellm
-
-    litellm = get_litellm(feature="groundstate.get_lm")
+    """LiteLLM's provider prefixes (``litellm.provider_list``; LiteLLM is a dependency of DSPy on Python < 3.15)."""
+    try:
+        import litellm
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise LMSetupError(f"hosted LM specs need LiteLLM to check the provider prefix: pip install litellm ({exc})") \
+            from exc
     return {getattr(p, "value", str(p)) for p in litellm.provider_list}
 
 

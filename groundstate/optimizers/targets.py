@@ -6,9 +6,10 @@ paper's stage-wise targets: verification tuned against T1, reconstruction agains
 T3, or everything against the weighted metric.
 
 :func:`frozen_except` freezes the rest while an optimizer runs: a sub-module none of whose predictors is
-trainable is marked compiled (DSPy optimizers then skip it entirely); a non-trainable predictor inside a
-partly trainable module cannot be hidden from DSPy that way, so its state (demos, instructions) is restored
-after optimization (:meth:`Freeze.restore`). Either way the result differs from the input only in trainable
+trainable is marked compiled (DSPy optimizers then skip it entirely; DSPy has no public way to do this, so it goes
+through :func:`groundstate.compat.set_compiled`); a non-trainable predictor inside a partly trainable module cannot
+be hidden from DSPy that way, so its state (demos, instructions) is restored after optimization
+(:meth:`Freeze.restore`). Either way the result differs from the input only in trainable
 predictors, which the tests check.
 """
 
@@ -20,7 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundstate.compat import set_compiled
 from groundstate.errors import ConfigError
+
+FROZEN_MARK = "_groundstate_frozen"
+"""Set on a sub-module :func:`frozen_except` marked compiled, so :meth:`Freeze.restore` unmarks only those (an
+optimizer copies the program, and the mark travels with the copy)."""
 
 STAGES = {"verify": ("verify.*", "t1"), "reconstruct": ("reconstruct.*", "t2"), "resolve": ("resolve.*", "t3"),
           "all": ("*", None)}
@@ -68,7 +74,7 @@ class Freeze:
 
     def thaw(self) -> None:
         for module in self.frozen_modules:
-            module._compiled = False
+            set_compiled(module, False)
 
     def restore(self, optimized: Any) -> Any:
         """Put the saved state back on every non-trainable predictor of ``optimized`` and unfreeze it."""
@@ -76,9 +82,9 @@ class Freeze:
             if name in self.saved_states:
                 predictor.load_state(copy.deepcopy(self.saved_states[name]))
         for _, module in _named_modules(optimized):
-            if getattr(module, "_groundstate_frozen", False):
-                module._compiled = False
-                module._groundstate_frozen = False
+            if getattr(module, FROZEN_MARK, False):
+                set_compiled(module, False)
+                setattr(module, FROZEN_MARK, False)
         return optimized
 
 
@@ -103,7 +109,7 @@ def frozen_except(program: Any, patterns: Sequence[str] | None) -> Freeze:
         prefix = path[len("self."):] if path.startswith("self.") else path
         inside = [n for n in names if n == prefix or n.startswith(prefix + ".")]
         if inside and not any(n in keep for n in inside):
-            module._compiled = True
-            module._groundstate_frozen = True
+            set_compiled(module, True)
+            setattr(module, FROZEN_MARK, True)
             freeze.frozen_modules.append(module)
     return freeze

@@ -34,6 +34,33 @@ def test_splits_are_disjoint_by_id_and_source_case():
     assert split_instances(instances, 0.6, 0.2, 0.2, seed=3) == plain  # deterministic
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_a_small_split_keeps_both_domains_in_every_split_and_stays_disjoint_by_source_case(seed):
+    """12 instances, two domains: each of train, val and test holds both (the earlier greedy assignment left a
+    split with one domain for 13 of these 20 seeds); with pairs built from one source case, no pair straddles two
+    splits and both halves still hold both domains; the split is a function of the seed."""
+    data = generate("healthcare", "main", 6, seed=0) + generate("disaster", "main", 6, seed=0)
+    splits = split_instances(data, 0.6, 0.2, 0.2, seed=seed)
+    assert all({x.domain for x in splits[name]} == {"healthcare", "disaster"} for name in ("train", "val", "test"))
+    assert sorted(x.id for items in splits.values() for x in items) == sorted(x.id for x in data)
+    assert split_instances(data, 0.6, 0.2, 0.2, seed=seed) == splits
+    paired = [x.model_copy(update={"provenance": {"source": "mediq", "case_id": f"{x.domain}-{i // 2}"}})
+              for i, x in enumerate(data)]  # pairs built from one source case
+    halves = split_instances(paired, 0.5, 0.5, 0.0, seed=seed)
+    assert all({x.domain for x in halves[name]} == {"healthcare", "disaster"} for name in ("train", "val"))
+    groups = {name: {group_key(x) for x in items} for name, items in halves.items()}
+    assert not groups["train"] & groups["val"] and len(groups["train"] | groups["val"]) == 6
+
+
+def test_a_share_of_zero_gets_nothing_and_one_source_case_is_never_divided():
+    data = generate("healthcare", "main", 6, seed=0) + generate("disaster", "main", 6, seed=0)
+    splits = split_instances(data, 0.8, 0.2, 0.0, seed=1)
+    assert splits["test"] == [] and len(splits["train"]) + len(splits["val"]) == 12
+    assert {x.domain for x in splits["val"]} == {"healthcare", "disaster"}
+    one_case = [x.model_copy(update={"provenance": {"source": "mediq", "case_id": 1}}) for x in data]
+    assert [len(v) for v in split_instances(one_case, 0.6, 0.2, 0.2).values()] == [12, 0, 0]
+
+
 def test_split_optimize_evaluate_cli(tmp_path, capsys, placeholder_lm):
     data = tmp_path / "syn.jsonl"
     save_instances(data, generate("healthcare", "main", 10, seed=0))

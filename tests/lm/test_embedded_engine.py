@@ -173,10 +173,10 @@ def test_the_grammar_of_a_schema_is_built_once_and_is_llama_cpps_own():
 
 @pytest.mark.embedded
 @requires_embedded
-def test_real_model_pool_threads_and_fast_grammar_keep_greedy_outputs():
+def test_real_model_pool_threads_and_cached_grammar_keep_greedy_outputs():
     """SmolLM2 at temperature 0: two contexts answering at once give the single context's answers (threads are
-    not compared: greedy outputs depend on the thread count); and the engine's grammar path (built once, checked
-    on the greedy token first) gives llama-cpp-python's own ``response_format`` output."""
+    not compared: greedy outputs depend on the thread count); and the engine's grammar path (built once per
+    schema) gives llama-cpp-python's own ``response_format`` output."""
 
     class Pick(dspy.Signature):
         """Pick the option that answers the question."""
@@ -201,10 +201,6 @@ def test_real_model_pool_threads_and_fast_grammar_keep_greedy_outputs():
                                         "required": ["answer"]}, 40, 4)
         ours = llama.create_chat_completion(messages=messages, temperature=0.0, max_tokens=40,
                                             grammar=single.engine.grammar(schema))
-        llama.fast_grammar = False
-        try:
-            theirs = llama.create_chat_completion(messages=messages, temperature=0.0, max_tokens=40,
-                                                  response_format={"type": "json_object", "schema": schema})
-        finally:
-            llama.fast_grammar = True
+        theirs = llama.create_chat_completion(messages=messages, temperature=0.0, max_tokens=40,
+                                              response_format={"type": "json_object", "schema": schema})
     assert ours["choices"][0]["message"]["content"] == theirs["choices"][0]["message"]["content"]

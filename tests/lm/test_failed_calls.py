@@ -8,14 +8,15 @@ import uuid
 import dspy
 import pytest
 
-from groundstate.lm.failed_calls import install_failed_call_eviction
+from groundstate.lm.failed_calls import failed_call_eviction
 from groundstate.lm.specs import get_lm
 from groundstate.testing import scripted_lm
 
 
 @pytest.fixture(autouse=True)
 def eviction():
-    install_failed_call_eviction()
+    with failed_call_eviction():
+        yield
 
 
 def cached_lm(replies: dict):

@@ -267,10 +267,9 @@ class LMJudge:
         """
         import dspy
 
-        from groundstate.lm.failed_calls import install_failed_call_eviction
+        from groundstate.lm.failed_calls import failed_call_eviction
         from groundstate.programs.common import as_data
 
-        install_failed_call_eviction()
         if not facts:
             return []
         if not state or not state.strip():
@@ -285,7 +284,7 @@ class LMJudge:
                 overrides["adapter"] = adapter
         elif self.adapter is not None:
             overrides["adapter"] = self.adapter
-        with dspy.context(**overrides):
+        with dspy.context(**overrides), failed_call_eviction():
             out = self.predict(state=as_data(state), facts=self.numbered(facts))  # both are evidence: data
         chosen: set[int] = set()
         for raw in field_of(out, "supported_ids") or []:

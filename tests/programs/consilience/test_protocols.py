@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-import time
+import threading
 
 import dspy
 import pytest
@@ -245,11 +245,16 @@ def test_full_info_lm_agents_are_given_every_fact():
 
 def test_hidden_pre_lm_agents_see_only_their_own_facts_and_vote_concurrently():
     task = make_task(11)
-    lm = scripted_lm(lambda req: {"vote": "A", "confidence": 0.5}, sleep=0.3)
-    started = time.perf_counter()
+    all_in_flight = threading.Barrier(4, timeout=30)  # each vote returns only once all four votes are being made
+
+    def vote(request):
+        all_in_flight.wait()  # raises BrokenBarrierError (the vote fails) unless the four calls overlap
+        return {"vote": "A", "confidence": 0.5}
+
+    lm = scripted_lm(vote)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         result = run_discussion(task, LMTeam()(task), "hidden-pre")
-    assert time.perf_counter() - started < 0.9  # four 0.3 s calls overlap
+    assert lm.engine.calls == 4 and not all_in_flight.broken
     by_agent = {r.field("agent"): r.field("own_facts") for r in lm.engine.requests}
     for i in range(4):
         own = by_agent[f"Agent {i}"]
