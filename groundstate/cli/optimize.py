@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     from groundstate.optimizers.tune import MAX_FAILED_SHARE, OPTIMIZERS, Budget
 
-    p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case")
+    p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case, stratified by "
+                       "domain and variant")
     add_data_option(p, "an OffQuery data file", positional=True)
     add_shares(p, {"train": 0.6, "val": 0.2, "test": 0.2})
     p.add_argument("--seed", type=seed, default=0, help="seed of the shuffle (default 0)")
