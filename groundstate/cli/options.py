@@ -22,7 +22,7 @@ aliases for one release: they still work and print a note naming the new spellin
 A command group's module adds its own options and calls these for the shared ones, so every command spells
 and documents them the same way; :func:`lm_config_from_args` and :func:`configure_lms` turn the LM options into
 the :class:`~groundstate.lm.config.LMConfig` and the configured default LM, and :func:`run_settings` turns the
-run options into :class:`~groundstate.eval.runner.RunSettings`.
+run options into :class:`~groundstate.eval.run_settings.RunSettings`.
 """
 
 from __future__ import annotations
@@ -245,17 +245,17 @@ def add_allow_empty(parser: argparse.ArgumentParser) -> None:
                         help="accept an input file with no records (by default that is an error, exit 2)")
 
 
+def lm_settings(args: argparse.Namespace):
+    """The :class:`~groundstate.eval.settings.LMSettings` of the LM options (those the command has)."""
+    from groundstate.cli.settings import settings_from
+    from groundstate.eval.settings import LMSettings
+
+    return settings_from(LMSettings, args)
+
+
 def lm_config_from_args(args: argparse.Namespace):
     """The :class:`~groundstate.lm.config.LMConfig` the options describe (``--lm`` overrides the file's default)."""
-    from groundstate.lm.config import LMConfig
-
-    return LMConfig.from_options(lm_config=getattr(args, "lm_config", None), lm=getattr(args, "lm", None),
-                                 api_base=getattr(args, "api_base", None),
-                                 temperature=getattr(args, "temperature", None),
-                                 max_tokens=getattr(args, "max_tokens", None),
-                                 timeout=getattr(args, "lm_timeout", None),
-                                 threads=getattr(args, "lm_threads", None),
-                                 contexts=getattr(args, "lm_contexts", None))
+    return lm_settings(args).config()
 
 
 def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -270,13 +270,27 @@ def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
     return lm, config
 
 
+def note(text: str) -> None:
+    """A task's note to the user, on stderr."""
+    print(text, file=sys.stderr)
+
+
+def context_for(args: argparse.Namespace):
+    """The :class:`~groundstate.eval.task.RunContext` of a command: its LM options, the LMs built by
+    :func:`configure_lms` when a task first needs them, and notes printed on stderr."""
+    from groundstate.eval.task import RunContext
+
+    return RunContext(lms=lm_settings(args), make_lms=lambda: configure_lms(args), note=note)
+
+
 def run_settings(args: argparse.Namespace, out: Any = None):
-    """The :class:`~groundstate.eval.runner.RunSettings` of the run options (``out`` overrides ``--runs-dir``)."""
-    from groundstate.eval.runner import DEFAULT_MAX_ERROR_RATE, RunSettings, parse_shard
+    """The :class:`~groundstate.eval.run_settings.RunSettings` of the run options (``out`` overrides
+    ``--runs-dir``)."""
+    from groundstate.eval.run_settings import DEFAULT_MAX_ERROR_RATE, RunSettings
 
     return RunSettings(out=out if out is not None else getattr(args, "runs_dir", "runs"),
-                       threads=getattr(args, "threads", 1), limit=getattr(args, "limit", None),
-                       shard=parse_shard(getattr(args, "shard", None)),
+                       threads=getattr(args, "threads", 1), call_threads=getattr(args, "call_threads", CALL_THREADS),
+                       limit=getattr(args, "limit", None), shard=getattr(args, "shard", None),
                        max_error_rate=getattr(args, "max_error_rate", DEFAULT_MAX_ERROR_RATE),
                        progress=not getattr(args, "no_progress", True),
                        **backend_settings(args))
@@ -295,7 +309,7 @@ def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
 def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "task"):
     """The ``map_fn(fn, items)`` of the backend options (:func:`groundstate.eval.task_map.backend_map`);
     ``needs_lm=False`` (simulated agents) ships no LM specs, so Ray workers build no LM."""
-    from groundstate.eval.runner import RunSettings
+    from groundstate.eval.run_settings import RunSettings
     from groundstate.eval.task_map import backend_map as make
 
     fields = backend_settings(args)

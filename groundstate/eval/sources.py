@@ -74,6 +74,22 @@ class Records:
             yield where, row, error
 
 
+def resolve_data(value: str) -> str:
+    """The file a data setting names: ``value`` itself, or the shipped example it names (``example:NAME``, or a
+    bare ``NAME`` that is not a file; :func:`groundstate.examples.resolve`).
+
+    Raises:
+        ConfigError: ``example:NAME`` with no such example.
+    """
+    from groundstate.errors import ConfigError
+    from groundstate.examples import resolve
+
+    try:
+        return resolve(value)
+    except FileNotFoundError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _module_type(value: Any, module: str, name: str) -> bool:
     """Whether ``value`` is ``module.name``, without importing ``module`` (if it is not imported, it is not)."""
     loaded = sys.modules.get(module)

@@ -1,0 +1,204 @@
+"""What a runnable task is: typed settings in, a planned durable run out.
+
+A :class:`Task` names its settings model (:mod:`groundstate.eval.settings`) and turns settings of that model,
+with a :class:`RunContext` (the LMs, the judge, where notes go), into a :class:`PlannedRun`: the program, the
+records, how a record becomes the program's inputs, how a prediction is scored and stored, and the run
+configuration whose fingerprint names the run directory. :func:`groundstate.eval.assemble.run_task` executes it
+through the one durable runner; nothing in a plan has run yet, so a plan can also be inspected (its run id, its
+records, its program's predictors) without any LM call.
+
+:class:`ProgramTask` is a task made of small functions of its settings (build, load, inputs, scorer, options),
+as the OffQuery programs and ``qa`` are. The DHD steps and the hidden-profile runs implement :meth:`Task.plan`
+themselves (:mod:`groundstate.eval.dhd.steps`, :mod:`groundstate.eval.consilience.tasks`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groundstate.eval.identity import fingerprint
+from groundstate.eval.run_settings import RunSettings, run_config
+from groundstate.eval.settings import LMSettings, Settings
+from groundstate.paths import safe_component
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RunContext:
+    """What the runs of one command share besides their settings, each built once.
+
+    Attributes:
+        lms: the LM options as given (a judge set to ``auto`` reads ``lms.lm``).
+        make_lms: ``() -> (default LM, LMConfig)``; default: ``lms.build()``. Called at most once, and only when a
+            task needs an LM (simulated agents need none).
+        note: where a task's notes to the user go (default: the log); the CLI prints them on stderr.
+        judge: a built T2 judge every OffQuery run of this context uses (default: built once from the settings).
+    """
+
+    lms: LMSettings = field(default_factory=LMSettings)
+    make_lms: Callable[[], tuple[Any, Any]] | None = None
+    note: Callable[[str], None] | None = None
+    judge: Any = None
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    def lm_pair(self) -> tuple[Any, Any]:
+        """``(default LM, LMConfig)``, built on first use."""
+        return self.once("lms", self.make_lms or self.lms.build)
+
+    @property
+    def lm(self) -> Any:
+        return self.lm_pair()[0]
+
+    @property
+    def lm_config(self) -> Any:
+        return self.lm_pair()[1]
+
+    def built_lms(self) -> bool:
+        """Whether the LMs were built by this context (so a run sets them as DSPy's LM for its duration)."""
+        return self.make_lms is None and "lms" in self._memo
+
+    def once(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()`` the first time ``key`` is asked for; the same value afterwards."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def tell(self, text: str) -> None:
+        """A note to the user (``note``, else the log), said once per context."""
+        if ("note", text) not in self._memo:
+            self._memo[("note", text)] = True
+            (self.note or logger.info)(text)
+
+
+@dataclass
+class LoadedData:
+    """Records a task already loaded, with their description: passed as a plan's ``source`` so several runs over
+    the same records (an evaluation's before and after) read them once."""
+
+    records: list[Any]
+    description: dict[str, Any]
+
+
+@dataclass
+class PlannedRun:
+    """A durable run ready to execute.
+
+    Attributes:
+        program: the callable run on each record's inputs.
+        config: the run configuration (:func:`~groundstate.eval.run_settings.run_config`); its fingerprint, with
+            ``limit`` and ``shard``, names the run directory.
+        records: the records (``None``: nothing to run; ``outcome`` says why).
+        inputs, scorer, outputs: as for :func:`~groundstate.eval.runner.durable_run`.
+        description: the progress display's label.
+        default_out: where the run directories go when the run settings name no place.
+        before: called with the run directory before the run starts (DHD masking fixes its sample there).
+        after: ``(result) -> outcome``, called when the run finished; the value becomes ``result.outcome``.
+        outcome: what a plan with nothing to run returns instead of a run result.
+        ignore_warnings: warning messages (regular expressions) silenced while this run goes on, and only then.
+    """
+
+    program: Any
+    config: dict[str, Any]
+    records: list[Any] | None
+    inputs: Callable[[Any], dict[str, Any]] | None = None
+    scorer: Callable[[Any, Any], dict[str, Any]] | None = None
+    outputs: Callable[[Any], dict[str, Any]] | None = None
+    description: str | None = None
+    default_out: str | Path = "runs"
+    before: Callable[[Path], None] | None = None
+    after: Callable[[Any], Any] | None = None
+    outcome: Any = None
+    ignore_warnings: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.config.get("program", "run"))
+
+    def out(self, run: RunSettings) -> Path:
+        """The directory of run directories this run goes to."""
+        return Path(run.out or self.default_out)
+
+    def run_id(self, run: RunSettings) -> str:
+        """The run id the runner gives this run under ``run`` (the fingerprint of the config with ``limit`` and
+        ``shard``, as :class:`~groundstate.eval.runner.Runner` names it)."""
+        named = {**self.config, "limit": run.limit, "shard": list(run.shard) if run.shard else None}
+        return f"{safe_component(self.name, 'program name')}-{fingerprint(named)}"
+
+
+class Task:
+    """A runnable task: a name, a settings model, and :meth:`plan`.
+
+    Attributes:
+        name: the task's name (``groundstate run NAME``, a spec's ``task``).
+        help: one line describing it.
+        settings: its settings model.
+    """
+
+    name: str
+    help: str
+    settings: type[Settings]
+
+    def plan(self, settings: Any, context: RunContext, *, program: Any = None, source: Any = None) -> PlannedRun:
+        """The run ``settings`` describe (nothing runs yet). ``program`` replaces the task's own (a saved program);
+        ``source`` gives the records instead of the settings' data (records in memory)."""
+        raise NotImplementedError
+
+
+@dataclass
+class ProgramTask(Task):
+    """A task made of functions of its typed settings.
+
+    Attributes:
+        name, help, settings: see :class:`Task`.
+        build: ``settings -> program`` (a ``dspy.Module``).
+        load: ``(settings, source) -> (records, data description)``; the description (file name and hash, or the
+            generator's settings) is the run config's ``data``. ``source`` is ``None`` or records given in memory.
+        scorer: ``(settings, judge) -> scorer`` (:mod:`groundstate.eval.scoring`); ``None``: no scores.
+        inputs: ``settings -> (record -> kwargs)``; ``None``: ``record.inputs()``.
+        outputs: ``prediction -> dict`` stored per record (default: every field but ``trace``).
+        options: ``(settings, judge) -> dict``, the config's ``options`` (what changes results).
+        judge: ``(settings, lms) -> judge`` (the T2 judge); ``None``: the task scores without one.
+    """
+
+    name: str
+    help: str
+    settings: type[Settings]
+    build: Callable[[Any], Any]
+    load: Callable[[Any, Any], tuple[list[Any], dict[str, Any]]]
+    scorer: Callable[[Any, Any], Callable[[Any, Any], dict[str, Any]]] | None = None
+    inputs: Callable[[Any], Callable[[Any], dict[str, Any]]] | None = None
+    outputs: Callable[[Any], dict[str, Any]] | None = None
+    options: Callable[[Any, Any], dict[str, Any]] = field(default=lambda settings, judge: {})
+    judge: Callable[[Any, LMSettings], Any] | None = None
+
+    def judge_for(self, settings: Any, context: RunContext) -> Any:
+        """The context's judge, else one built from the settings (once per context and judge setting)."""
+        if self.judge is None:
+            return None
+        if context.judge is not None:
+            return context.judge
+        key = ("judge", getattr(settings, "judge_lm", None))
+        return context.once(key, lambda: self.judge(settings, context.lms))
+
+    def plan(self, settings: Any, context: RunContext, *, program: Any = None, source: Any = None) -> PlannedRun:
+        from groundstate.lm.specs import describe_lm
+
+        program = program if program is not None else self.build(settings)
+        lm, lm_config = context.lm_pair()
+        lm_config.apply(program)
+        if isinstance(source, LoadedData):
+            records, data = source.records, source.description
+        else:
+            records, data = self.load(settings, source)
+        judge = self.judge_for(settings, context)
+        config = run_config(self.name, state=program, lm=describe_lm(lm),
+                            lm_config=lm_config.describe() if lm_config.roles else None, data=data,
+                            seed=getattr(settings, "seed", 0), options=self.options(settings, judge))
+        return PlannedRun(program, config, records, inputs=self.inputs(settings) if self.inputs else None,
+                          scorer=self.scorer(settings, judge) if self.scorer else None, outputs=self.outputs,
+                          description=self.name)
