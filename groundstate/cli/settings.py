@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeVar
 
 import annotated_types
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from groundstate.cli.numbers import bounded, count, level, nonnegative, positive, positive_int, seed, share, temperature
 from groundstate.errors import ConfigError
@@ -53,7 +54,8 @@ def _without_none(annotation: Any) -> tuple[Any, bool]:
 def _bounds(metadata: Sequence[Any]) -> tuple[Any, Any, bool, bool]:
     low = high = None
     open_low = open_high = False
-    for item in metadata:
+    flat = [m for item in metadata for m in (item.metadata if isinstance(item, FieldInfo) else [item])]
+    for item in flat:
         if isinstance(item, annotated_types.Ge):
             low = item.ge
         elif isinstance(item, annotated_types.Gt):
@@ -84,6 +86,8 @@ def option_kwargs(name: str, field: Any) -> dict[str, Any]:
     """The argparse keyword arguments of one model field (type, choices, nargs, action, default, help)."""
     annotation, _ = _without_none(field.annotation)
     kwargs: dict[str, Any] = {"dest": name, "default": field.default, "help": field.description}
+    if field.is_required():
+        kwargs = {"dest": name, "required": True, "help": field.description}
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     if "metavar" in extra:
         kwargs["metavar"] = extra["metavar"]
@@ -108,9 +112,11 @@ def option_kwargs(name: str, field: Any) -> dict[str, Any]:
 
 
 def add_settings(parser: argparse.ArgumentParser, model: type[BaseModel], *, skip: Sequence[str] = (),
-                 flags: Mapping[str, Sequence[str]] | None = None, aliases: Mapping[str, Sequence[str]] | None = None,
+                 only: Sequence[str] | None = None, flags: Mapping[str, Sequence[str]] | None = None,
+                 aliases: Mapping[str, Sequence[str]] | None = None,
                  overrides: Mapping[str, Mapping[str, Any]] | None = None, group: Any = None) -> None:
-    """Add an option for each field of ``model`` that ``parser`` does not have yet (by dest) and is not in ``skip``.
+    """Add an option for each field of ``model`` that ``parser`` does not have yet (by dest), is not in ``skip``
+    and, when ``only`` is given, is in ``only``.
 
     Args:
         flags: a field's option strings when they are not ``--field-name`` (``max_rounds``: ``--bootstrap-rounds``).
@@ -121,7 +127,7 @@ def add_settings(parser: argparse.ArgumentParser, model: type[BaseModel], *, ski
     have = {action.dest for action in parser._actions}
     target = group or parser
     for name, field in model.model_fields.items():
-        if name in skip or name in have or field.exclude:
+        if name in skip or name in have or field.exclude or (only is not None and name not in only):
             continue
         kwargs = {**option_kwargs(name, field), **((overrides or {}).get(name) or {})}
         strings = (flags or {}).get(name) or (flag_of(name),)

@@ -7,7 +7,9 @@ Every durable run of groundstate goes through here: ``groundstate run`` and ``co
 
 - :func:`assemble`: the task (by name or object), its settings validated into its model, and the
   :class:`~groundstate.eval.task.PlannedRun` (program, records, scorer, run configuration), without running.
-- :func:`execute`: a planned run through :func:`~groundstate.eval.runner.durable_run` under the run settings.
+- :func:`~groundstate.eval.task.execute`: a planned run through :func:`~groundstate.eval.runner.durable_run` under
+  the run settings (in :mod:`groundstate.eval.task`, so the tasks' own modules can use it without importing the
+  registry).
 - :func:`run_task`: both.
 
 Example::
@@ -25,15 +27,13 @@ settings and so runs (or resumes) the same run: the same run id.
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from groundstate.eval.run_settings import RunSettings
-from groundstate.eval.runner import RunResult, durable_run
+from groundstate.eval.runner import RunResult
 from groundstate.eval.settings import LMSettings, Settings
-from groundstate.eval.task import PlannedRun, RunContext, Task
+from groundstate.eval.task import PlannedRun, RunContext, Task, execute
 
 
 def task_named(task: Task | str) -> Task:
@@ -46,8 +46,8 @@ def task_named(task: Task | str) -> Task:
 
 
 def assemble(task: Task | str, settings: Settings | Mapping[str, Any] | None = None,
-             context: RunContext | None = None, *, lms: LMSettings | None = None, program: Any = None,
-             source: Any = None) -> tuple[Task, Settings, PlannedRun]:
+             context: RunContext | None = None, *, lms: LMSettings | None = None, run: RunSettings | None = None,
+             program: Any = None, source: Any = None) -> tuple[Task, Settings, PlannedRun]:
     """``(task, settings, planned run)``: ``settings`` validated into the task's model (a mapping from a spec or a
     manifest: one line naming the field when it does not fit; settings of another model: narrowed to this task's
     fields), then planned. Nothing runs and no LM is called.
@@ -57,58 +57,23 @@ def assemble(task: Task | str, settings: Settings | Mapping[str, Any] | None = N
         settings: the task's settings (``None``: its defaults).
         context: what the runs of one command share (LMs, judge, notes); default: a new one with ``lms``.
         lms: the LM options when no ``context`` is given (default: the embedded LM).
+        run: the run settings the plan will run under (a DHD step sizes its program's concurrent calls by
+            ``run.call_threads``); default :class:`~groundstate.eval.run_settings.RunSettings`.
         program: a ready program instead of the task's own (a loaded optimized program).
         source: the records in memory instead of the settings' data file.
     """
     task = task_named(task)
     settings = task.settings.parse(settings if settings is not None else {})
     context = context or RunContext(lms=lms or LMSettings())
-    return task, settings, task.plan(settings, context, program=program, source=source)
-
-
-def execute(planned: PlannedRun, run: RunSettings | None = None, context: RunContext | None = None
-            ) -> RunResult | None:
-    """Run a planned run durably under ``run`` (see :func:`~groundstate.eval.runner.durable_run`).
-
-    Returns ``None`` when the plan has nothing to run (its ``outcome`` says why); otherwise the result, with
-    ``result.outcome`` set by the plan's ``after``. Raises :class:`~groundstate.eval.runner.RunAborted` when the
-    run fails (everything finished is kept). When ``context`` built the LMs itself (a Python caller gave LM
-    settings, not built LMs), they are DSPy's LM and adapter for the run's duration, and Ray workers get their
-    key-free specs.
-    """
-    run = run or RunSettings()
-    if planned.records is None:
-        return None
-    built = context is not None and context.built_lms()
-    if built and run.backend == "ray" and run.lm_spec is None and run.worker_setup is None:
-        run = run.model_copy(update={"lm_spec": context.lm_config.worker_spec()})
-    run = run.model_copy(update={"out": planned.out(run)})
-    if planned.before is not None:
-        planned.before(planned.out(run) / planned.run_id(run))
-    with contextlib.ExitStack() as stack:
-        if built:
-            import dspy
-
-            from groundstate.lm.specs import default_adapter
-
-            stack.enter_context(dspy.context(lm=context.lm, adapter=default_adapter(context.lm)))
-        if planned.ignore_warnings:
-            stack.enter_context(warnings.catch_warnings())
-            for message in planned.ignore_warnings:
-                warnings.filterwarnings("ignore", message=message)
-        result = durable_run(planned.program, planned.config, planned.records, run, inputs=planned.inputs,
-                             scorer=planned.scorer, outputs=planned.outputs, description=planned.description)
-    if planned.after is not None:
-        result.outcome = planned.after(result)
-    return result
+    return task, settings, task.plan(settings, context, run=run or RunSettings(), program=program, source=source)
 
 
 def run_task(task: Task | str, settings: Settings | Mapping[str, Any] | None = None, run: RunSettings | None = None,
              *, context: RunContext | None = None, lms: LMSettings | None = None, program: Any = None,
              source: Any = None) -> RunResult | None:
     """Assemble the run ``settings`` describe and run it durably (resumable: the same settings find the same run
-    directory and run only what is left; see :func:`assemble` for the arguments, :func:`execute` for the result).
+    directory and run only what is left; see :func:`assemble` for the arguments, :func:`~groundstate.eval.task.execute` for the result).
     """
     context = context or RunContext(lms=lms or LMSettings())
-    _, _, planned = assemble(task, settings, context, program=program, source=source)
+    _, _, planned = assemble(task, settings, context, run=run, program=program, source=source)
     return execute(planned, run, context)

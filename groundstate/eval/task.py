@@ -3,9 +3,10 @@
 A :class:`Task` names its settings model (:mod:`groundstate.eval.settings`) and turns settings of that model,
 with a :class:`RunContext` (the LMs, the judge, where notes go), into a :class:`PlannedRun`: the program, the
 records, how a record becomes the program's inputs, how a prediction is scored and stored, and the run
-configuration whose fingerprint names the run directory. :func:`groundstate.eval.assemble.run_task` executes it
-through the one durable runner; nothing in a plan has run yet, so a plan can also be inspected (its run id, its
-records, its program's predictors) without any LM call.
+configuration whose fingerprint names the run directory. :func:`execute` runs it through the one durable runner
+(:func:`groundstate.eval.assemble.run_task` plans and executes). Nothing in a plan has run yet, so a plan can be
+inspected (its run id, its records, its program's predictors) without any LM call; only a DHD step's plan
+touches its cache first (creating it gives the cache the id that is part of the run config).
 
 :class:`ProgramTask` is a task made of small functions of its settings (build, load, inputs, scorer, options),
 as the OffQuery programs and ``qa`` are. The DHD steps and the hidden-profile runs implement :meth:`Task.plan`
@@ -14,7 +15,9 @@ themselves (:mod:`groundstate.eval.dhd.steps`, :mod:`groundstate.eval.consilienc
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +25,7 @@ from typing import Any
 
 from groundstate.eval.identity import fingerprint
 from groundstate.eval.run_settings import RunSettings, run_config
+from groundstate.eval.runner import RunResult, durable_run
 from groundstate.eval.settings import LMSettings, Settings
 from groundstate.paths import safe_component
 
@@ -96,7 +100,8 @@ class PlannedRun:
         inputs, scorer, outputs: as for :func:`~groundstate.eval.runner.durable_run`.
         description: the progress display's label.
         default_out: where the run directories go when the run settings name no place.
-        before: called with the run directory before the run starts (DHD masking fixes its sample there).
+        before: called with the run directory before the run starts; what it returns, unless ``None``, replaces
+            ``records`` (DHD masking fixes its sample there and runs the sample fixed).
         after: ``(result) -> outcome``, called when the run finished; the value becomes ``result.outcome``.
         outcome: what a plan with nothing to run returns instead of a run result.
         ignore_warnings: warning messages (regular expressions) silenced while this run goes on, and only then.
@@ -110,7 +115,7 @@ class PlannedRun:
     outputs: Callable[[Any], dict[str, Any]] | None = None
     description: str | None = None
     default_out: str | Path = "runs"
-    before: Callable[[Path], None] | None = None
+    before: Callable[[Path], list[Any] | None] | None = None
     after: Callable[[Any], Any] | None = None
     outcome: Any = None
     ignore_warnings: tuple[str, ...] = ()
@@ -143,9 +148,11 @@ class Task:
     help: str
     settings: type[Settings]
 
-    def plan(self, settings: Any, context: RunContext, *, program: Any = None, source: Any = None) -> PlannedRun:
-        """The run ``settings`` describe (nothing runs yet). ``program`` replaces the task's own (a saved program);
-        ``source`` gives the records instead of the settings' data (records in memory)."""
+    def plan(self, settings: Any, context: RunContext, *, run: RunSettings | None = None, program: Any = None,
+             source: Any = None) -> PlannedRun:
+        """The run ``settings`` describe (nothing runs yet). ``run``: the run settings it will run under;
+        ``program`` replaces the task's own (a saved program); ``source`` gives the records instead of the
+        settings' data (records in memory, or :class:`LoadedData`)."""
         raise NotImplementedError
 
 
@@ -185,7 +192,8 @@ class ProgramTask(Task):
         key = ("judge", getattr(settings, "judge_lm", None))
         return context.once(key, lambda: self.judge(settings, context.lms))
 
-    def plan(self, settings: Any, context: RunContext, *, program: Any = None, source: Any = None) -> PlannedRun:
+    def plan(self, settings: Any, context: RunContext, *, run: RunSettings | None = None, program: Any = None,
+             source: Any = None) -> PlannedRun:
         from groundstate.lm.specs import describe_lm
 
         program = program if program is not None else self.build(settings)
@@ -202,3 +210,42 @@ class ProgramTask(Task):
         return PlannedRun(program, config, records, inputs=self.inputs(settings) if self.inputs else None,
                           scorer=self.scorer(settings, judge) if self.scorer else None, outputs=self.outputs,
                           description=self.name)
+
+
+def execute(planned: PlannedRun, run: RunSettings | None = None, context: RunContext | None = None
+            ) -> RunResult | None:
+    """Run a planned run durably under ``run`` (see :func:`~groundstate.eval.runner.durable_run`).
+
+    Returns ``None`` when the plan has nothing to run (its ``outcome`` says why); otherwise the result, with
+    ``result.outcome`` set by the plan's ``after``. Raises :class:`~groundstate.eval.runner.RunAborted` when the
+    run fails (everything finished is kept). When ``context`` built the LMs itself (a Python caller gave LM
+    settings, not built LMs), they are DSPy's LM and adapter for the run's duration, and Ray workers get their
+    key-free specs.
+    """
+    run = run or RunSettings()
+    if planned.records is None:
+        return None
+    built = context is not None and context.built_lms()
+    if built and run.backend == "ray" and run.lm_spec is None and run.worker_setup is None:
+        run = run.model_copy(update={"lm_spec": context.lm_config.worker_spec()})
+    run = run.model_copy(update={"out": planned.out(run)})
+    if planned.before is not None:
+        records = planned.before(planned.out(run) / planned.run_id(run))
+        if records is not None:
+            planned.records = records
+    with contextlib.ExitStack() as stack:
+        if built:
+            import dspy
+
+            from groundstate.lm.specs import default_adapter
+
+            stack.enter_context(dspy.context(lm=context.lm, adapter=default_adapter(context.lm)))
+        if planned.ignore_warnings:
+            stack.enter_context(warnings.catch_warnings())
+            for message in planned.ignore_warnings:
+                warnings.filterwarnings("ignore", message=message)
+        result = durable_run(planned.program, planned.config, planned.records, run, inputs=planned.inputs,
+                             scorer=planned.scorer, outputs=planned.outputs, description=planned.description)
+    if planned.after is not None:
+        result.outcome = planned.after(result)
+    return result
