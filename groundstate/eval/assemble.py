@@ -72,8 +72,8 @@ def run_task(task: Task | str, settings: Settings | Mapping[str, Any] | None = N
              *, context: RunContext | None = None, lms: LMSettings | None = None, program: Any = None,
              source: Any = None) -> RunResult | None:
     """Assemble the run ``settings`` describe and run it durably (resumable: the same settings find the same run
-    directory and run only what is left; see :func:`assemble` for the arguments, :func:`~groundstate.eval.task.execute` for the result).
-    """
+    directory and run only what is left). See :func:`assemble` for the arguments and
+    :func:`~groundstate.eval.task.execute` for the result."""
     context = context or RunContext(lms=lms or LMSettings())
     _, _, planned = assemble(task, settings, context, run=run, program=program, source=source)
     return execute(planned, run, context)

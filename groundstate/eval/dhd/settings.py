@@ -158,7 +158,8 @@ class SamplingSettings(EvaluatorSettings):
 class GenerateSettings(EvaluatorSettings):
     """``dhd generate``: the problems, the cache, and how messages are made."""
 
-    data: str = Field(description="SciBench JSON, JEEBench JSON or JSONL problems", json_schema_extra={"metavar": "FILE"})
+    data: str = Field(description="SciBench JSON, JEEBench JSON or JSONL problems",
+                      json_schema_extra={"metavar": "FILE"})
     format: Literal[(*FORMATS, "auto")] = Field("auto", description="problem file format (default auto)")
     k: int = Field(DEFAULT_K, ge=1, description="roles and messages per problem (default 5)")
     cache: str = Field(description="the message cache directory", json_schema_extra={"metavar": "DIR"})
