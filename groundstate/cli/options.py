@@ -319,9 +319,6 @@ def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "ta
     return make(settings.backend, settings.threads, settings.ray_options(), what)
 
 
-AGENT_KINDS = ("lm", "sim")
-
-
 class _GivenAgents(argparse.Action):
     """``--agents`` that remembers it was given, so the note about the default appears only when it was not."""
 
@@ -333,9 +330,10 @@ class _GivenAgents(argparse.Action):
 def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
     """``--agents lm|sim``, ``--sim-preset`` and the simulated agents' parameters (hidden-profile and Consilience
     commands; ``sim`` by default everywhere, so a forgotten option never starts a long LM run, and a note on stderr
-    says so). Every ``--sim-*`` parameter defaults to ``None``, meaning the preset's value, so an explicit one
-    overrides the preset (:func:`sim_params`)."""
-    from groundstate.programs.consilience.simulated import SIM_PRESETS
+    says so), from :class:`~groundstate.eval.consilience.settings.AgentSettings`. Every ``--sim-*`` parameter
+    defaults to ``None``, meaning the preset's value, so an explicit one overrides the preset (:func:`sim_params`)."""
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.consilience.settings import SIM_FIELDS, AgentSettings
 
     at_least_one = bounded(int, 1, None, "a whole number of at least 1 or 'all'")
 
@@ -344,100 +342,38 @@ def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
 
     attention.bounds = (1, None)  # a range-checked number (or 'all'): see tests/cli/test_grammar.py
 
-    ideal, limited = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
-    p.add_argument("--agents", choices=AGENT_KINDS, default=default, action=_GivenAgents,
-                   help="'lm' (agent i uses role agent.i of --lm-config) or 'sim' (seeded simulated agents, "
-                        f"offline and fast); default {default}")
+    add_settings(p, AgentSettings, only=("agents",), overrides={"agents": {
+        "action": _GivenAgents, "default": default, "help": "'lm' (agent i uses role agent.i of --lm-config) or 'sim' "
+        f"(seeded simulated agents, offline and fast); default {default}"}})
     sim = p.add_argument_group("simulated agents (--agents sim)",
                                "each parameter defaults to the value of --sim-preset (shown for 'ideal')")
-    sim.add_argument("--sim-preset", choices=tuple(SIM_PRESETS), default="ideal",
-                     help="named parameter set: 'ideal' (perfect integrators, the default) or 'limited' (bounded "
-                          f"attention, salience of spoken facts, imperfect weighting: attention {limited.attention}, "
-                          f"salience {limited.salience}, recency {limited.recency}, "
-                          f"weight noise {limited.weight_noise})")
-    sim.add_argument("--sim-beta", type=nonnegative, default=None,
-                     help=f"belief sharpness on summed support (ideal: {ideal.beta})")
-    sim.add_argument("--sim-noise", type=nonnegative, default=None,
-                     help=f"std of the per-option noise on beliefs (ideal: {ideal.noise})")
-    sim.add_argument("--sim-recall", type=share, default=None,
-                     help=f"probability a fact comes to mind when speaking (ideal: {ideal.recall})")
-    sim.add_argument("--sim-shared-bias", type=positive, default=None,
-                     help=f"weight of shared vs private facts on free turns (ideal: {ideal.shared_bias})")
-    sim.add_argument("--sim-facts-per-message", type=positive_int, default=None,
-                     help=f"facts stated per message (ideal: {ideal.facts_per_message})")
-    sim.add_argument("--sim-attention", type=attention, default=None, metavar="N|all",
-                     help="at most N informative facts enter a belief, recently spoken ones first; 'all' lifts "
-                          "the limit (ideal: all)")
-    sim.add_argument("--sim-salience", type=nonnegative, default=None,
-                     help="extra weight of a fact on the transcript, fading with --sim-recency "
-                          f"(ideal: {ideal.salience})")
-    sim.add_argument("--sim-recency", type=share, default=None,
-                     help=f"per-message fading of that extra weight, 0-1 (ideal: {ideal.recency})")
-    sim.add_argument("--sim-weight-noise", type=nonnegative, default=None,
-                     help=f"std of the log of each fact's fixed weighting factor (ideal: {ideal.weight_noise})")
+    add_settings(p, AgentSettings, only=SIM_FIELDS, group=sim, overrides={"sim_attention": {"type": attention}})
 
 
 def sim_params(args: argparse.Namespace):
-    """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe: the
-    ``--sim-preset`` (default ``ideal``) with every ``--sim-<field>`` that is given (not ``None``) replacing the
-    preset's value (``--sim-attention all`` lifts the preset's attention limit)."""
-    from dataclasses import fields
+    """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe
+    (:meth:`~groundstate.eval.consilience.settings.AgentSettings.sim_params`: the preset with each given parameter
+    replacing its value). Values are checked by ``SimParams`` itself (one line naming the ``--sim-`` option)."""
+    from groundstate.eval.consilience.settings import AgentSettings
 
-    from groundstate.errors import ConfigError
-    from groundstate.programs.consilience.simulated import SimParams, sim_preset
-
-    overrides: dict[str, Any] = {}
-    for field in fields(SimParams):
-        value = getattr(args, f"sim_{field.name}", None)
-        if value is not None:
-            overrides[field.name] = None if value == "all" else value
-    try:
-        return sim_preset(getattr(args, "sim_preset", None) or "ideal", **overrides)
-    except ValueError as exc:
-        raise ConfigError(str(exc).replace("SimParams.", "--sim-").replace("_", "-")) from None
-
-
-def build_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str) -> tuple[Any, dict[str, Any], Any]:
-    """``(team, agents description, LM description)`` from ``--agents`` and its options
-    (:func:`groundstate.eval.consilience.evaluate.make_team`)."""
-    from groundstate.eval.consilience.evaluate import make_team
-
-    if args.agents == "sim":
-        return make_team("sim", tasks, tasks_file, sim_params=sim_params(args), seed=args.seed)
-    lm, lm_config = configure_lms(args)
-    return make_team("lm", tasks, tasks_file, lm=lm, lm_config=lm_config)
+    given = {name: getattr(args, name) for name in AgentSettings.model_fields if getattr(args, name, None) is not None}
+    return AgentSettings.model_construct(**given).sim_params()
 
 
 def add_support_options(p: argparse.ArgumentParser) -> None:
     """``--support`` and ``--support-file``: where simulated agents get per-fact support for tasks without it."""
-    from groundstate.eval.consilience.support import SUPPORT_MODES
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.consilience.settings import AgentSettings
 
-    p.add_argument("--support", choices=SUPPORT_MODES, default="auto",
-                   help="per-fact support for simulated agents on tasks that carry none (HiddenBench): auto (the "
-                        "support file beside the task file if there is one, else the hidden-profile design default), "
-                        "file, design, or task (only the tasks' own)")
-    p.add_argument("--support-file", default=None, metavar="FILE",
-                   help="the support file (default: <data>.support.json beside the task file)")
+    add_settings(p, AgentSettings, only=("support", "support_file"))
 
 
-def prepare_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str
-                 ) -> tuple[list[Any], Any, dict[str, Any], Any]:
-    """``(tasks, team, agents description, LM description)``: :func:`build_team`, with simulated agents' tasks
-    given per-fact support first (:func:`groundstate.eval.consilience.support.apply_support`; where it came
-    from is part of the agents description, so of the run's fingerprint)."""
-    if getattr(args, "agents", "lm") == "sim":
-        from groundstate.eval.consilience.support import apply_support
+def agent_settings(model: Any, args: argparse.Namespace, **values: Any):
+    """``model`` (a settings model with the agents' fields) from the options; ``--agents`` left out of the
+    settings when it was not given, so the task can say that simulated agents run by default."""
+    from groundstate.cli.settings import settings_from
 
-        if not getattr(args, "agents_given", False):
-            print("agents: sim, the default (seeded simulated agents, offline; --agents lm runs LM agents)",
-                  file=sys.stderr)
-
-        tasks, support = apply_support(tasks, tasks_file, getattr(args, "support", "auto"),
-                                       getattr(args, "support_file", None))
-        if support.get("source"):
-            where = "the hidden-profile design default" if support["source"] == "design" else support["file"]
-            print(f"simulated agents: per-fact support of {support['tasks']} task(s) from {where}", file=sys.stderr)
-        team, agents, lm = build_team(args, tasks, tasks_file)
-        return tasks, team, {**agents, "support": support}, lm
-    team, agents, lm = build_team(args, tasks, tasks_file)
-    return tasks, team, agents, lm
+    given = dict(vars(args))
+    if not given.get("agents_given"):
+        given.pop("agents", None)
+    return settings_from(model, given, values=values)

@@ -10,13 +10,14 @@ cycle); a user adds a task with :func:`register`.
 from __future__ import annotations
 
 from groundstate.errors import ConfigError
+from groundstate.eval.consilience.tasks import CONSILIENCE_TASKS
 from groundstate.eval.dhd.steps import DHD_TASKS
 from groundstate.eval.qa import QA
 from groundstate.eval.reground.tasks import OFFQUERY_TASKS
 from groundstate.eval.task import ProgramTask, Task
 
 #: Every registered task by name (groundstate's own first, then the user's).
-TASKS: dict[str, Task] = {QA.name: QA, **OFFQUERY_TASKS, **DHD_TASKS}
+TASKS: dict[str, Task] = {QA.name: QA, **OFFQUERY_TASKS, **DHD_TASKS, **CONSILIENCE_TASKS}
 
 
 def register(task: Task) -> Task:
