@@ -3,7 +3,6 @@ the runner, and the smallest example of a task)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -25,25 +24,24 @@ class QASettings(TaskSettings):
 def load_questions(settings: QASettings, source: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows of ``settings.data`` (each with a string ``question`` and a unique ``id``) and the file's name and
     hash."""
-    from groundstate.eval.identity import file_hash
     from groundstate.eval.io import read_records
-    from groundstate.eval.sources import resolve_data
+    from groundstate.eval.sources import as_source, describe, resolve_data
 
     if source is None and not settings.data:
         raise ConfigError("qa needs --data FILE (JSON Lines, a JSON list or Parquet of {id, question, answer})")
-    data = source if source is not None else resolve_data(settings.data)
+    data = as_source(source if source is not None else resolve_data(settings.data), "questions")
     rows = read_records(data, allow_empty=settings.allow_empty)
     seen = set()
     for i, row in enumerate(rows):
         for key in ("id", "question"):
             if key not in row or row[key] in (None, ""):
-                raise InputError("missing field", file=data, record=row.get("id", i), field=key)
+                raise InputError("missing field", file=str(data), record=row.get("id", i), field=key)
         if not isinstance(row["question"], str):
-            raise InputError("must be a string", file=data, record=row["id"], field="question")
+            raise InputError("must be a string", file=str(data), record=row["id"], field="question")
         if str(row["id"]) in seen:
-            raise InputError("duplicate id", file=data, record=row["id"], field="id")
+            raise InputError("duplicate id", file=str(data), record=row["id"], field="id")
         seen.add(str(row["id"]))
-    return rows, {"file": str(Path(data).name), "sha256": file_hash(data)}
+    return rows, describe(data, rows)
 
 
 def qa_score(record: dict[str, Any], prediction: Any) -> dict[str, float | None]:

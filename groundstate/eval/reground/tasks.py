@@ -13,7 +13,6 @@ imports them from here.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from groundstate.eval.reground.settings import BaselineSettings, OffQueryData, ReGroundSettings
@@ -26,11 +25,12 @@ OFFQUERY_OUTPUTS = ("misleading_agent", "state", "kept_facts", "removed_facts", 
 def load_offquery_data(settings: OffQueryData, source: Any = None) -> tuple[list[Any], dict[str, Any]]:
     """The instances the settings name (``source``: records given in memory instead of ``settings.data``), and a
     description of them for the run fingerprint: the file's name and hash (and the T2 truth file's hash), the
-    generator's settings for ``synthetic``, or the records' content hash for records in memory."""
+    generator's settings for ``synthetic``, or the records' content hash for records in memory
+    (:func:`~groundstate.eval.sources.describe`). The source is normalised once, here, and passed down."""
     from groundstate.eval.benchmarks.offquery.loader import load_any
     from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
     from groundstate.eval.identity import file_hash
-    from groundstate.eval.sources import resolve_data
+    from groundstate.eval.sources import as_source, describe, resolve_data
 
     if source is None and settings.data == "synthetic":
         domains = ("healthcare", "disaster") if settings.domain == "both" else (settings.domain,)
@@ -39,16 +39,10 @@ def load_offquery_data(settings: OffQueryData, source: Any = None) -> tuple[list
                      for x in generate(d, v, settings.n, seed=settings.synthetic_seed)]
         return instances, {"synthetic": {"domains": list(domains), "variants": list(variants), "n": settings.n,
                                          "seed": settings.synthetic_seed}}
-    data = source if source is not None else resolve_data(settings.data)
+    data = as_source(source if source is not None else resolve_data(settings.data), "OffQuery instances")
     instances = load_any(data, t2_truth=settings.t2_truth, condition=settings.condition,
                          allow_empty=settings.allow_empty, t2_facts=settings.t2_facts)
-    if source is not None and not isinstance(source, str | Path):
-        from groundstate.eval.splits import content_hash
-
-        description = {"records": str(getattr(source, "label", type(source).__name__)),
-                       "sha256": content_hash(instances)}
-    else:
-        description = {"file": Path(data).name, "sha256": file_hash(data)}
+    description = describe(data, instances)
     if settings.t2_truth:
         description["t2_truth_sha256"] = file_hash(settings.t2_truth)
     return instances, description
