@@ -297,7 +297,7 @@ def run_settings(args: argparse.Namespace, out: Any = None):
 
 
 def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The :class:`~groundstate.eval.runner.RunSettings` fields of ``--backend``, ``--ray-address``,
+    """The :class:`~groundstate.eval.run_settings.RunSettings` fields of ``--backend``, ``--ray-address``,
     ``--ray-workers`` and ``--max-inflight`` (with the key-free LM specs Ray workers build their LMs from)."""
     backend = getattr(args, "backend", "threads") or "threads"
     lm_spec = lm_config_from_args(args).worker_spec() if backend == "ray" else None  # no keys: workers use theirs

@@ -85,7 +85,8 @@ def number_type(kind: type, metadata: Sequence[Any], name: str = "") -> Any:
 def option_kwargs(name: str, field: Any) -> dict[str, Any]:
     """The argparse keyword arguments of one model field (type, choices, nargs, action, default, help)."""
     annotation, _ = _without_none(field.annotation)
-    kwargs: dict[str, Any] = {"dest": name, "default": field.default, "help": field.description}
+    kwargs: dict[str, Any] = {"dest": name, "default": field.get_default(call_default_factory=True),
+                              "help": field.description}
     if field.is_required():
         kwargs = {"dest": name, "required": True, "help": field.description}
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}

@@ -162,3 +162,29 @@ def test_gs_evaluate_refuses_a_manifest_without_a_build_argument_in_one_line(opt
         gs.evaluate(out, test, run=gs.RunSettings(out=tmp_path / "runs"))
     assert "build_args.oracle_t1" in str(info.value) and "manifest.json" in str(info.value)
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("argv, model, given", [
+    (["run", "reground"], ReGroundSettings, {}),
+    (["run", "standard"], BaselineSettings, {}),
+    (["compare", "reground"], CompareSettings, {}),
+    (["consilience", "evaluate", "--data", "t.jsonl"], "EvaluationSettings", {"data": "t.jsonl"}),
+    (["hidden", "run", "--data", "t.jsonl"], "ProtocolSettings", {"data": "t.jsonl"}),
+    (["dhd", "replay", "--cache", "c", "--mode", "loo"], "ReplaySettings", {"cache": "c", "mode": "loo"}),
+    (["dhd", "mask", "--cache", "c"], "MaskSettings", {"cache": "c"}),
+])
+def test_options_left_out_give_the_models_defaults(argv, model, given):
+    """Every option derived from a settings model defaults to the model's default (lists included), so the command
+    line and Python build the same settings."""
+    from groundstate.cli import build_parser
+    from groundstate.cli.settings import settings_from
+    from groundstate.eval.consilience import settings as consilience
+    from groundstate.eval.dhd import settings as dhd
+
+    if isinstance(model, str):
+        model = getattr(consilience, model, None) or getattr(dhd, model)
+    args = build_parser().parse_args(argv)
+    for name, field in model.model_fields.items():
+        if name in vars(args) and name not in given and vars(args)[name] is not None:
+            assert vars(args)[name] == field.get_default(call_default_factory=True), name
+    assert settings_from(model, args) == model(**given)
