@@ -38,8 +38,8 @@ class RunContext:
 
     Attributes:
         lms: the LM options as given (a judge set to ``auto`` reads ``lms.lm``).
-        make_lms: ``() -> (default LM, LMConfig)``; default: ``lms.build()``. Called at most once, and only when a
-            task needs an LM (simulated agents need none).
+        make_lms: ``() -> (default LM, LMConfig)``; default: DSPy's configured LM when ``lms`` names none, else
+            ``lms.build()``. Called at most once, and only when a task needs an LM (simulated agents need none).
         note: where a task's notes to the user go (default: the log); the CLI prints them on stderr.
         judge: a built T2 judge every OffQuery run of this context uses (default: built once from the settings).
     """
@@ -51,8 +51,19 @@ class RunContext:
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def lm_pair(self) -> tuple[Any, Any]:
-        """``(default LM, LMConfig)``, built on first use."""
-        return self.once("lms", self.make_lms or self.lms.build)
+        """``(default LM, LMConfig)``, built on first use: by ``make_lms``; else, when ``lms`` names nothing and DSPy
+        has an LM configured (``dspy.configure(lm=...)``), that LM with no per-role LMs; else from ``lms``."""
+        return self.once("lms", self.make_lms or self._build)
+
+    def _build(self) -> tuple[Any, Any]:
+        import dspy
+
+        if self.lms == LMSettings() and dspy.settings.lm is not None:
+            from groundstate.lm.config import LMConfig
+
+            self._memo["configured"] = True
+            return dspy.settings.lm, LMConfig()
+        return self.lms.build()
 
     @property
     def lm(self) -> Any:
@@ -63,8 +74,9 @@ class RunContext:
         return self.lm_pair()[1]
 
     def built_lms(self) -> bool:
-        """Whether the LMs were built by this context (so a run sets them as DSPy's LM for its duration)."""
-        return self.make_lms is None and "lms" in self._memo
+        """Whether the LMs were built by this context from ``lms`` (so a run sets them as DSPy's LM for its
+        duration)."""
+        return self.make_lms is None and "lms" in self._memo and "configured" not in self._memo
 
     def once(self, key: Any, make: Callable[[], Any]) -> Any:
         """``make()`` the first time ``key`` is asked for; the same value afterwards."""

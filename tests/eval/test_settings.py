@@ -188,3 +188,19 @@ def test_options_left_out_give_the_models_defaults(argv, model, given):
         if name in vars(args) and name not in given and vars(args)[name] is not None:
             assert vars(args)[name] == field.get_default(call_default_factory=True), name
     assert settings_from(model, args) == model(**given)
+
+
+def test_python_runs_use_the_lm_dspy_is_configured_with_and_records_in_memory(tmp_path):
+    import dspy
+
+    from groundstate.eval.qa import QASettings
+
+    lm = scripted_lm()
+    rows = [{"id": "a", "question": "What is 1?", "answer": "1"}, {"id": "b", "question": "What is 2?"}]
+    with dspy.context(lm=lm):
+        result = gs.run_task("qa", QASettings(), gs.RunSettings(out=tmp_path), source=rows)
+    assert lm.engine.calls >= 2 and result.summary["n_done"] == 2
+    assert result.config["lm"]["model"] == lm.model  # DSPy's LM, not an embedded one built here
+    assert result.config["data"]["records"] == "<list of records>" and len(result.config["data"]["sha256"]) == 64
+    with dspy.context(lm=lm), pytest.raises(InputError, match="field 'question'"):
+        gs.run_task("qa", QASettings(), gs.RunSettings(out=tmp_path), source=[{"id": "c"}])
