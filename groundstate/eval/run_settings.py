@@ -11,19 +11,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from groundstate.errors import ConfigError
 from groundstate.eval.identity import canonical_json, fingerprint, parse_shard
 from groundstate.eval.ray_backend import RayOptions
+from groundstate.eval.settings import Settings
 
 DEFAULT_MAX_ERROR_RATE = 0.5
 """The share of failed records above which a run fails (``--max-error-rate``'s default, and ``RunSettings``')."""
 
 
-class RunSettings(BaseModel):
+class RunSettings(Settings):
     """How a durable run is executed: one model for every system's runs (none of it changes results, so none of it
-    is in the run's fingerprint). The command line builds it from its run options; Python users build it directly.
+    is in the run's fingerprint). The command line builds it from its run options; Python users build it directly;
+    an experiment spec's table is validated into it (:meth:`~groundstate.eval.settings.Settings.parse`).
 
     Attributes:
         out: the directory of run directories (``--runs-dir``; ``None``: the task's own place, ``runs/``, or
