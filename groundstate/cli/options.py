@@ -124,25 +124,11 @@ def add_verbose_options(parser: argparse.ArgumentParser) -> None:
 
 def add_lm_options(parser: argparse.ArgumentParser) -> None:
     """``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``, ``--lm-config``,
-    ``--lm-threads``, ``--lm-contexts``."""
-    parser.add_argument("--lm", default=None, metavar="SPEC",
-                        help="LM spec: 'embedded' (default, offline SmolLM2) or a LiteLLM model string "
-                             "such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>")
-    parser.add_argument("--api-base", default=None, help="server URL for --lm (vLLM, Ollama, any OpenAI-compatible)")
-    parser.add_argument("--temperature", type=temperature, default=None, help="sampling temperature for --lm")
-    parser.add_argument("--max-tokens", type=positive_int, default=None, help="output token limit per call for --lm")
-    parser.add_argument("--lm-timeout", type=positive, default=None, metavar="SECONDS",
-                        help="give up on an LM call after SECONDS (hosted LMs; default 120; the failed call is "
-                             "recorded as that record's error). The embedded LM is local and ignores it")
-    parser.add_argument("--lm-config", default=None, metavar="FILE",
-                        help="TOML file of LM settings: [default] and [roles.<pattern>] (one LM per agent role)")
-    parser.add_argument("--lm-threads", type=positive_int, default=None, metavar="N",
-                        help="embedded LM: CPU threads per llama.cpp context ('threads' in --lm-config; default "
-                             "1). Greedy outputs depend on it, so it is part of the run id")
-    parser.add_argument("--lm-contexts", type=positive_int, default=None, metavar="N",
-                        help="embedded LM: requests decoded at once, one llama.cpp context each ('contexts' in "
-                             "--lm-config; default: the idle cores divided by --lm-threads, bounded by memory). "
-                             "Outputs do not depend on it")
+    ``--lm-threads``, ``--lm-contexts``: the fields of :class:`~groundstate.eval.settings.LMSettings`."""
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.settings import LMSettings
+
+    add_settings(parser, LMSettings)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

@@ -73,15 +73,23 @@ class LMSettings(Settings):
     per role. None of them names a key: keys come only from the environment."""
 
     lm: str | None = Field(None, description="LM spec: 'embedded' (default, offline SmolLM2) or a LiteLLM model "
-                                             "string such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, "
-                                             "hosted_vllm/<model>")
+                           "string such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>",
+                           json_schema_extra={"metavar": "SPEC"})
     api_base: str | None = Field(None, description="server URL for --lm (vLLM, Ollama, any OpenAI-compatible)")
     temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature for --lm")
     max_tokens: int | None = Field(None, ge=1, description="output token limit per call for --lm")
-    lm_timeout: float | None = Field(None, gt=0, description="give up on an LM call after this many seconds")
-    lm_config: str | None = Field(None, description="TOML file of LM settings: [default] and [roles.<pattern>]")
-    lm_threads: int | None = Field(None, ge=1, description="embedded LM: CPU threads per llama.cpp context")
-    lm_contexts: int | None = Field(None, ge=1, description="embedded LM: requests decoded at once")
+    lm_timeout: float | None = Field(None, gt=0, description="give up on an LM call after SECONDS (hosted LMs; default "
+                                     "120; the failed call is recorded as that record's error). The embedded LM is "
+                                     "local and ignores it", json_schema_extra={"metavar": "SECONDS"})
+    lm_config: str | None = Field(None, description="TOML file of LM settings: [default] and [roles.<pattern>] (one "
+                                  "LM per agent role)", json_schema_extra={"metavar": "FILE"})
+    lm_threads: int | None = Field(None, ge=1, description="embedded LM: CPU threads per llama.cpp context ('threads' "
+                                   "in --lm-config; default 1). Greedy outputs depend on it, so it is part of the run "
+                                   "id", json_schema_extra={"metavar": "N"})
+    lm_contexts: int | None = Field(None, ge=1, description="embedded LM: requests decoded at once, one llama.cpp "
+                                    "context each ('contexts' in --lm-config; default: the idle cores divided by "
+                                    "--lm-threads, bounded by memory). Outputs do not depend on it",
+                                    json_schema_extra={"metavar": "N"})
 
     def config(self):
         """The :class:`~groundstate.lm.config.LMConfig` these options describe (``lm`` overrides the file's
