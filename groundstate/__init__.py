@@ -27,6 +27,10 @@ _EXPORTS: dict[str, str] = {
     "LMSetupError": "groundstate.errors",
     "ConfigError": "groundstate.errors",
     # running
+    "run_task": "groundstate.eval.assemble",
+    "RunSettings": "groundstate.eval.run_settings",
+    "LMSettings": "groundstate.eval.settings",
+    "RunContext": "groundstate.eval.task",
     "Runner": "groundstate.eval.runner",
     "load_run": "groundstate.eval.runs",
     "Run": "groundstate.eval.runs",
@@ -42,6 +46,10 @@ _EXPORTS: dict[str, str] = {
     "saveable": "groundstate.programs.common",
     "register": "groundstate.registry",
     "offquery_metric": "groundstate.eval.reground.metrics",
+    "evaluate": "groundstate.eval.reground.evaluate",
+    "Evaluation": "groundstate.eval.reground.evaluate",
+    "ReGroundSettings": "groundstate.eval.reground.settings",
+    "BaselineSettings": "groundstate.eval.reground.settings",
     "gepa_metric": "groundstate.eval.reground.metrics",
     # hidden-profile discussions
     "HiddenProfileTask": "groundstate.records",

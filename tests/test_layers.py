@@ -89,6 +89,32 @@ def test_no_private_name_is_imported_from_another_module():
     assert not offenders, "\n".join(offenders)
 
 
+def test_argparse_is_imported_only_by_the_cli():
+    """Settings are typed data (pydantic models); argparse, the command line's parser, never leaves cli/."""
+    users = sorted(module for module, path in MODULES.items() if _imports_module(path, "argparse"))
+    outside = [m for m in users if not m.startswith("groundstate.cli")]
+    assert not outside, outside
+    assert "groundstate.cli.options" in users  # the check sees the modules that do import it
+
+
+def _imports_module(path: Path, name: str) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == name for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == name:
+            return True
+    return False
+
+
+def test_the_task_registry_imports_every_system_task_module():
+    """The registry reaches its tasks by plain imports (no module names in strings), so following imports gets
+    there, and that adds no cycle (checked above)."""
+    imported = imports_of("groundstate.eval.tasks")
+    for module in ("groundstate.eval.reground.tasks", "groundstate.eval.qa"):
+        assert module in imported, module
+    assert "importlib" not in MODULES["groundstate.eval.tasks"].read_text()
+
+
 LIBRARIES = ("dspy", "litellm", "llama_cpp")
 PRIVATE_WITHOUT_UNDERSCORE = {"thread_local_overrides", "main_thread_config"}  # DSPy's settings internals
 COMPAT = "groundstate.compat"

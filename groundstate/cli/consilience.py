@@ -23,12 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from groundstate.cli.consilience_setup import (
     configuration_for,
     controller_named,
-    load_calibrator,
     load_tasks_file,
     task_map,
     tasks_and_team,
@@ -49,11 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_shares,
         add_support_options,
     )
-    from groundstate.programs.consilience.consilience import SET_SAMPLING
-    from groundstate.programs.consilience.control import CONTROLLERS, ROUTERS
-    from groundstate.programs.consilience.protocols import PROTOCOLS
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.consilience.settings import ConfigurationSettings, EvaluationSettings
+    from groundstate.programs.consilience.control import CONTROLLERS
     from groundstate.programs.consilience.state import FEATURE_GROUPS, FEATURE_SETS
-    from groundstate.records import ACTIONS
 
     group = sub.add_parser("consilience", help="Consilience: controlled hidden-profile discussions with conformal "
                                               "acceptance (explore, train, calibrate, evaluate, tables)")
@@ -65,14 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--controller", choices=CONTROLLERS, default="rules",
                            help="which controller proposes the next action (default rules)")
             p.add_argument("--mlp", default=None, metavar="DIR", help="a trained MLP controller (for --controller mlp)")
-        p.add_argument("--router", choices=ROUTERS, default="action-conditional",
-                       help="how the next speaker is chosen (default action-conditional)")
-        p.add_argument("--max-rounds", type=positive_int, default=10, help="round limit K (default 10)")
-        p.add_argument("--remove-action", nargs="*", default=[], choices=ACTIONS, metavar="ACTION",
-                       help="take actions out for the whole discussion (ablation)")
-        p.add_argument("--min-vote-round", type=positive_int, default=None,
-                       help="an extra lower bound on the round at which Vote is admissible (default: only the "
-                            "controller's own termination rule)")
+        add_settings(p, ConfigurationSettings, overrides={"remove_action": {"nargs": "*"}})
         add_agent_options(p)
         add_support_options(p)
 
@@ -124,21 +114,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def evaluation_options(p: argparse.ArgumentParser, baselines: bool = True) -> None:
         add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
-        p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS,
-                       help="the controllers to run (default rules)")
-        p.add_argument("--mlp", default=None, metavar="DIR", help="a trained MLP controller (for the controller mlp)")
-        p.add_argument("--calibrator", nargs="*", default=[], metavar="CONTROLLER=DIR",
-                       help="conformal acceptance per controller (controllers without one run uncertified)")
+        add_settings(p, EvaluationSettings, only=("controllers", "mlp", "calibrator"),
+                     overrides={"controllers": {"nargs": "*"}, "calibrator": {"nargs": "*"}})
         if baselines:
-            p.add_argument("--baselines", nargs="*", default=["hidden-pre", "hidden-post", "full-info"],
-                           choices=PROTOCOLS, help="reference protocols to run beside the controllers "
-                           "(default hidden-pre hidden-post full-info)")
-        p.add_argument("--rounds", type=positive_int, default=None,
-                       help="discussion rounds of the baselines (default: 3 for hidden-post, 15 for hiddenbench)")
-        p.add_argument("--set-sampling", choices=SET_SAMPLING, default="off",
-                       help="every-round: execute a uniform draw from the conformal set every round (the "
-                            "paper's ablation); on-reject: only to replace a rejected proposal")
-        p.add_argument("--sample-from-set", action="store_true", help="the same as --set-sampling every-round")
+            add_settings(p, EvaluationSettings, only=("baselines",), overrides={"baselines": {"nargs": "*"}})
+        add_settings(p, EvaluationSettings, only=("rounds", "set_sampling", "sample_from_set"))
         add_report_dir(p, "where to write the report (Markdown, JSON, PNG; default: <runs-dir>/consilience-<hash>)")
         config_options(p, controller=False)
         add_run_options(p)
@@ -291,55 +271,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _programs(args: argparse.Namespace, team: Any, baselines: list[str]) -> dict[str, Any]:
-    """``label -> (program, options)`` for the baselines and the controllers of an evaluation."""
-    from groundstate.errors import ConfigError
-    from groundstate.programs.consilience.protocols import HiddenProfileProtocol, discusses
-
-    calibrators = {}
-    for item in args.calibrator:
-        name, _, path = item.partition("=")
-        if not path:
-            raise ConfigError(f"--calibrator takes CONTROLLER=DIR, got '{item}'")
-        calibrators[name] = path
-    sampling = "every-round" if args.sample_from_set else args.set_sampling
-    programs: dict[str, Any] = {}
-    for protocol in baselines:
-        try:
-            program = HiddenProfileProtocol(protocol, args.rounds if discusses(protocol) else None, team=team,
-                                            seed=args.seed)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        programs[protocol] = (program, {"protocol": protocol, "rounds": program.rounds})
-    for name in args.controllers:
-        controller = controller_named(name, args.mlp, args)
-        config = configuration_for(args, name, controller)
-        calibrator = load_calibrator(calibrators[name], config) if name in calibrators else None
-        label = name + ("" if calibrator is not None else " (uncertified)") + (
-            f" [sampled {sampling}]" if sampling != "off" else "")
-        program = config.program(team, controller, calibrator=calibrator, seed=args.seed, set_sampling=sampling)
-        programs[label] = (program, {"configuration": config.to_dict(), "calibrator": calibrators.get(name),
-                                     "set_sampling": sampling})
-    return programs
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import run_settings
+    from groundstate.cli.options import agent_settings, context_for, run_settings
     from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_comparison
     from groundstate.eval.consilience.evaluate import evaluate_programs
+    from groundstate.eval.consilience.settings import EvaluationSettings
     from groundstate.eval.report import comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
     from groundstate.eval.stats import format_ci
 
-    tasks, data, team, agents, lm = tasks_and_team(args, args.data)
-    programs = _programs(args, team, args.baselines)
-    summaries, pooled, _ = evaluate_programs(programs, tasks, data, agents, lm, args.seed, run_settings(args))
-    rows = comparison_rows(summaries, metrics=("task_accuracy", "vote_accuracy", "rounds"))
+    settings = agent_settings(EvaluationSettings, args)
+    evaluation = evaluate_programs(settings, run_settings(args), context_for(args))
+    data, agents = evaluation.setup.data, evaluation.setup.agents
+    rows = comparison_rows(evaluation.summaries, metrics=("task_accuracy", "vote_accuracy", "rounds"))
     for row in rows:
-        row["vote_accuracy_pooled"] = pooled[row["name"]]
-    title = f"Consilience on {data['file']} ({agents['kind']} agents, router {args.router})"
-    report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-{fingerprint(list(programs), 10)}")
+        row["vote_accuracy_pooled"] = evaluation.pooled[row["name"]]
+    title = f"Consilience on {data['file']} ({agents['kind']} agents, router {settings.router})"
+    report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-{fingerprint(evaluation.labels, 10)}")
     paths = write_report(rows, report_dir, config={"tasks": data, "agents": agents}, title=title,
                          metrics=("task_accuracy", "vote_accuracy", "rounds"), stem="consilience",
                          chart_metrics=("task_accuracy", "vote_accuracy"))
@@ -347,29 +296,32 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for row in rows:
         print(f"{row['name']}: vote accuracy pooled over all votes {format_ci(row['vote_accuracy_pooled'])}")
     print("wrote " + ", ".join(paths.values()))
-    (report_dir / "pooled_vote_accuracy.json").write_text(json.dumps(pooled, indent=2) + "\n")
-    return report_failed_runs(summaries)
+    (report_dir / "pooled_vote_accuracy.json").write_text(json.dumps(evaluation.pooled, indent=2) + "\n")
+    return report_failed_runs(evaluation.summaries)
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import run_settings
+    from groundstate.cli.options import agent_settings, context_for, run_settings
     from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_table
     from groundstate.eval.consilience.evaluate import evaluate_programs
+    from groundstate.eval.consilience.settings import EvaluationSettings
     from groundstate.eval.consilience.tables import HEADER, rows_from_runs, table_cells, write_table
     from groundstate.eval.runner import fingerprint
 
-    tasks, data, team, agents, lm = tasks_and_team(args, args.data)
     baselines = ["hiddenbench", "hiddenbench-full"] if args.preset == "hiddenbench" else \
         ["hidden-pre", "hidden-post", "full-info"]
-    programs = _programs(args, team, baselines)
-    summaries, _, rows_by = evaluate_programs(programs, tasks, data, agents, lm, args.seed, run_settings(args))
-    table = rows_from_runs(rows_by, {label: getattr(program, "rounds", 0) for label, (program, _) in programs.items()})
-    title = (f"{data['file']}: task accuracy / vote accuracy ({agents['kind']} agents, "
-             f"{'HiddenBench' if args.preset == 'hiddenbench' else 'groundstate'} protocols, {len(tasks)} tasks)")
-    report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-table-{fingerprint(list(programs), 10)}")
-    paths = write_table(table, report_dir, title, config={"tasks": data, "agents": agents, "preset": args.preset,
-                                                         "programs": {k: v[1] for k, v in programs.items()}},
+    settings = agent_settings(EvaluationSettings, args, baselines=baselines)
+    evaluation = evaluate_programs(settings, run_settings(args), context_for(args))
+    setup = evaluation.setup
+    table = rows_from_runs(evaluation.rows, evaluation.rounds)
+    title = (f"{setup.data['file']}: task accuracy / vote accuracy ({setup.agents['kind']} agents, "
+             f"{'HiddenBench' if args.preset == 'hiddenbench' else 'groundstate'} protocols, {len(setup.tasks)} "
+             "tasks)")
+    report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-table-"
+                      f"{fingerprint(evaluation.labels, 10)}")
+    paths = write_table(table, report_dir, title, config={"tasks": setup.data, "agents": setup.agents,
+                                                         "preset": args.preset, "programs": evaluation.options},
                         png=not args.no_png)
     print_table(table_cells(table), columns=HEADER, headers=HEADER, title=title)
     print("wrote " + ", ".join(paths.values()))
@@ -377,4 +329,4 @@ def cmd_table(args: argparse.Namespace) -> int:
     if uncertified:
         print("note: " + ", ".join(uncertified) + " ran without a calibrator (no conformal acceptance); pass "
               "--calibrator NAME=DIR for the certified configuration")
-    return report_failed_runs(summaries)
+    return report_failed_runs(evaluation.summaries)

@@ -1,5 +1,6 @@
 """What every ``groundstate consilience`` command needs: tasks with their team, controllers by name,
-configurations and the calibrators fitted for them, and writing a result as JSON."""
+configurations and the calibrators fitted for them (from :mod:`groundstate.eval.consilience.tasks`, with the
+settings of the options), and writing a result as JSON."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ def load_tasks_file(path: str):
 
 
 def tasks_and_team(args: argparse.Namespace, path: str):
-    """``(tasks, team, agents description, LM description)`` for the tasks in ``path``."""
-    from groundstate.cli.options import prepare_team
+    """``(tasks, data description, team, agents description, LM description)`` for the tasks in ``path``
+    (:func:`groundstate.eval.consilience.tasks.prepare_team` with the options' agent settings)."""
+    from groundstate.cli.options import agent_settings, context_for
+    from groundstate.eval.consilience.settings import AgentSettings
+    from groundstate.eval.consilience.tasks import prepare_team
 
     tasks, data = load_tasks_file(path)
-    tasks, team, agents, lm = prepare_team(args, tasks, path)
+    settings = agent_settings(AgentSettings, args)
+    tasks, team, agents, lm = prepare_team(settings, tasks, path, context_for(args), seed=getattr(args, "seed", 0))
     return tasks, data, team, agents, lm
 
 
@@ -42,30 +47,24 @@ def write_json_out(path: str | None, value: Any) -> None:
 
 
 def configuration_for(args: argparse.Namespace, name: str, controller: Any):
-    from groundstate.optimizers.consilience import Configuration
+    """The configuration of controller ``name`` the options describe."""
+    from groundstate.cli.settings import settings_from
+    from groundstate.eval.consilience.settings import ConfigurationSettings
 
-    return Configuration.of(name, controller, router=args.router, max_rounds=args.max_rounds, agents=args.agents,
-                            removed_actions=tuple(args.remove_action), min_vote_round=args.min_vote_round)
+    return settings_from(ConfigurationSettings, args).configuration(name, controller, args.agents)
 
 
 def controller_named(name: str, mlp_dir: str | None, args: argparse.Namespace | None = None):
-    from groundstate.optimizers.consilience import load_controller
-    from groundstate.programs.consilience.control import build_controller
+    """The controller ``name``; an LLM controller with simulated agents gets the options' LMs configured first."""
+    from groundstate.cli.options import configure_lms
+    from groundstate.eval.consilience.tasks import controller_named as named
 
     if name.startswith("llm") and args is not None and getattr(args, "agents", None) == "sim":
-        from groundstate.cli.options import configure_lms
-
         configure_lms(args)  # the LLM controller needs an LM even when the agents are simulated
-    model, features = None, None
-    if name == "mlp" and mlp_dir:
-        model, features = load_controller(mlp_dir)
-    return build_controller(name, model, features)
+    return named(name, mlp_dir)
 
 
 def load_calibrator(path: str, config) -> Any:
-    from groundstate.optimizers.artifacts import load_params
-    from groundstate.optimizers.consilience import check_config
+    from groundstate.eval.consilience.tasks import load_calibrator as load
 
-    calibrator = load_params(path)
-    check_config(calibrator, config)
-    return calibrator
+    return load(path, config)

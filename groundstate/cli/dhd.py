@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from groundstate.cli.numbers import count, level, positive_int, seed, temperature
+from groundstate.cli.numbers import level, positive_int, seed
+from groundstate.cli.output import print_summary
 
-SAMPLE_HELP = ("the integrator's (and independent solver's) sampling temperature (default 0, as the authors run it); "
-               "every replay is a separate call with its own rollout id at any temperature, so at 0 repeats differ "
-               "only by the model's own variation. --sample-temperature is the earlier name of this option")
-EVALUATOR_MODES = ("judge", "rules")
-
+#: Option strings of settings fields that are not ``--field-name``.
+FLAGS = {"integrator_temperature": ("--integrator-temperature", "--sample-temperature")}
+#: The integrator's and the evaluator's options, added once by :func:`_add_sampling`.
+SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "vary_seed")
 
 def _cache_default_out(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(runs_dir=None)
@@ -40,7 +39,8 @@ def _cache_default_out(parser: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from groundstate.cli.options import add_call_threads, add_data_option, add_run_options
-    from groundstate.eval.benchmarks.problems import FORMATS
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.dhd.settings import GenerateSettings, MaskSettings, ReplaySettings
 
     dhd = sub.add_parser("dhd", help="Diverse Hypothesis Deliberation: generate messages, replay, analyze",
                          description="Diverse Hypothesis Deliberation: cache K role-based messages per problem, "
@@ -55,15 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "(concurrently, without peers or the answer), and each proposal is evaluated. Messages "
                            "are generated once and reused by every replay.")
     add_data_option(p, "SciBench JSON, JEEBench JSON or JSONL problems", old=("--problems",))
-    p.add_argument("--format", choices=(*FORMATS, "auto"), default="auto", help="problem file format (default auto)")
-    p.add_argument("--k", type=positive_int, default=5, help="roles and messages per problem (default 5)")
-    p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
-    p.add_argument("--skip-invalid", action="store_true", help="report bad problem records and use the rest")
-    p.add_argument("--recruiter-temperature", type=temperature, default=0.0, metavar="T",
-                   help="the recruiter's sampling temperature (default 0, as the authors run it)")
-    p.add_argument("--hypothesizer-temperature", type=temperature, default=0.7, metavar="T",
-                   help="the hypothesizers' sampling temperature (default 0.7, as the authors run it)")
-    _add_evaluator(p)
+    add_settings(p, GenerateSettings, flags=FLAGS)
     add_call_threads(p, "problem")
     add_run_options(p)
     _cache_default_out(p)
@@ -74,13 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "vs the pool without each message; single: each message alone vs independent solving. "
                            "Pools are nested (the first K usable messages). Rerunning skips finished blocks; more "
                            "--repeats later runs only the new blocks.")
-    p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
-    p.add_argument("--mode", choices=("loo", "single"), required=True, help="replay mechanism")
-    p.add_argument("--repeats", type=positive_int, default=1, metavar="B",
-                   help="replay blocks per problem and K (default 1)")
-    p.add_argument("--k", type=positive_int, nargs="+", default=None, metavar="K",
-                   help="pool sizes (default from the cache's k: 1..k for loo, k for single; 5 if the cache "
-                        "does not record k)")
+    add_settings(p, ReplaySettings, skip=SAMPLING, flags=FLAGS)
     _add_sampling(p)
     add_run_options(p)
     _cache_default_out(p)
@@ -122,21 +108,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "its reasoning filled (the message keeps its slot). Prints integrator success per "
                            "category and variant in the layout of the paper's Table 23. Needs `dhd replay --mode loo "
                            "--repeats 5` and `dhd analyze` first.")
-    p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("--per-category", type=count, nargs="+", default=None, metavar="N",
-                      help="messages per category: one number for all, or five for W+ C+ W- C- indeterminate "
-                           "(default 10 3 3 2 4, the paper's sample)")
-    size.add_argument("--sample", type=positive_int, default=None, metavar="N",
-                      help="N messages in all, spread round-robin over the five categories")
-    p.add_argument("--repeats", type=positive_int, default=5, metavar="R", help="repetitions per message (default 5)")
-    p.add_argument("--labels", default=None, metavar="FILE",
-                   help="labels.jsonl written by `dhd analyze` from repeated LOO replay (default "
-                        "<cache>/analysis/labels.jsonl)")
-    p.add_argument("--k", type=positive_int, default=None, help="pool size (default: the pool size of the labels)")
-    p.add_argument("--same-problem", action="store_true",
-                   help="allow several sampled messages from one problem (default: at most one per problem, as in "
-                        "the authors' control manifest)")
+    add_settings(p, MaskSettings, only=("cache",))
+    add_settings(p, MaskSettings, only=("per_category", "sample"), group=p.add_mutually_exclusive_group())
+    add_settings(p, MaskSettings, skip=(*SAMPLING, "seed"), flags=FLAGS)
     _add_sampling(p)
     add_run_options(p)
     _cache_default_out(p)
@@ -170,29 +144,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
     from groundstate.cli.options import add_call_threads
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.dhd.settings import SamplingSettings
 
-    p.add_argument("--integrator-temperature", "--sample-temperature", dest="integrator_temperature",
-                   type=temperature, default=0.0, metavar="T", help=SAMPLE_HELP)
-    p.add_argument("--vary-seed", choices=("auto", "on", "off"), default="auto",
-                   help="derive the sampling seed from the rollout id (auto: on for the embedded LM, whose sampler "
-                        "would otherwise repeat itself at a temperature above 0)")
-    _add_evaluator(p)
+    add_settings(p, SamplingSettings, flags=FLAGS)
     add_call_threads(p, "work item")
-
-
-def _add_evaluator(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--evaluator", choices=EVALUATOR_MODES, default=None,
-                   help="how answers are graded: judge (an LM judge sees the problem, the gold answer and the whole "
-                        "response, as in the paper; a proposal is judged from its proposed answer alone) or rules "
-                        "(tolerance, option sets, exact match; no LM). In both an answer with no usable value, or "
-                        "hedging between several values, is wrong. Default: judge when a judge LM is given "
-                        "(--judge-lm or the --lm-config role 'judge'), else rules")
-    p.add_argument("--no-judge", action="store_true", help="the same as --evaluator rules (the earlier spelling)")
-    p.add_argument("--judge-lm", default=None, metavar="SPEC",
-                   help="LM spec of the judge, like --lm (for more settings use the --lm-config role 'judge'); "
-                        "makes judge the default evaluator")
-    p.add_argument("--judge-temperature", type=temperature, default=0.0, metavar="T",
-                   help="the judge's sampling temperature (default 0, as the authors run it)")
 
 
 def _add_analysis_options(p: argparse.ArgumentParser) -> None:
@@ -207,126 +163,54 @@ def _add_analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of the resampling (default 0)")
 
 
-# -- shared --------------------------------------------------------------------------------------------------------
-def _options(args: argparse.Namespace, lm: Any, extra: dict[str, Any] | None = None):
-    from groundstate.cli.options import backend_settings
-    from groundstate.eval.dhd.run import RunOptions
-    from groundstate.eval.runner import parse_shard
-    from groundstate.lm.specs import describe_lm
-
-    return RunOptions(out=args.runs_dir, threads=args.threads, workers=args.call_threads, limit=args.limit,
-                      shard=parse_shard(args.shard), max_error_rate=args.max_error_rate,
-                      progress=not args.no_progress, lm=describe_lm(lm), extra=extra,
-                      backend=backend_settings(args))
-
-
-def _programs(args: argparse.Namespace, lm: Any, lm_config: Any, temperature: float | None = None, k: int = 5):
-    """The DHD program and evaluator the options describe (``temperature``, if given, is the integrator's)."""
-    import warnings
-
-    from groundstate.errors import ConfigError
-    from groundstate.lm.specs import is_embedded
-    from groundstate.programs.dhd import deliberation
-    from groundstate.programs.dhd.evaluator import AnswerEvaluator
-
-    if args.no_judge and args.evaluator == "judge":
-        raise ConfigError("--no-judge and --evaluator judge contradict each other; give one")
-    choice = getattr(args, "vary_seed", "auto")
-    vary_seed = is_embedded(lm) if choice == "auto" else choice == "on"
-    if temperature is None:
-        temperature = getattr(args, "integrator_temperature", deliberation.DEFAULT_INTEGRATOR_TEMPERATURE)
-    program = deliberation.DiverseHypothesisDeliberation(
-        k=k, vary_seed=vary_seed, max_workers=args.call_threads, integrator_temperature=temperature,
-        recruiter_temperature=getattr(args, "recruiter_temperature", deliberation.DEFAULT_RECRUITER_TEMPERATURE),
-        hypothesizer_temperature=getattr(args, "hypothesizer_temperature",
-                                         deliberation.DEFAULT_HYPOTHESIZER_TEMPERATURE))
-    evaluator = AnswerEvaluator(mode="rules" if args.no_judge else args.evaluator, temperature=args.judge_temperature)
-    if args.judge_lm:
-        lm_config.roles = {"judge": {"model": args.judge_lm}, **lm_config.roles}
-    lm_config.apply(program)
-    lm_config.apply(evaluator)
-    # DSPy warns that a rollout id "has no effect" at temperature 0; here it does (it keeps repeats separate calls)
-    warnings.filterwarnings("ignore", message="rollout_id has no effect when temperature=0")
-    return program, evaluator, vary_seed
-
-
-def _finish(result: Any) -> None:
-    from groundstate.cli.output import print_summary
-
-    print_summary(result)
-
-
-def _run(fn, *args: Any, **kwargs: Any):
-    """Call a DHD step; a run stopped by --max-error-rate prints its summary and returns ``None``."""
+# -- the durable steps --------------------------------------------------------------------------------------------
+def _step(args: argparse.Namespace, name: str):
+    """Run the DHD step ``name`` (a registered task) with the options' settings and print its summary; return
+    ``(result, outcome)``: ``(None, None)`` for a run stopped by --max-error-rate (its summary printed), ``(None,
+    counts)`` for a generate with nothing left to do."""
+    from groundstate.cli.options import context_for, run_settings
+    from groundstate.cli.settings import settings_from
+    from groundstate.eval.assemble import assemble
     from groundstate.eval.runner import RunAborted
+    from groundstate.eval.task import execute
 
+    run = run_settings(args)
+    context = context_for(args)
+    task, settings, planned = assemble(name, settings_from(_model(name), args, flags=FLAGS), context, run=run)
     try:
-        return fn(*args, **kwargs)
+        result = execute(planned, run, context)
     except RunAborted as exc:
-        _finish(exc.result)
+        print_summary(exc.result)
         print(f"groundstate: {exc}", file=sys.stderr)
-        return None
-
-
-# -- commands ------------------------------------------------------------------------------------------------------
-def cmd_generate(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import configure_lms
-    from groundstate.errors import ConfigError
-    from groundstate.eval.benchmarks.problems import load_problems
-    from groundstate.eval.dhd.cache import MessageCache
-    from groundstate.eval.dhd.run import generate
-
-    if args.k < 1:
-        raise ConfigError("--k must be at least 1")
-    skipped: list[str] = []
-    problems = load_problems(args.data, args.format, skip_invalid=args.skip_invalid, problems=skipped)
-    for line in skipped:
-        print(f"skipped: {line}", file=sys.stderr)
-    if not problems:
-        raise ConfigError(f"no usable problems in {args.data}")
-    lm, lm_config = configure_lms(args)
-    program, evaluator, _ = _programs(args, lm, lm_config, k=args.k)
-    cache = MessageCache(args.cache)
-    out = _run(generate, cache, problems, program=program, evaluator=evaluator, k=args.k, options=_options(args, lm),
-               source=args.data)
-    if out is None:
-        return 1
-    result, counts = out
+        return None, None
     if result is not None:
-        _finish(result)
+        print_summary(result)
+    return result, (result.outcome if result is not None else planned.outcome)
+
+
+def _model(name: str):
+    from groundstate.eval.tasks import get_task
+
+    return get_task(name).settings
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from groundstate.eval.dhd.cache import MessageCache
+
+    _, counts = _step(args, "dhd-generate")
+    if counts is None:
+        return 1
     print(f"{counts['problems']} problems: {counts['cached_before']} already cached, {counts['generated']} generated"
           + (f", {counts['failed']} failed (rerun to retry)" if counts["failed"] else "")
           + (f"; {counts['failed_messages']} hypothesizer failure(s) stored and left out of pools"
-             if counts["failed_messages"] else "") + f"; cache {cache.dir}")
+             if counts["failed_messages"] else "") + f"; cache {MessageCache(args.cache).dir}")
     return 0
 
 
-def _cache_k(cache) -> int:
-    """The cache's pool size: its recorded ``k``, else its largest pool, else 5."""
-    k = cache.meta().get("k")
-    if isinstance(k, int) and not isinstance(k, bool) and k > 0:
-        return k
-    sizes = [len(entry.pool()) for entry in cache.entries().values()]
-    return max(sizes) if sizes and max(sizes) > 0 else 5
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import configure_lms
-    from groundstate.eval.dhd.cache import MessageCache
-    from groundstate.eval.dhd.run import replay
-
-    cache = MessageCache(args.cache)
-    cache.require()
-    k = _cache_k(cache)
-    ks = args.k or (list(range(1, k + 1)) if args.mode == "loo" else [k])
-    lm, lm_config = configure_lms(args)
-    program, evaluator, vary_seed = _programs(args, lm, lm_config)
-    out = _run(replay, cache, args.mode, ks, args.repeats, program=program, evaluator=evaluator,
-               options=_options(args, lm), temperature=args.integrator_temperature, vary_seed=vary_seed)
-    if out is None:
+    result, short = _step(args, "dhd-replay")
+    if result is None:
         return 1
-    result, short = out
-    _finish(result)
     for k, n in short.items():
         if n:
             print(f"K={k}: {n} problem(s) left out (fewer than {k} usable messages)")
@@ -365,27 +249,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_mask(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import configure_lms
     from groundstate.cli.tables import print_table
-    from groundstate.eval.dhd.cache import MessageCache
-    from groundstate.eval.dhd.mask_sample import SAMPLE_FILE, default_labels_path, load_repeated_labels, resolve_quotas
+    from groundstate.eval.dhd.mask_sample import SAMPLE_FILE
     from groundstate.eval.dhd.masking import CATEGORY_TITLES, failures_note, mask_cells
-    from groundstate.eval.dhd.run import mask
 
-    cache = MessageCache(args.cache)
-    cache.require()
-    resolve_quotas(args.per_category, args.sample, {})  # bad sizes stop here, before anything is loaded
-    # the labels are checked before any LM is set up: without repeated-replay labels nothing starts
-    labels = load_repeated_labels(args.labels or default_labels_path(cache.dir), k=args.k, cache_dir=cache.dir)
-    lm, lm_config = configure_lms(args)
-    program, evaluator, vary_seed = _programs(args, lm, lm_config, temperature=args.integrator_temperature)
-    out = _run(mask, cache, args.repeats, per_category=args.per_category, sample_size=args.sample, labels=labels,
-               seed=args.seed, one_per_problem=not args.same_problem, program=program, evaluator=evaluator,
-               options=_options(args, lm), temperature=args.integrator_temperature, vary_seed=vary_seed)
-    if out is None:
+    result, outcome = _step(args, "dhd-mask")
+    if result is None:
         return 1
-    result, table, sample = out
-    _finish(result)
+    table, sample, labels = outcome
     drawn = ", ".join(f"{CATEGORY_TITLES[c]} {n}" for c, n in sample["drawn"].items() if n)
     print(f"sample: {len(sample['pairs'])} messages ({drawn}) from {labels.path} (LOO, K={labels.K}, up to "
           f"{labels.n_blocks} blocks), fixed in {result.run_dir / SAMPLE_FILE}")

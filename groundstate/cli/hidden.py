@@ -26,7 +26,6 @@ from groundstate.cli.options import (
     add_lm_options,
     add_run_options,
     add_support_options,
-    prepare_team,
 )
 from groundstate.cli.output import print_summary
 from groundstate.errors import one_line
@@ -158,7 +157,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # -- hidden run --------------------------------------------------------------------------------------------
 def register_run(hidden_sub: argparse._SubParsersAction) -> None:
     """Add ``run`` to the ``hidden`` command group."""
-    from groundstate.programs.consilience.protocols import PROTOCOLS
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.consilience.settings import ProtocolSettings
 
     p = hidden_sub.add_parser(
         "run", help="run a discussion protocol (hidden-pre, hidden-post, full-info, or HiddenBench's) over tasks",
@@ -169,9 +169,7 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
                     "which each agent sees the others' latest messages, a first-vote tie rule); `hiddenbench` "
                     "also reports its initial votes, which are Hidden-Pre.")
     add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)", old=("--tasks",))
-    p.add_argument("--protocol", choices=PROTOCOLS, default="hidden-post", help="the protocol (default hidden-post)")
-    p.add_argument("--rounds", type=positive_int, default=None,
-                   help="discussion rounds (default: 3 for hidden-post, 15 for hiddenbench)")
+    add_settings(p, ProtocolSettings, only=("protocol", "rounds"))
     add_agent_options(p)
     add_support_options(p)
     add_run_options(p)
@@ -179,25 +177,24 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_hidden_run(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import run_settings
-    from groundstate.eval.consilience.data import load_tasks
+    from groundstate.cli.options import agent_settings, context_for, run_settings
     from groundstate.eval.consilience.evaluate import run_protocol
     from groundstate.eval.consilience.metrics import pooled_vote_accuracy
+    from groundstate.eval.consilience.settings import ProtocolSettings
     from groundstate.eval.runner import RunAborted
     from groundstate.eval.stats import format_ci
 
-    settings = run_settings(args)
-    tasks, data = load_tasks(args.data, args.allow_empty)
-    tasks, team, agents, lm = prepare_team(args, tasks, args.data)
+    settings = agent_settings(ProtocolSettings, args)
+    run = run_settings(args)
     try:
-        result = run_protocol(args.protocol, args.rounds, tasks, data, team, agents, lm, args.seed, settings)
+        result = run_protocol(settings, run, context_for(args))
     except RunAborted as exc:
         print_summary(exc.result)
         print(f"groundstate: {exc}", file=sys.stderr)
         return 1
     print_summary(result)
     print(f"vote accuracy pooled over all votes (§4.2): {format_ci(pooled_vote_accuracy(result.rows))}")
-    if args.protocol == "hiddenbench":
+    if settings.protocol == "hiddenbench":
         from groundstate.eval.stats import wilson_ci
 
         initial = [v for r in result.rows if (v := (r.get("scores") or {}).get("initial_task_accuracy")) is not None]

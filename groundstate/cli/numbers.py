@@ -43,16 +43,3 @@ temperature = bounded(float, 0.0, 2.0, "a temperature from 0 to 2")
 level = bounded(float, 0.0, 1.0, "a level strictly between 0 and 1", open_low=True, open_high=True)
 nonnegative = bounded(float, 0.0, None, "a number of at least 0")
 positive = bounded(float, 0.0, None, "a number above 0", open_low=True)
-
-#: The ranges of the numbers the OffQuery tasks' options take (the tasks add those options in
-#: :mod:`groundstate.eval.reground.tasks`, below this floor; :func:`bound_options` gives them these types).
-TASK_NUMBERS: dict[str, Callable[[str], Any]] = {"n": positive_int, "synthetic_seed": seed,
-                                                 "max_candidates": positive_int, "rounds": positive_int}
-
-
-def bound_options(parser: argparse.ArgumentParser, types: dict[str, Callable[[str], Any]] = TASK_NUMBERS) -> None:
-    """Give each option of ``parser`` whose destination is in ``types`` that range-checked type (for options added
-    by code outside ``cli/``, which does not import this floor)."""
-    for action in parser._actions:
-        if action.dest in types and action.type in (int, float):
-            action.type = types[action.dest]

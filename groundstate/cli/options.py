@@ -22,7 +22,7 @@ aliases for one release: they still work and print a note naming the new spellin
 A command group's module adds its own options and calls these for the shared ones, so every command spells
 and documents them the same way; :func:`lm_config_from_args` and :func:`configure_lms` turn the LM options into
 the :class:`~groundstate.lm.config.LMConfig` and the configured default LM, and :func:`run_settings` turns the
-run options into :class:`~groundstate.eval.runner.RunSettings`.
+run options into :class:`~groundstate.eval.run_settings.RunSettings`.
 """
 
 from __future__ import annotations
@@ -124,25 +124,11 @@ def add_verbose_options(parser: argparse.ArgumentParser) -> None:
 
 def add_lm_options(parser: argparse.ArgumentParser) -> None:
     """``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``, ``--lm-config``,
-    ``--lm-threads``, ``--lm-contexts``."""
-    parser.add_argument("--lm", default=None, metavar="SPEC",
-                        help="LM spec: 'embedded' (default, offline SmolLM2) or a LiteLLM model string "
-                             "such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>")
-    parser.add_argument("--api-base", default=None, help="server URL for --lm (vLLM, Ollama, any OpenAI-compatible)")
-    parser.add_argument("--temperature", type=temperature, default=None, help="sampling temperature for --lm")
-    parser.add_argument("--max-tokens", type=positive_int, default=None, help="output token limit per call for --lm")
-    parser.add_argument("--lm-timeout", type=positive, default=None, metavar="SECONDS",
-                        help="give up on an LM call after SECONDS (hosted LMs; default 120; the failed call is "
-                             "recorded as that record's error). The embedded LM is local and ignores it")
-    parser.add_argument("--lm-config", default=None, metavar="FILE",
-                        help="TOML file of LM settings: [default] and [roles.<pattern>] (one LM per agent role)")
-    parser.add_argument("--lm-threads", type=positive_int, default=None, metavar="N",
-                        help="embedded LM: CPU threads per llama.cpp context ('threads' in --lm-config; default "
-                             "1). Greedy outputs depend on it, so it is part of the run id")
-    parser.add_argument("--lm-contexts", type=positive_int, default=None, metavar="N",
-                        help="embedded LM: requests decoded at once, one llama.cpp context each ('contexts' in "
-                             "--lm-config; default: the idle cores divided by --lm-threads, bounded by memory). "
-                             "Outputs do not depend on it")
+    ``--lm-threads``, ``--lm-contexts``: the fields of :class:`~groundstate.eval.settings.LMSettings`."""
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.settings import LMSettings
+
+    add_settings(parser, LMSettings)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -245,17 +231,17 @@ def add_allow_empty(parser: argparse.ArgumentParser) -> None:
                         help="accept an input file with no records (by default that is an error, exit 2)")
 
 
+def lm_settings(args: argparse.Namespace):
+    """The :class:`~groundstate.eval.settings.LMSettings` of the LM options (those the command has)."""
+    from groundstate.cli.settings import settings_from
+    from groundstate.eval.settings import LMSettings
+
+    return settings_from(LMSettings, args)
+
+
 def lm_config_from_args(args: argparse.Namespace):
     """The :class:`~groundstate.lm.config.LMConfig` the options describe (``--lm`` overrides the file's default)."""
-    from groundstate.lm.config import LMConfig
-
-    return LMConfig.from_options(lm_config=getattr(args, "lm_config", None), lm=getattr(args, "lm", None),
-                                 api_base=getattr(args, "api_base", None),
-                                 temperature=getattr(args, "temperature", None),
-                                 max_tokens=getattr(args, "max_tokens", None),
-                                 timeout=getattr(args, "lm_timeout", None),
-                                 threads=getattr(args, "lm_threads", None),
-                                 contexts=getattr(args, "lm_contexts", None))
+    return lm_settings(args).config()
 
 
 def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -270,20 +256,34 @@ def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
     return lm, config
 
 
+def note(text: str) -> None:
+    """A task's note to the user, on stderr."""
+    print(text, file=sys.stderr)
+
+
+def context_for(args: argparse.Namespace):
+    """The :class:`~groundstate.eval.task.RunContext` of a command: its LM options, the LMs built by
+    :func:`configure_lms` when a task first needs them, and notes printed on stderr."""
+    from groundstate.eval.task import RunContext
+
+    return RunContext(lms=lm_settings(args), make_lms=lambda: configure_lms(args), note=note)
+
+
 def run_settings(args: argparse.Namespace, out: Any = None):
-    """The :class:`~groundstate.eval.runner.RunSettings` of the run options (``out`` overrides ``--runs-dir``)."""
-    from groundstate.eval.runner import DEFAULT_MAX_ERROR_RATE, RunSettings, parse_shard
+    """The :class:`~groundstate.eval.run_settings.RunSettings` of the run options (``out`` overrides
+    ``--runs-dir``)."""
+    from groundstate.eval.run_settings import DEFAULT_MAX_ERROR_RATE, RunSettings
 
     return RunSettings(out=out if out is not None else getattr(args, "runs_dir", "runs"),
-                       threads=getattr(args, "threads", 1), limit=getattr(args, "limit", None),
-                       shard=parse_shard(getattr(args, "shard", None)),
+                       threads=getattr(args, "threads", 1), call_threads=getattr(args, "call_threads", CALL_THREADS),
+                       limit=getattr(args, "limit", None), shard=getattr(args, "shard", None),
                        max_error_rate=getattr(args, "max_error_rate", DEFAULT_MAX_ERROR_RATE),
                        progress=not getattr(args, "no_progress", True),
                        **backend_settings(args))
 
 
 def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The :class:`~groundstate.eval.runner.RunSettings` fields of ``--backend``, ``--ray-address``,
+    """The :class:`~groundstate.eval.run_settings.RunSettings` fields of ``--backend``, ``--ray-address``,
     ``--ray-workers`` and ``--max-inflight`` (with the key-free LM specs Ray workers build their LMs from)."""
     backend = getattr(args, "backend", "threads") or "threads"
     lm_spec = lm_config_from_args(args).worker_spec() if backend == "ray" else None  # no keys: workers use theirs
@@ -295,7 +295,7 @@ def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
 def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "task"):
     """The ``map_fn(fn, items)`` of the backend options (:func:`groundstate.eval.task_map.backend_map`);
     ``needs_lm=False`` (simulated agents) ships no LM specs, so Ray workers build no LM."""
-    from groundstate.eval.runner import RunSettings
+    from groundstate.eval.run_settings import RunSettings
     from groundstate.eval.task_map import backend_map as make
 
     fields = backend_settings(args)
@@ -303,9 +303,6 @@ def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "ta
         fields["lm_spec"] = None
     settings = RunSettings(out=None, threads=getattr(args, "threads", 1), **fields)
     return make(settings.backend, settings.threads, settings.ray_options(), what)
-
-
-AGENT_KINDS = ("lm", "sim")
 
 
 class _GivenAgents(argparse.Action):
@@ -319,9 +316,10 @@ class _GivenAgents(argparse.Action):
 def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
     """``--agents lm|sim``, ``--sim-preset`` and the simulated agents' parameters (hidden-profile and Consilience
     commands; ``sim`` by default everywhere, so a forgotten option never starts a long LM run, and a note on stderr
-    says so). Every ``--sim-*`` parameter defaults to ``None``, meaning the preset's value, so an explicit one
-    overrides the preset (:func:`sim_params`)."""
-    from groundstate.programs.consilience.simulated import SIM_PRESETS
+    says so), from :class:`~groundstate.eval.consilience.settings.AgentSettings`. Every ``--sim-*`` parameter
+    defaults to ``None``, meaning the preset's value, so an explicit one overrides the preset (:func:`sim_params`)."""
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.consilience.settings import SIM_FIELDS, AgentSettings
 
     at_least_one = bounded(int, 1, None, "a whole number of at least 1 or 'all'")
 
@@ -330,100 +328,38 @@ def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
 
     attention.bounds = (1, None)  # a range-checked number (or 'all'): see tests/cli/test_grammar.py
 
-    ideal, limited = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
-    p.add_argument("--agents", choices=AGENT_KINDS, default=default, action=_GivenAgents,
-                   help="'lm' (agent i uses role agent.i of --lm-config) or 'sim' (seeded simulated agents, "
-                        f"offline and fast); default {default}")
+    add_settings(p, AgentSettings, only=("agents",), overrides={"agents": {
+        "action": _GivenAgents, "default": default, "help": "'lm' (agent i uses role agent.i of --lm-config) or 'sim' "
+        f"(seeded simulated agents, offline and fast); default {default}"}})
     sim = p.add_argument_group("simulated agents (--agents sim)",
                                "each parameter defaults to the value of --sim-preset (shown for 'ideal')")
-    sim.add_argument("--sim-preset", choices=tuple(SIM_PRESETS), default="ideal",
-                     help="named parameter set: 'ideal' (perfect integrators, the default) or 'limited' (bounded "
-                          f"attention, salience of spoken facts, imperfect weighting: attention {limited.attention}, "
-                          f"salience {limited.salience}, recency {limited.recency}, "
-                          f"weight noise {limited.weight_noise})")
-    sim.add_argument("--sim-beta", type=nonnegative, default=None,
-                     help=f"belief sharpness on summed support (ideal: {ideal.beta})")
-    sim.add_argument("--sim-noise", type=nonnegative, default=None,
-                     help=f"std of the per-option noise on beliefs (ideal: {ideal.noise})")
-    sim.add_argument("--sim-recall", type=share, default=None,
-                     help=f"probability a fact comes to mind when speaking (ideal: {ideal.recall})")
-    sim.add_argument("--sim-shared-bias", type=positive, default=None,
-                     help=f"weight of shared vs private facts on free turns (ideal: {ideal.shared_bias})")
-    sim.add_argument("--sim-facts-per-message", type=positive_int, default=None,
-                     help=f"facts stated per message (ideal: {ideal.facts_per_message})")
-    sim.add_argument("--sim-attention", type=attention, default=None, metavar="N|all",
-                     help="at most N informative facts enter a belief, recently spoken ones first; 'all' lifts "
-                          "the limit (ideal: all)")
-    sim.add_argument("--sim-salience", type=nonnegative, default=None,
-                     help="extra weight of a fact on the transcript, fading with --sim-recency "
-                          f"(ideal: {ideal.salience})")
-    sim.add_argument("--sim-recency", type=share, default=None,
-                     help=f"per-message fading of that extra weight, 0-1 (ideal: {ideal.recency})")
-    sim.add_argument("--sim-weight-noise", type=nonnegative, default=None,
-                     help=f"std of the log of each fact's fixed weighting factor (ideal: {ideal.weight_noise})")
+    add_settings(p, AgentSettings, only=SIM_FIELDS, group=sim, overrides={"sim_attention": {"type": attention}})
 
 
 def sim_params(args: argparse.Namespace):
-    """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe: the
-    ``--sim-preset`` (default ``ideal``) with every ``--sim-<field>`` that is given (not ``None``) replacing the
-    preset's value (``--sim-attention all`` lifts the preset's attention limit)."""
-    from dataclasses import fields
+    """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe
+    (:meth:`~groundstate.eval.consilience.settings.AgentSettings.sim_params`: the preset with each given parameter
+    replacing its value). Values are checked by ``SimParams`` itself (one line naming the ``--sim-`` option)."""
+    from groundstate.eval.consilience.settings import AgentSettings
 
-    from groundstate.errors import ConfigError
-    from groundstate.programs.consilience.simulated import SimParams, sim_preset
-
-    overrides: dict[str, Any] = {}
-    for field in fields(SimParams):
-        value = getattr(args, f"sim_{field.name}", None)
-        if value is not None:
-            overrides[field.name] = None if value == "all" else value
-    try:
-        return sim_preset(getattr(args, "sim_preset", None) or "ideal", **overrides)
-    except ValueError as exc:
-        raise ConfigError(str(exc).replace("SimParams.", "--sim-").replace("_", "-")) from None
-
-
-def build_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str) -> tuple[Any, dict[str, Any], Any]:
-    """``(team, agents description, LM description)`` from ``--agents`` and its options
-    (:func:`groundstate.eval.consilience.evaluate.make_team`)."""
-    from groundstate.eval.consilience.evaluate import make_team
-
-    if args.agents == "sim":
-        return make_team("sim", tasks, tasks_file, sim_params=sim_params(args), seed=args.seed)
-    lm, lm_config = configure_lms(args)
-    return make_team("lm", tasks, tasks_file, lm=lm, lm_config=lm_config)
+    given = {name: getattr(args, name) for name in AgentSettings.model_fields if getattr(args, name, None) is not None}
+    return AgentSettings.model_construct(**given).sim_params()
 
 
 def add_support_options(p: argparse.ArgumentParser) -> None:
     """``--support`` and ``--support-file``: where simulated agents get per-fact support for tasks without it."""
-    from groundstate.eval.consilience.support import SUPPORT_MODES
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.consilience.settings import AgentSettings
 
-    p.add_argument("--support", choices=SUPPORT_MODES, default="auto",
-                   help="per-fact support for simulated agents on tasks that carry none (HiddenBench): auto (the "
-                        "support file beside the task file if there is one, else the hidden-profile design default), "
-                        "file, design, or task (only the tasks' own)")
-    p.add_argument("--support-file", default=None, metavar="FILE",
-                   help="the support file (default: <data>.support.json beside the task file)")
+    add_settings(p, AgentSettings, only=("support", "support_file"))
 
 
-def prepare_team(args: argparse.Namespace, tasks: list[Any], tasks_file: str
-                 ) -> tuple[list[Any], Any, dict[str, Any], Any]:
-    """``(tasks, team, agents description, LM description)``: :func:`build_team`, with simulated agents' tasks
-    given per-fact support first (:func:`groundstate.eval.consilience.support.apply_support`; where it came
-    from is part of the agents description, so of the run's fingerprint)."""
-    if getattr(args, "agents", "lm") == "sim":
-        from groundstate.eval.consilience.support import apply_support
+def agent_settings(model: Any, args: argparse.Namespace, **values: Any):
+    """``model`` (a settings model with the agents' fields) from the options; ``--agents`` left out of the
+    settings when it was not given, so the task can say that simulated agents run by default."""
+    from groundstate.cli.settings import settings_from
 
-        if not getattr(args, "agents_given", False):
-            print("agents: sim, the default (seeded simulated agents, offline; --agents lm runs LM agents)",
-                  file=sys.stderr)
-
-        tasks, support = apply_support(tasks, tasks_file, getattr(args, "support", "auto"),
-                                       getattr(args, "support_file", None))
-        if support.get("source"):
-            where = "the hidden-profile design default" if support["source"] == "design" else support["file"]
-            print(f"simulated agents: per-fact support of {support['tasks']} task(s) from {where}", file=sys.stderr)
-        team, agents, lm = build_team(args, tasks, tasks_file)
-        return tasks, team, {**agents, "support": support}, lm
-    team, agents, lm = build_team(args, tasks, tasks_file)
-    return tasks, team, agents, lm
+    given = dict(vars(args))
+    if not given.get("agents_given"):
+        given.pop("agents", None)
+    return settings_from(model, given, values=values)

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from groundstate.cli.run import ALIASES, RUN_OPTIONS
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.numbers import bound_options
     from groundstate.cli.options import add_report_dir, add_run_options
-    from groundstate.eval.reground.tasks import (
-        BASELINE_HELP,
-        add_baseline_arguments,
-        add_data_arguments,
-        add_reground_arguments,
-    )
+    from groundstate.cli.settings import add_settings
+    from groundstate.eval.reground.settings import CompareSettings
+    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
 
-    names = ["reground", *BASELINE_HELP]
+    names = list(OFFQUERY_TASKS)
     p = sub.add_parser("compare", help="run several OffQuery programs on the same data and LM; table + chart",
                        description="Runs each program (or reuses its stored run) and writes compare.md, "
                                    "compare.json and compare.png. Programs: " + ", ".join(names))
@@ -26,10 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write the paper's Table 1 (T1/T2/T3 and gains over standard), Table 10 (M = 1..5 and "
                         "oracle) and Table 11 (tokens) layouts from every stored OffQuery run under --runs-dir "
                         "(run the programs first, or name them here)")
-    add_data_arguments(p)
-    add_reground_arguments(p)
-    add_baseline_arguments(p)
-    bound_options(p)
+    add_settings(p, CompareSettings, skip=RUN_OPTIONS, aliases=ALIASES)
     add_run_options(p)
     p.set_defaults(func=cmd_compare)
 
@@ -37,13 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from groundstate.cli.options import configure_lms, run_settings
+    from groundstate.cli.options import context_for, run_settings
     from groundstate.cli.output import report_failed_runs
+    from groundstate.cli.settings import settings_from
     from groundstate.cli.tables import console as tables_console
     from groundstate.cli.tables import print_comparison
     from groundstate.errors import ConfigError
     from groundstate.eval.reground.compare import compare_programs
-    from groundstate.eval.reground.tasks import t2_judge
+    from groundstate.eval.reground.settings import CompareSettings
     from groundstate.eval.report import comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
 
@@ -52,28 +48,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("compare needs PROGRAM names (or --paper-tables to tabulate the stored runs)")
     paths: dict[str, str] = {}
     summaries: dict = {}
+    settings = settings_from(CompareSettings, args)
     if args.programs:
-        settings = run_settings(args)
-        lm, lm_config = configure_lms(args)
-        summaries, notes, run_ids = compare_programs(args.programs, args, lm=lm, lm_config=lm_config,
-                                                     settings=settings, on_start=lambda name: console.print(
-                                                         name, style="bold", markup=False))
+        run = run_settings(args)
+        context = context_for(args)
+        summaries, notes, run_ids = compare_programs(args.programs, settings, run, context, on_start=lambda name:
+                                                     console.print(name, style="bold", markup=False))
         metrics = ("t1", "t2", "t2_retention", "t2_exclusion", "t3")
         rows = comparison_rows(summaries, metrics=metrics, notes=notes)
         report_dir = Path(args.report_dir or Path(args.runs_dir) / f"compare-{fingerprint(run_ids, 10)}")
-        judge = getattr(t2_judge(args), "name", str(args.judge_lm))
-        title = f"OffQuery ({args.condition} shared context; T2 judge: {judge})"
-        paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": args.condition,
+        judge = getattr(context.judge, "name", str(settings.judge_lm))
+        title = f"OffQuery ({settings.condition} shared context; T2 judge: {judge})"
+        paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": settings.condition,
                                                        "t2_judge": judge},
                              title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"))
         print_comparison(rows, metrics, title=title, out=console)
     if args.paper_tables:
         from groundstate.cli.tables import print_table
         from groundstate.eval.reground.tables import TITLES, built_tables, cells, offquery_runs, write_tables
-        from groundstate.eval.tasks import load_builtin_tasks
+        from groundstate.eval.tasks import offquery_names
 
-        names = [n for n in load_builtin_tasks() if n != "qa"]
-        runs = offquery_runs(args.runs_dir, names)
+        runs = offquery_runs(args.runs_dir, offquery_names())
         tables_dir = Path(args.report_dir or Path(args.runs_dir) / "paper-tables")
         if args.programs and args.report_dir:
             tables_dir = tables_dir / "paper-tables"

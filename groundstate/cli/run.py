@@ -1,47 +1,49 @@
-"""``groundstate run PROGRAM``: any registered task (:mod:`groundstate.eval.tasks`) over a data set, durably."""
+"""``groundstate run PROGRAM``: any registered program task (:mod:`groundstate.eval.tasks`) over a data set,
+durably. Each program's options are its settings model's fields (:mod:`groundstate.cli.settings`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from groundstate.cli.numbers import bound_options
-from groundstate.cli.options import Parser, add_run_options, configure_lms, run_settings
+from groundstate.cli.options import Parser, add_run_options, context_for, run_settings
 from groundstate.cli.output import print_summary
+from groundstate.cli.settings import add_settings, settings_from
+
+DATA_HELP = ("data file, or a shipped example ('example:qa', or a bare name that is not a file); OffQuery programs: "
+             "a file or 'synthetic', the default")
+
+#: Hidden earlier spellings of task options.
+ALIASES = {"synthetic_seed": ("--data-seed",)}
+
+#: Task options that the shared run options add (``--seed``, ``--allow-empty``), so a task does not add them again.
+RUN_OPTIONS = ("seed", "allow_empty")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.eval.tasks import load_builtin_tasks
+    from groundstate.eval.tasks import program_tasks
 
     run = sub.add_parser("run", help="run a program over a data set, durably (resumable, shardable)")
     run_sub = run.add_subparsers(dest="program", metavar="PROGRAM", parser_class=Parser)
     run_sub.required = True
-    for task in load_builtin_tasks().values():
+    for task in program_tasks().values():
         p = run_sub.add_parser(task.name, help=task.help, description=task.help)
-        p.add_argument("--data", default=None,
-                       help="data file, or a shipped example ('example:qa', or a bare name that is not a file); "
-                            "OffQuery programs: a file or 'synthetic', the default")
-        if task.add_arguments:
-            task.add_arguments(p)
-            bound_options(p)
+        p.add_argument("--data", default=None, help=DATA_HELP)
+        add_settings(p, task.settings, skip=RUN_OPTIONS, aliases=ALIASES)
         add_run_options(p)
         p.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
+    from groundstate.eval.assemble import run_task
     from groundstate.eval.runner import RunAborted
-    from groundstate.eval.tasks import run_task
-    from groundstate.examples import resolve
+    from groundstate.eval.tasks import get_task
 
+    task = get_task(args.program)
+    settings = settings_from(task.settings, args)
+    run = run_settings(args)
     try:
-        args.data = resolve(args.data)
-    except FileNotFoundError as exc:
-        raise ConfigError(str(exc)) from None
-    settings = run_settings(args)
-    lm, lm_config = configure_lms(args)
-    try:
-        result = run_task(args.program, args, lm=lm, lm_config=lm_config, settings=settings)
+        result = run_task(task, settings, run, context=context_for(args))
     except RunAborted as exc:
         print_summary(exc.result)
         print(f"groundstate: {exc}", file=sys.stderr)

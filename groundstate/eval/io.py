@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from groundstate import files
 from groundstate.errors import InputError
-from groundstate.eval.sources import (  # noqa: F401  (write_jsonl: re-exported)
+from groundstate.eval.sources import (  # noqa: F401  (first_list_item, write_jsonl: re-exported)
     PARQUET_SUFFIXES,
     Records,
+    Source,
     as_source,
+    first_list_item,
     read_parquet,
     write_jsonl,
 )
@@ -49,13 +50,21 @@ def read_json(path: str | Path) -> Any:
     return files.read_json(path)
 
 
-def read_records(path: str | Path, allow_empty: bool = False, **kwargs: Any) -> list[dict]:
+def read_records(path: Any, allow_empty: bool = False, **kwargs: Any) -> list[dict]:
     """A JSON list (``.json``), a Parquet file (``.parquet``/``.pq``, read through ``datasets`` as
-    :func:`~groundstate.eval.sources.read_parquet` does) or JSON Lines (anything else) of objects; no records is
-    an error unless ``allow_empty``."""
+    :func:`~groundstate.eval.sources.read_parquet` does), JSON Lines (anything else) of objects, or records in
+    memory (any :class:`~groundstate.eval.sources.Source`); no records is an error unless ``allow_empty``."""
+    if isinstance(path, Source) and not isinstance(path, Records):
+        path = path.path
+    if isinstance(path, Records) or Path(path).suffix.lower() in PARQUET_SUFFIXES:
+        source = as_source(path)
+        rows = []
+        for _, row, error in source.iter_rows():
+            if error is not None:
+                raise error
+            rows.append(row)
+        return require_records(rows, source, allow_empty)
     path = Path(path)
-    if path.suffix.lower() in PARQUET_SUFFIXES:
-        return require_records(read_parquet(path).rows, path, allow_empty)
     if path.suffix == ".json":
         data = read_json(path)
         if not isinstance(data, list):
@@ -71,63 +80,13 @@ def read_records(path: str | Path, allow_empty: bool = False, **kwargs: Any) -> 
 first_char = files.first_char
 
 
-def first_list_item(path: Path) -> Any:
-    """The first item of a top-level JSON list, parsing no more of the file than needed; None if none.
-
-    Used only to recognise a file's format; any problem reading it gives ``None`` (the loader then reports it).
-    """
-    import codecs
-    from contextlib import closing
-
-    decoder = json.JSONDecoder()
-    text_decoder = codecs.getincrementaldecoder("utf-8")()
-    buffer, tried = "", 0
-    try:
-        with closing(files.iter_chunks(path, chunk=1 << 16)) as chunks:
-            for data in chunks:
-                buffer += text_decoder.decode(data)
-                text = buffer.lstrip("\ufeff \t\r\n")
-                if text and text[0] != "[":
-                    return None
-                rest = text[1:].lstrip()
-                if rest.startswith("]") or len(buffer) > (64 << 20):
-                    return None
-                if rest and len(buffer) >= 2 * tried:  # parse again only once the buffer has doubled
-                    tried = len(buffer)
-                    try:
-                        return decoder.raw_decode(rest)[0]
-                    except (json.JSONDecodeError, RecursionError, ValueError):
-                        pass
-        rest = buffer.lstrip("\ufeff \t\r\n")[1:].lstrip()
-        return decoder.raw_decode(rest)[0] if rest else None
-    except (InputError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
-        return None
+def iter_rows(path: Any) -> Iterator[tuple[str, Any, InputError | None]]:
+    """``(where, row, error)`` per record of any source (:meth:`~groundstate.eval.sources.Source.iter_rows`):
+    ``where`` is ``at line N`` (JSON Lines) or ``at position N`` (list, Parquet or records in memory)."""
+    yield from as_source(path).iter_rows()
 
 
-def iter_rows(path: Path | Records) -> Iterator[tuple[str, Any, InputError | None]]:
-    """``(where, row, error)`` per record: ``where`` is ``at line N`` (JSON Lines) or ``at position N`` (list,
-    Parquet or in-memory :class:`~groundstate.eval.sources.Records`)."""
-    if isinstance(path, Records):
-        yield from path.iter_rows()
-        return
-    if first_char(path) == "[":
-        data = read_json(path)
-        if not isinstance(data, list):  # pragma: no cover - first_char said '['
-            raise InputError("expected a JSON list of records", file=str(path))
-        for position, row in enumerate(data):
-            where = f"at position {position}"
-            error = None if isinstance(row, dict) else InputError(
-                f"not a JSON object (a JSON {_kind(row)})", file=str(path), record=where)
-            yield where, row, error
-        return
-    for number, row, error in json_lines(path):
-        where = f"at line {number}"
-        if error is None and not isinstance(row, dict):
-            error = InputError(f"not a JSON object (a JSON {_kind(row)})", file=str(path), record=where)
-        yield where, row, error
-
-
-def require_records(records: list[Any], path: str | Path, allow_empty: bool, what: str = "records",
+def require_records(records: list[Any], path: Any, allow_empty: bool, what: str = "records",
                     skipped: int = 0) -> list[Any]:
     """``records``, unless there are none and ``allow_empty`` is false: an empty or all-invalid file is an
     error, not a successful run over nothing.
@@ -163,12 +122,12 @@ def load_models(path: Any, model: type, to_error: Callable[[Any, str, str], Inpu
     """
     from pydantic import ValidationError
 
-    path = as_source(path, what)
+    path = as_source(path, what)  # normalised once; a Source passed down is used as it is
     reported = problems if problems is not None else []
     records: list[Any] = []
     seen: dict[str, str] = {}
     skipped = 0
-    for where, row, error in iter_rows(path):
+    for where, row, error in path.iter_rows():
         try:
             if error is not None:
                 raise error

@@ -7,28 +7,34 @@ identifies it (:func:`run_config`, whose fingerprint names the run directory; :f
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, field_validator
 
 from groundstate.errors import ConfigError
-from groundstate.eval.identity import canonical_json, fingerprint
+from groundstate.eval.identity import canonical_json, fingerprint, parse_shard
 from groundstate.eval.ray_backend import RayOptions
+from groundstate.eval.settings import Settings
 
 DEFAULT_MAX_ERROR_RATE = 0.5
 """The share of failed records above which a run fails (``--max-error-rate``'s default, and ``RunSettings``')."""
 
 
-@dataclass
-class RunSettings:
-    """How a durable run is executed (none of it changes results, so none of it is in the fingerprint).
+class RunSettings(Settings):
+    """How a durable run is executed: one model for every system's runs (none of it changes results, so none of it
+    is in the run's fingerprint). The command line builds it from its run options; Python users build it directly;
+    an experiment spec's table is validated into it (:meth:`~groundstate.eval.settings.Settings.parse`).
 
     Attributes:
-        out: the directory of run directories.
-        threads: records run concurrently.
+        out: the directory of run directories (``--runs-dir``; ``None``: the task's own place, ``runs/``, or
+            ``<cache>/runs`` for DHD steps).
+        threads: records run concurrently (``--threads``).
+        call_threads: LM calls run concurrently inside one record (``--call-threads``; DHD's hypothesizers and
+            replay arms).
         limit: run only the first ``limit`` records.
-        shard: ``(i, n)``: run the deterministic shard ``i`` of ``n``.
+        shard: ``(i, n)`` (or the text ``"i/n"``): run the deterministic shard ``i`` of ``n``.
         max_error_rate: the run fails (:class:`~groundstate.eval.runner.RunAborted`) once the share of failed
             records exceeds this (default :data:`DEFAULT_MAX_ERROR_RATE`; ``None``: only when every record failed).
         progress: show a progress bar.
@@ -36,32 +42,47 @@ class RunSettings:
         ray_address: the Ray cluster (``None``: start or join a local one).
         ray_workers: Ray worker actors (default: the cluster's CPUs), each running ``threads`` records at once.
         max_inflight: with Ray, concurrent requests per LM across the cluster (``None``: unbounded).
-        lm_spec: the LM settings Ray workers build their LMs from (``LMConfig.worker_spec()``: no keys).
-        worker_setup: instead of ``lm_spec``, a picklable ``() -> dict`` of DSPy overrides run once per worker.
+        lm_spec: the LM settings Ray workers build their LMs from (``LMConfig.worker_spec()``: no keys). Set at run
+            time, never stored (excluded from the model's JSON).
+        worker_setup: instead of ``lm_spec``, a picklable ``() -> dict`` of DSPy overrides run once per worker
+            (excluded from the model's JSON).
     """
 
-    out: str | os.PathLike | None = "runs"
-    threads: int = 4
-    limit: int | None = None
-    shard: tuple[int, int] | None = None
-    max_error_rate: float | None = DEFAULT_MAX_ERROR_RATE
-    progress: bool = False
-    backend: str = "threads"
-    ray_address: str | None = None
-    ray_workers: int | None = None
-    max_inflight: int | None = None
-    lm_spec: dict[str, Any] | None = None
-    worker_setup: Callable[[], dict[str, Any]] | None = None
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    out: Path | str | None = Field(None, description="directory of run directories (default runs/)")
+    threads: int = Field(4, ge=1, description="records worked on at once (default 4)")
+    call_threads: int = Field(8, ge=1, description="LM calls at once inside one record (default 8)")
+    limit: int | None = Field(None, ge=0, description="run only the first N records")
+    shard: tuple[int, int] | None = Field(None, description="run the deterministic shard i of N (0 <= i < N)")
+    max_error_rate: float | None = Field(DEFAULT_MAX_ERROR_RATE, ge=0, le=1,
+                                         description="fail once the share of failed records exceeds this (0-1)")
+    progress: bool = Field(False, description="show a progress display")
+    backend: Literal["threads", "ray"] = Field("threads", description="where records run: threads or ray")
+    ray_address: str | None = Field(None, description="with backend ray: the cluster's head (HOST:6379 or auto)")
+    ray_workers: int | None = Field(None, ge=1, description="with backend ray: worker processes")
+    max_inflight: int | None = Field(None, ge=1, description="with backend ray: concurrent requests per LM")
+    lm_spec: dict[str, Any] | None = Field(None, exclude=True, repr=False)
+    worker_setup: Callable[[], dict[str, Any]] | None = Field(None, exclude=True, repr=False)
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard(cls, value: Any) -> Any:
+        """``"i/N"`` as ``(i, N)``; either form checked (``0 <= i < N``), one line naming ``--shard`` otherwise."""
+        if isinstance(value, str):
+            return parse_shard(value)
+        if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+            return parse_shard(f"{value[0]}/{value[1]}")
+        return value
 
     def ray_options(self) -> RayOptions | None:
         """The :class:`RayOptions` of a ``ray`` backend run (``None`` for threads)."""
         if self.backend == "threads":
             return None
-        if self.backend != "ray":
+        if self.backend != "ray":  # pragma: no cover - the model allows only these two
             raise ConfigError(f"--backend must be 'threads' or 'ray', got '{self.backend}'")
         return RayOptions(address=self.ray_address, workers=self.ray_workers, max_inflight=self.max_inflight,
-                          lm_spec=self.lm_spec,
-                          worker_setup=self.worker_setup)
+                          lm_spec=self.lm_spec, worker_setup=self.worker_setup)
 
 
 def program_state_hash(program: Any) -> str:

@@ -118,6 +118,7 @@ class RunResult:
     summary: dict[str, Any]
     skipped: int = 0
     stopped_reason: str | None = None
+    outcome: Any = None  # what the task made of the finished run (DHD: counts, the masking table)
 
     def row(self, rid: str) -> dict[str, Any] | None:
         return next((r for r in self.rows if r["id"] == rid), None)

@@ -1,14 +1,19 @@
-"""What a loader may be given, turned into records in one place.
+"""What a loader may be given, normalised once into a :class:`Source`.
 
 Every loader of benchmark data (OffQuery, hidden-profile and travel tasks, DHD problems) accepts a *source*:
 
-- a path to a JSON list or JSON Lines file (read by the loader's own streaming reader, as before),
+- a path to a JSON list or JSON Lines file,
 - a path to a Parquet file (``.parquet``/``.pq``, read through ``datasets``),
-- a ``datasets.Dataset``, a pandas ``DataFrame``, or a list (or tuple) of dicts.
+- a ``datasets.Dataset``, a pandas ``DataFrame``, or a list (or tuple) of dicts,
+- a :class:`Source` already normalised.
 
-:func:`as_source` returns a :class:`~pathlib.Path` for a JSON/JSONL path and a :class:`Records` for everything
-else; :func:`groundstate.eval.io.iter_rows` and the loaders read either. A :class:`Records` names itself in error
-messages the way a file would (``<pandas DataFrame>: record at position 3: field 'answer': ...``).
+:func:`as_source` normalises it once, at the edge (the loader the caller called): a :class:`DataFile` for a
+JSON/JSONL path, :class:`Records` for everything else (a Parquet file's rows are read then). Every layer below
+takes the same object (``as_source`` returns a :class:`Source` unchanged), and what the layers ask of it is worked
+out once and kept: the first character of a file (a JSON list or JSON Lines), its first record (which tells the
+formats apart), and its rows (:meth:`Source.iter_rows`), so telling a format apart and loading it read a file
+once. A source names itself in error messages the way a file would (``<pandas DataFrame>: record at position 3:
+field 'answer': ...``); a :class:`DataFile` is also an ``os.PathLike`` of its file.
 
 :func:`write_records` writes JSON Lines, or Parquet for a ``.parquet`` path. Parquet columns holding objects
 (``provenance``, ``structure``) are stored as JSON text and listed in the file's schema metadata, so arbitrary
@@ -29,8 +34,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from groundstate.errors import InputError
-from groundstate.files import decode, loads_json
-from groundstate.schema import explain
+from groundstate.files import decode, first_char, iter_chunks, json_lines, loads_json, read_json
+from groundstate.schema import explain, json_kind
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -38,23 +43,54 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 METADATA_KEY = b"groundstate"
 
 
-class Records:
+class Source:
+    """Records from one place, normalised once (see the module docstring).
+
+    Attributes:
+        path: the file the records come from (``None`` for records given in memory).
+        label: how error messages name the source (the path, or ``<pandas DataFrame>``, ...).
+        name: a file-like name (``provenance["file"]``); ``stem``: the default prefix of generated ids; ``suffix``.
+    """
+
+    path: Path | None
+    label: str
+    name: str
+    stem: str
+    suffix: str
+
+    def __str__(self) -> str:
+        return self.label
+
+    def is_file(self) -> bool:
+        """Whether there is something to read (records in memory always are)."""
+        return True
+
+    def first_char(self) -> str:
+        """The first character of a file that is not whitespace ('' for records in memory, or an unreadable file)."""
+        return ""
+
+    def first(self) -> Any:
+        """The first record (``None`` if there is none, or if it cannot be read: the loader then says why)."""
+        raise NotImplementedError
+
+    def iter_rows(self) -> Iterator[tuple[str, Any, InputError | None]]:
+        """``(where, row, error)`` per record, ``where`` being ``at line N`` (JSON Lines) or ``at position N``."""
+        raise NotImplementedError
+
+
+class Records(Source):
     """Records already in memory (or read from a Parquet file), standing in for a file in loaders.
 
     Attributes:
         rows: the records, as plain Python values.
-        label: how error messages name the source (the Parquet path, or ``<pandas DataFrame>``, ...).
-        name: a file-like name (``provenance["file"]``); ``stem``: the default prefix of generated ids.
+        path: the Parquet file they were read from (``None`` for records given in memory).
     """
 
     def __init__(self, rows: list[Any], label: str, name: str | None = None, stem: str | None = None) -> None:
-        self.rows, self.label = rows, label
+        self.rows, self.label, self.path = rows, label, None
         self.name = name or label
         self.stem = stem or Path(self.name).stem
         self.suffix = Path(self.name).suffix
-
-    def __str__(self) -> str:
-        return self.label
 
     def __repr__(self) -> str:
         return f"Records({self.label}, {len(self.rows)} rows)"
@@ -62,16 +98,156 @@ class Records:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def is_file(self) -> bool:
-        return True
+    def first(self) -> Any:
+        return self.rows[0] if self.rows else None
 
     def iter_rows(self) -> Iterator[tuple[str, Any, InputError | None]]:
-        """``(where, row, error)`` per record, ``where`` being ``at position N`` (as for a JSON list)."""
         for position, row in enumerate(self.rows):
             where = f"at position {position}"
             error = None if isinstance(row, dict) else InputError(
                 f"not a record (a {type(row).__name__}, not a dict)", file=self.label, record=where)
             yield where, row, error
+
+
+class DataFile(Source):
+    """A JSON list or JSON Lines file, read at most once: its first character, its first record and its rows are
+    kept once asked for (:meth:`iter_rows` reads the whole file, or raises the file's one-line error each time it
+    is asked; :meth:`first` of a JSON list parses only as much as it needs, unless the rows are read already)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.label, self.name, self.stem, self.suffix = str(self.path), self.path.name, self.path.stem, self.path.suffix
+        self._char: str | None = None
+        self._first: Any = _UNREAD
+        self._rows: list[tuple[str, Any, InputError | None, bool]] | None = None
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"DataFile({self.label})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DataFile) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def is_file(self) -> bool:
+        return self.path.is_file()
+
+    def first_char(self) -> str:
+        if self._char is None:
+            self._char = first_char(self.path)
+        return self._char
+
+    def first(self) -> Any:
+        """The first value the file holds: the first item of a JSON list, the first line of JSON Lines that parses
+        (whatever its type); ``None`` for none or an unreadable file."""
+        if self._first is _UNREAD:
+            if self._rows is not None or self.first_char() != "[":
+                try:
+                    self.iter_rows()
+                    rows = self._rows or []
+                except InputError:
+                    rows = []
+                self._first = next((row for _, row, error, parsed in rows if parsed), None)
+            else:
+                self._first = first_list_item(self.path)
+        return self._first
+
+    def iter_rows(self) -> Iterator[tuple[str, Any, InputError | None]]:
+        if self._rows is None:
+            self._rows = list(self._read())
+        return ((where, row, error) for where, row, error, _ in self._rows)
+
+    def _read(self) -> Iterator[tuple[str, Any, InputError | None, bool]]:
+        """``(where, row, error, parsed)``; ``parsed``: the record is valid JSON (an object or not)."""
+        path = self.path
+        if self.first_char() == "[":
+            data = read_json(path)
+            if not isinstance(data, list):  # pragma: no cover - the first character said '['
+                raise InputError("expected a JSON list of records", file=str(path))
+            for position, row in enumerate(data):
+                where = f"at position {position}"
+                error = None if isinstance(row, dict) else InputError(
+                    f"not a JSON object (a JSON {json_kind(row)})", file=str(path), record=where)
+                yield where, row, error, True
+            return
+        for number, row, error in json_lines(path):
+            where = f"at line {number}"
+            parsed = error is None
+            if error is None and not isinstance(row, dict):
+                error = InputError(f"not a JSON object (a JSON {json_kind(row)})", file=str(path), record=where)
+            yield where, row, error, parsed
+
+
+_UNREAD = object()
+
+
+def first_list_item(path: str | os.PathLike) -> Any:
+    """The first item of a top-level JSON list, parsing no more of the file than needed; None if none.
+
+    Used only to recognise a file's format; any problem reading it gives ``None`` (the loader then reports it).
+    """
+    import codecs
+    from contextlib import closing
+
+    decoder = json.JSONDecoder()
+    text_decoder = codecs.getincrementaldecoder("utf-8")()
+    buffer, tried = "", 0
+    try:
+        with closing(iter_chunks(path, chunk=1 << 16)) as chunks:
+            for data in chunks:
+                buffer += text_decoder.decode(data)
+                text = buffer.lstrip("\ufeff \t\r\n")
+                if text and text[0] != "[":
+                    return None
+                rest = text[1:].lstrip()
+                if rest.startswith("]") or len(buffer) > (64 << 20):
+                    return None
+                if rest and len(buffer) >= 2 * tried:  # parse again only once the buffer has doubled
+                    tried = len(buffer)
+                    try:
+                        return decoder.raw_decode(rest)[0]
+                    except (json.JSONDecodeError, RecursionError, ValueError):
+                        pass
+        rest = buffer.lstrip("\ufeff \t\r\n")[1:].lstrip()
+        return decoder.raw_decode(rest)[0] if rest else None
+    except (InputError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
+        return None
+
+
+def describe(source: Source, records: Sequence[Any]) -> dict[str, Any]:
+    """What a run configuration records about its data (part of the run's fingerprint): the file's name and sha256
+    for a file, the label and the sha256 of the records' canonical JSON for records given in memory."""
+    import hashlib
+
+    from groundstate.files import sha256
+
+    if source.path is not None:
+        return {"file": source.path.name, "sha256": sha256(source.path)}
+    digest = hashlib.sha256()
+    for record in records:
+        data = record.model_dump(mode="json") if hasattr(record, "model_dump") else record
+        digest.update(json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+    return {"records": source.label, "sha256": digest.hexdigest()}
+
+
+def resolve_data(value: str) -> str:
+    """The file a data setting names: ``value`` itself, or the shipped example it names (``example:NAME``, or a
+    bare ``NAME`` that is not a file; :func:`groundstate.examples.resolve`).
+
+    Raises:
+        ConfigError: ``example:NAME`` with no such example.
+    """
+    from groundstate.errors import ConfigError
+    from groundstate.examples import resolve
+
+    try:
+        return resolve(value)
+    except FileNotFoundError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _module_type(value: Any, module: str, name: str) -> bool:
@@ -81,20 +257,19 @@ def _module_type(value: Any, module: str, name: str) -> bool:
     return isinstance(kind, type) and isinstance(value, kind)
 
 
-def as_source(source: Any, what: str = "records") -> Path | Records:
-    """A JSON/JSONL path as a :class:`~pathlib.Path`; a Parquet path, ``Dataset``, ``DataFrame`` or list as
-    :class:`Records`.
+def as_source(source: Any, what: str = "records") -> Source:
+    """``source`` normalised once: a :class:`Source` is returned unchanged; a JSON/JSONL path becomes a
+    :class:`DataFile`; a Parquet path (read here), ``Dataset``, ``DataFrame`` or list becomes :class:`Records`.
 
     Raises:
         InputError: a missing or unreadable Parquet file, a ``DatasetDict`` (name the split), or a value that is
             none of the accepted kinds.
     """
-    if isinstance(source, Path | Records):
-        if isinstance(source, Path) and source.suffix.lower() in PARQUET_SUFFIXES:
-            return read_parquet(source)
+    if isinstance(source, Source):
         return source
     if isinstance(source, str | os.PathLike):
-        return as_source(Path(source), what)
+        path = Path(source)
+        return read_parquet(path) if path.suffix.lower() in PARQUET_SUFFIXES else DataFile(path)
     if _module_type(source, "datasets", "DatasetDict") or _module_type(source, "datasets", "IterableDatasetDict"):
         splits = ", ".join(repr(k) for k in source)
         raise InputError(f"a datasets.DatasetDict holds several splits ({splits}); pass one, e.g. data['train']")
@@ -124,9 +299,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def first_record(source: Path | Records) -> Any:
-    """The first record of in-memory ``source`` (``None`` if empty); for a path, ``None`` (the caller sniffs it)."""
-    return source.rows[0] if isinstance(source, Records) and source.rows else None
+def first_record(source: Source) -> Any:
+    """The first record of ``source`` (``None`` if empty or unreadable)."""
+    return source.first()
 
 
 # -- Parquet ------------------------------------------------------------------------------------------------
@@ -165,7 +340,9 @@ def read_parquet(path: Path) -> Records:
                 except InputError as exc:
                     raise InputError(f"is not the JSON text this file's metadata says it holds ({exc})",
                                      file=str(path), record=f"at position {position}", field=column) from None
-    return Records(rows, str(path), name=path.name, stem=path.stem)
+    records = Records(rows, str(path), name=path.name, stem=path.stem)
+    records.path = path
+    return records
 
 
 class ParquetMetadata(BaseModel):

@@ -222,18 +222,18 @@ def test_temperature_and_evaluator_options_reach_the_calls_and_the_run_config(tm
 
 
 def test_replay_single_defaults_k_to_the_cache_k(tmp_path, lm, monkeypatch, capsys):
-    import groundstate.cli.dhd as cli_dhd
+    import groundstate.eval.dhd.steps as steps
 
     cache = tmp_path / "cache"
     assert run(["generate", "--data", str(SCIBENCH), "--cache", str(cache), "--k", "3", "--no-progress"]) == 0
     seen = {}
-    real = cli_dhd._run
+    real = steps.plan_replay
 
-    def spy(fn, cache_, mode, ks, *rest, **kwargs):
+    def spy(cache_, mode, ks, *rest, **kwargs):
         seen["ks"] = ks
-        return real(fn, cache_, mode, ks, *rest, **kwargs)
+        return real(cache_, mode, ks, *rest, **kwargs)
 
-    monkeypatch.setattr(cli_dhd, "_run", spy)
+    monkeypatch.setattr(steps, "plan_replay", spy)
     capsys.readouterr()
     assert run(["replay", "--cache", str(cache), "--mode", "single", "--no-progress"]) == 0
     assert seen["ks"] == [3]  # not 5, which a k=3 cache cannot fill

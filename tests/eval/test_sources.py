@@ -169,7 +169,7 @@ def test_unaccepted_inputs_say_what_is_accepted(tmp_path):
 
 
 def test_as_source_keeps_json_paths_as_paths(tmp_path):
-    assert as_source(str(tmp_path / "x.jsonl")) == tmp_path / "x.jsonl"
+    assert as_source(str(tmp_path / "x.jsonl")).path == tmp_path / "x.jsonl"
     assert isinstance(as_source([{"a": 1}]), Records)
 
 
@@ -214,3 +214,57 @@ def test_read_records_reads_parquet(tmp_path):
         read_records(tmp_path / "empty.parquet")
     with pytest.raises(InputError, match="not found"):
         read_records(tmp_path / "missing.parquet")
+
+
+# -- a source is normalised once and each file read once (issue 23, item 3) ------------------------------------
+@pytest.fixture
+def reads(monkeypatch):
+    """Whole-file reads by path (``groundstate.files.read_bytes``, which every JSON and JSON Lines reader uses) and
+    the sources made (``DataFile``), counted."""
+    import collections
+
+    from groundstate import files
+    from groundstate.eval import sources
+
+    counts = {"reads": collections.Counter(), "sources": 0}
+    read_bytes, init = files.read_bytes, sources.DataFile.__init__
+
+    def counting_read(path, *args, **kwargs):
+        counts["reads"][str(path)] += 1
+        return read_bytes(path, *args, **kwargs)
+
+    def counting_init(self, path):
+        counts["sources"] += 1
+        init(self, path)
+
+    monkeypatch.setattr(files, "read_bytes", counting_read)
+    monkeypatch.setattr(sources.DataFile, "__init__", counting_init)
+    return counts
+
+
+def test_loading_a_file_normalises_it_once_and_reads_it_once(tmp_path, reads):
+    from groundstate.eval.benchmarks.offquery.synthetic import generate
+
+    instances = tmp_path / "instances.jsonl"
+    save_instances(instances, generate("healthcare", "main", 3, seed=0))
+    cases = [(instances, lambda p: load_any(p, condition="unreliable")),  # tells the formats apart, then loads
+             (instances, lambda p: load_offquery(p)),  # a groundstate file given to the published loader
+             (HEALTH, lambda p: load_any(p, t2_truth=HEALTH_T2)),
+             (SCIBENCH, lambda p: load_problems(p)),  # detects the format from the rows it then loads
+             (HIDDEN, lambda p: load_hidden_tasks(p))]
+    for path, load in cases:
+        reads["reads"].clear()
+        reads["sources"] = 0
+        assert load(path)
+        assert reads["sources"] == 1, path
+        assert reads["reads"][str(path)] == 1, (path, reads["reads"])
+
+
+def test_a_normalised_source_is_passed_down_unchanged(tmp_path):
+    from groundstate.eval.sources import DataFile
+
+    source = as_source(str(HEALTH))
+    assert isinstance(source, DataFile) and as_source(source) is source and source.path == HEALTH
+    assert source.first_char() == "[" and "shuffled_private_information" in source.first()
+    records = as_source([{"id": "a"}])
+    assert as_source(records) is records and records.first() == {"id": "a"}

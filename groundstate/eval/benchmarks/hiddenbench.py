@@ -40,8 +40,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import InputError
-from groundstate.eval.io import first_list_item, load_models, read_json, require_records
-from groundstate.eval.sources import Records, as_source, first_record, write_records
+from groundstate.eval.io import load_models, read_json, require_records
+from groundstate.eval.sources import Records, as_source, write_records
 from groundstate.records import HiddenProfileTask
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def load_hiddenbench(path: Any, skip_invalid: bool = False, problems: list[str] 
         InputError: an unreadable file, malformed JSON, not a list, or (unless ``skip_invalid``) a bad record.
     """
     path = as_source(path, "HiddenBench tasks")
-    data = path.rows if isinstance(path, Records) else read_json(path)
+    data = path.rows if isinstance(path, Records) else read_json(path.path)
     if not isinstance(data, list):
         raise InputError(f"expected a JSON list of HiddenBench tasks (got a JSON {type(data).__name__})",
                          file=str(path))
@@ -198,9 +198,9 @@ def _from_validation(exc: ValidationError, file: str, record: Any) -> InputError
 def is_hiddenbench_file(path: Any) -> bool:
     """Whether ``path`` holds a JSON list (or Parquet/in-memory records) whose first item has ``hidden_information``."""
     path = as_source(path, "tasks")
-    if not path.is_file():
+    if not path.is_file() or (not isinstance(path, Records) and path.first_char() != "["):
         return False
-    first = first_record(path) if isinstance(path, Records) else first_list_item(path)
+    first = path.first()
     return isinstance(first, dict) and HIDDENBENCH_MARKER in first
 
 

@@ -49,7 +49,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.io import iter_rows, require_records
+from groundstate.eval.io import require_records
 from groundstate.eval.sources import Records, as_source, write_records
 from groundstate.programs.dhd.evaluator import parse_plain_number
 from groundstate.records import Problem
@@ -105,7 +105,7 @@ def detect_format(path: Any) -> str:
     path = as_source(path, "problems")
     if not path.is_file():
         raise InputError("file not found", file=str(path))
-    first = next((row for _, row, error in iter_rows(path) if error is None), None)
+    first = next((row for _, row, error in path.iter_rows() if error is None), None)  # kept: loading reuses them
     if isinstance(first, dict):
         if "problem_text" in first:
             return "scibench"
@@ -229,7 +229,7 @@ def _load(path: Path | Records, convert, skip_invalid: bool, problems: list[str]
     reported = problems if problems is not None else []
     out: list[Problem] = []
     seen: dict[str, str] = {}
-    for where, row, error in iter_rows(path):
+    for where, row, error in path.iter_rows():
         try:
             if error is not None:
                 raise error

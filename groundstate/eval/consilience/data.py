@@ -56,13 +56,13 @@ def split_tasks(tasks: Sequence[HiddenProfileTask], fractions: Sequence[float] =
     return {"train": parts["train"], "calibration": parts["val"], "test": parts["test"]}
 
 
-def load_tasks(path: str, allow_empty: bool = False) -> tuple[list[HiddenProfileTask], dict[str, Any]]:
-    """The tasks in ``path`` (HiddenBench JSON or groundstate JSONL) and a description of the file for the run
-    fingerprint. A file with no tasks is an error unless ``allow_empty``."""
-    from pathlib import Path
-
+def load_tasks(path: Any, allow_empty: bool = False) -> tuple[list[HiddenProfileTask], dict[str, Any]]:
+    """The tasks in ``path`` (HiddenBench JSON or groundstate JSONL, Parquet, or any source
+    :func:`~groundstate.eval.sources.as_source` accepts, normalised once here) and a description of them for the
+    run fingerprint (:func:`~groundstate.eval.sources.describe`). No tasks is an error unless ``allow_empty``."""
     from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
-    from groundstate.eval.runner import file_hash
+    from groundstate.eval.sources import as_source, describe
 
-    tasks = load_hidden_tasks(path, allow_empty=allow_empty)
-    return tasks, {"file": Path(path).name, "sha256": file_hash(path)}
+    source = as_source(path, "tasks")
+    tasks = load_hidden_tasks(source, allow_empty=allow_empty)
+    return tasks, describe(source, tasks)

@@ -1,22 +1,28 @@
 """Running the reference protocols and Consilience on hidden-profile tasks, durably, and comparing them.
 
-- :func:`make_team`: the agents of a run, LM agents (one LM per ``agent.i`` role) or seeded simulated agents,
-  with the description that goes into the run's fingerprint.
-- :func:`run_protocol`: one reference protocol (Hidden-Pre, Hidden-Post, Full-Info) over the tasks.
-- :func:`evaluate_programs`: several programs (protocols and controllers) over the same tasks, one run each,
-  with the per-task scores and the §4.2 pooled vote accuracy.
+- :func:`run_protocol`: one reference protocol (Hidden-Pre, Hidden-Post, Full-Info) over the tasks: the registered
+  task ``hidden-protocol`` (``groundstate hidden run``).
+- :func:`evaluate_programs`: the controllers and reference protocols of an
+  :class:`~groundstate.eval.consilience.settings.EvaluationSettings` over the same tasks, one run each of the
+  registered task ``consilience``, with the per-task scores and the §4.2 pooled vote accuracy.
 - :func:`run_tasks`: a program over tasks in memory (calibration and coverage use it).
+
+Both durable entry points assemble their runs through :mod:`groundstate.eval.assemble`; the tasks, the team
+and the run configurations are in :mod:`groundstate.eval.consilience.tasks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from groundstate.errors import ConfigError, InputError
-from groundstate.eval.consilience.metrics import discussion_scorer, pooled_vote_accuracy
-from groundstate.eval.runner import RunAborted, RunResult, RunSettings, durable_run, run_config
+from groundstate.eval.consilience.settings import EvaluationSettings, ProtocolSettings
+from groundstate.eval.consilience.tasks import HiddenSetup, hidden_setup
+from groundstate.eval.consilience.tasks import make_team as make_team
+from groundstate.eval.run_settings import RunSettings
+from groundstate.eval.runner import RunResult
+from groundstate.eval.task import RunContext
 from groundstate.records import HiddenProfileTask
 
 
@@ -25,79 +31,57 @@ def run_tasks(program: Any, tasks: Sequence[HiddenProfileTask]) -> list[Any]:
     return [program(task=task) for task in tasks]
 
 
-def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *, sim_params: Any = None,
-              seed: int = 0, lm: Any = None, lm_config: Any = None) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """``(team, agents description, LM description)`` for ``kind`` ``sim`` or ``lm``.
+def run_protocol(settings: ProtocolSettings, run: RunSettings | None = None,
+                 context: RunContext | None = None) -> RunResult:
+    """One reference protocol over the tasks, durably (``groundstate hidden run``); ``settings.rounds=None`` plays
+    the protocol's default (:func:`~groundstate.programs.consilience.protocols.default_rounds`). Raises
+    :class:`~groundstate.eval.runner.RunAborted` when the run fails (everything finished is kept)."""
+    from groundstate.eval.assemble import run_task
 
-    Args:
-        kind: ``sim`` (seeded simulated agents, every task needs per-fact support) or ``lm``.
-        tasks, tasks_file: the tasks and their file (named in errors).
-        sim_params: the :class:`~groundstate.programs.consilience.simulated.SimParams` for ``sim``.
-        seed: the simulated agents' seed.
-        lm, lm_config: the default LM and the per-role configuration for ``lm`` (agent ``i`` uses role
-            ``agent.i``).
-
-    Raises:
-        InputError: simulated agents on a task without per-fact support.
-    """
-    from groundstate.lm.specs import describe_lm
-    from groundstate.programs.consilience.agents import LMTeam
-    from groundstate.programs.consilience.simulated import SimParams, SimTeam
-
-    if kind == "sim":
-        params = sim_params or SimParams()
-        unannotated = next((t for t in tasks if not t.support), None)
-        if unannotated is not None:
-            raise InputError("simulated agents need per-fact support; give the tasks support (--support) or use "
-                             "--agents lm",
-                             file=tasks_file, record=unannotated.id, field="support")
-        return SimTeam(params, seed), {"kind": "sim", "params": asdict(params), "seed": seed}, {"model": None}
-    if kind != "lm":
-        raise ConfigError(f"unknown agents '{kind}': use sim or lm")
-    team = LMTeam(lambda i: lm_config.lm_for(f"agent.{i}"))
-    return team, {"kind": "lm", "lm_config": lm_config.describe() if lm_config.roles else None}, describe_lm(lm)
+    return run_task("hidden-protocol", settings, run, context=context or RunContext())
 
 
-def run_protocol(protocol: str, rounds: int | None, tasks: Sequence[HiddenProfileTask], data: dict[str, Any],
-                 team: Any, agents: dict[str, Any], lm: dict[str, Any], seed: int, settings: RunSettings) -> RunResult:
-    """One reference protocol over the tasks, durably (``groundstate hidden run``); ``rounds=None`` plays the
-    protocol's default (:func:`~groundstate.programs.consilience.protocols.default_rounds`)."""
-    from groundstate.programs.consilience.protocols import HiddenProfileProtocol
+@dataclass
+class Evaluation:
+    """What an evaluation of several programs left: by label, each run's ``summaries``, its §4.2 vote accuracy
+    ``pooled`` over all votes, its per-task ``rows``, its program's discussion ``rounds`` and ``options`` (the run
+    config's, without the agents and the label); ``setup``: the tasks and agents they ran on."""
 
-    if rounds is not None and rounds < 0:
-        raise ConfigError("--rounds must be >= 0")
-    try:
-        program = HiddenProfileProtocol(protocol, rounds, team=team, seed=seed)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    name = f"{protocol}-{agents['kind']}"
-    config = run_config(name, state=program, lm=lm, data=data, seed=seed,
-                        options={"protocol": protocol, "rounds": program.rounds, "agents": agents})
-    return durable_run(program, config, tasks, settings, inputs=lambda task: {"task": task},
-                       scorer=discussion_scorer(initial=protocol == "hiddenbench"), description=name)
+    summaries: dict[str, Any] = field(default_factory=dict)
+    pooled: dict[str, Any] = field(default_factory=dict)
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rounds: dict[str, int] = field(default_factory=dict)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    setup: HiddenSetup | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.summaries)
 
 
-def evaluate_programs(programs: Mapping[str, tuple[Any, dict[str, Any]]], tasks: Sequence[HiddenProfileTask],
-                      data: dict[str, Any], agents: dict[str, Any], lm: dict[str, Any], seed: int,
-                      settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any], dict[str, list[dict[str, Any]]]]:
-    """Run every ``label -> (program, options)`` over the tasks (one durable run each).
+def evaluate_programs(settings: EvaluationSettings, run: RunSettings | None = None,
+                      context: RunContext | None = None) -> Evaluation:
+    """Run every program of ``settings`` (:meth:`EvaluationSettings.programs`) over the same tasks and team, one
+    durable run each (through :func:`~groundstate.eval.assemble.run_task`). A run that failed
+    (``max_error_rate``, or every task failed) contributes what it finished; its summary's ``stopped_reason`` says
+    why."""
+    from groundstate.eval.assemble import assemble
+    from groundstate.eval.consilience.metrics import pooled_vote_accuracy
+    from groundstate.eval.runner import RunAborted
+    from groundstate.eval.task import execute
 
-    Returns:
-        ``(summaries, pooled, rows)``: each label's run summary, its §4.2 vote accuracy pooled over all votes,
-        and its per-task rows. A run that failed (``max_error_rate``, or every task failed) contributes what it
-        finished; its summary's ``stopped_reason`` says why.
-    """
-    summaries, pooled, rows = {}, {}, {}
-    for label, (program, options) in programs.items():
-        config = run_config("consilience-" + label.split()[0].replace("+", "-"), state=program, lm=lm, data=data,
-                            seed=seed, options={**options, "agents": agents, "label": label})
-        initial = getattr(program, "protocol", None) == "hiddenbench"
+    context = context or RunContext()
+    out = Evaluation()
+    plans = [assemble("consilience", program, context, run=run)[2] for program in settings.programs()]
+    for planned in plans:  # every program is built (and its calibrator checked) before any of them runs
+        label = planned.description
         try:
-            result = durable_run(program, config, tasks, settings, inputs=lambda task: {"task": task},
-                                 scorer=discussion_scorer(initial=initial), description=label)
+            result = execute(planned, run, context)
         except RunAborted as exc:
             result = exc.result
-        summaries[label] = result.summary
-        pooled[label] = pooled_vote_accuracy(result.rows)
-        rows[label] = result.rows
-    return summaries, pooled, rows
+        out.summaries[label], out.rows[label] = result.summary, result.rows
+        out.pooled[label] = pooled_vote_accuracy(result.rows)
+        out.rounds[label] = getattr(planned.program, "rounds", 0)
+        out.options[label] = {k: v for k, v in planned.config["options"].items() if k not in ("agents", "label")}
+    out.setup = hidden_setup(settings, context)
+    return out

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError
+from groundstate.eval.dhd.blocks import collect_pairs, replay_run_dirs, replay_run_settings
 from groundstate.eval.dhd.cache import MessageCache
 from groundstate.eval.dhd.replay import arm_accuracy, repeat_pairs
-from groundstate.eval.dhd.run import collect_pairs, replay_run_dirs, replay_run_settings
 from groundstate.eval.dhd.table_inputs import read_mask_table
 from groundstate.eval.io import write_jsonl
 from groundstate.eval.results import write_json

@@ -15,16 +15,31 @@ Every DHD step's run configuration carries these fields (so runs with other sett
 A cache's messages record the settings they were generated and graded with (``generator["settings"]`` of each
 :class:`~groundstate.eval.dhd.cache.PoolEntry`): :func:`generation_settings` of the generate step. A cache holds
 messages of one setting only: :func:`cache_generation` reads it and refuses a mixture.
+
+The typed settings of the steps (what ``dhd generate``, ``replay`` and ``mask`` take; each field's description is
+its ``--help`` text) are :class:`GenerateSettings`, :class:`ReplaySettings` and :class:`MaskSettings`, with the
+evaluator's options in :class:`EvaluatorSettings` and the integrator's in :class:`SamplingSettings`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from groundstate.errors import ConfigError
+from groundstate.eval.benchmarks.problems import FORMATS
+from groundstate.eval.settings import Settings
 from groundstate.lm.specs import describe_lm
+from groundstate.programs.dhd.deliberation import (
+    DEFAULT_HYPOTHESIZER_TEMPERATURE,
+    DEFAULT_INTEGRATOR_TEMPERATURE,
+    DEFAULT_K,
+    DEFAULT_RECRUITER_TEMPERATURE,
+)
+from groundstate.programs.dhd.evaluator import DEFAULT_JUDGE_TEMPERATURE
 
 TEMPERATURE_KEYS: tuple[str, ...] = ("recruiter", "hypothesizer", "integrator", "judge")
 
@@ -94,3 +109,93 @@ def _describe(settings: Mapping[str, Any]) -> str:
         return "unrecorded settings"
     temperatures = ", ".join(f"{k} {v}" for k, v in (settings.get("temperatures") or {}).items())
     return f"temperatures {temperatures}; evaluator {settings.get('evaluator')}"
+
+
+# -- the steps' typed settings -----------------------------------------------------------------------------------
+TEMPERATURE = {"ge": 0, "le": 2, "json_schema_extra": {"metavar": "T"}}
+
+
+class EvaluatorSettings(Settings):
+    """How a DHD step grades answers."""
+
+    evaluator: Literal["judge", "rules"] | None = Field(
+        None, description="how answers are graded: judge (an LM judge sees the problem, the gold answer and the whole "
+        "response, as in the paper; a proposal is judged from its proposed answer alone) or rules (tolerance, "
+        "option sets, exact match; no LM). In both an answer with no usable value, or hedging between several "
+        "values, is wrong. Default: judge when a judge LM is given (--judge-lm or the --lm-config role 'judge'), "
+        "else rules")
+    no_judge: bool = Field(False, description="the same as --evaluator rules (the earlier spelling)")
+    judge_lm: str | None = Field(None, description="LM spec of the judge, like --lm (for more settings use the "
+                                 "--lm-config role 'judge'); makes judge the default evaluator",
+                                 json_schema_extra={"metavar": "SPEC"})
+    judge_temperature: float = Field(DEFAULT_JUDGE_TEMPERATURE, description="the judge's sampling temperature "
+                                     "(default 0, as the authors run it)", **TEMPERATURE)
+
+    def evaluator_mode(self) -> str | None:
+        """The evaluator's mode (``None``: judge when a judge LM is given, else rules).
+
+        Raises:
+            ConfigError: ``no_judge`` with ``evaluator="judge"``.
+        """
+        if self.no_judge and self.evaluator == "judge":
+            raise ConfigError("--no-judge and --evaluator judge contradict each other; give one")
+        return "rules" if self.no_judge else self.evaluator
+
+
+class SamplingSettings(EvaluatorSettings):
+    """How a replaying step (``replay``, ``mask``) samples the integrator."""
+
+    integrator_temperature: float = Field(
+        DEFAULT_INTEGRATOR_TEMPERATURE, description="the integrator's (and independent solver's) sampling temperature "
+        "(default 0, as the authors run it); every replay is a separate call with its own rollout id at any "
+        "temperature, so at 0 repeats differ only by the model's own variation. --sample-temperature is the earlier "
+        "name of this option", **TEMPERATURE)
+    vary_seed: Literal["auto", "on", "off"] = Field("auto", description="derive the sampling seed from the rollout id "
+                                                    "(auto: on for the embedded LM, whose sampler would otherwise "
+                                                    "repeat itself at a temperature above 0)")
+
+
+class GenerateSettings(EvaluatorSettings):
+    """``dhd generate``: the problems, the cache, and how messages are made."""
+
+    data: str = Field(description="SciBench JSON, JEEBench JSON or JSONL problems",
+                      json_schema_extra={"metavar": "FILE"})
+    format: Literal[(*FORMATS, "auto")] = Field("auto", description="problem file format (default auto)")
+    k: int = Field(DEFAULT_K, ge=1, description="roles and messages per problem (default 5)")
+    cache: str = Field(description="the message cache directory", json_schema_extra={"metavar": "DIR"})
+    skip_invalid: bool = Field(False, description="report bad problem records and use the rest")
+    recruiter_temperature: float = Field(DEFAULT_RECRUITER_TEMPERATURE, description="the recruiter's sampling "
+                                         "temperature (default 0, as the authors run it)", **TEMPERATURE)
+    hypothesizer_temperature: float = Field(DEFAULT_HYPOTHESIZER_TEMPERATURE, description="the hypothesizers' "
+                                            "sampling temperature (default 0.7, as the authors run it)", **TEMPERATURE)
+
+
+class ReplaySettings(SamplingSettings):
+    """``dhd replay``: which replays of the cached messages to run."""
+
+    cache: str = Field(description="the message cache directory", json_schema_extra={"metavar": "DIR"})
+    mode: Literal["loo", "single"] = Field(description="replay mechanism")
+    repeats: int = Field(1, ge=1, description="replay blocks per problem and K (default 1)",
+                         json_schema_extra={"metavar": "B"})
+    k: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None, description="pool sizes (default from the cache's k: 1..k for loo, k for single; 5 if the cache does "
+        "not record k)", json_schema_extra={"metavar": "K"})
+
+
+class MaskSettings(SamplingSettings):
+    """``dhd mask``: the sample of labelled messages and the repetitions of component masking."""
+
+    cache: str = Field(description="the message cache directory", json_schema_extra={"metavar": "DIR"})
+    per_category: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None, description="messages per category: one number for all, or five for W+ C+ W- C- indeterminate "
+        "(default 10 3 3 2 4, the paper's sample)", json_schema_extra={"metavar": "N"})
+    sample: int | None = Field(None, ge=1, description="N messages in all, spread round-robin over the five "
+                               "categories", json_schema_extra={"metavar": "N"})
+    repeats: int = Field(5, ge=1, description="repetitions per message (default 5)", json_schema_extra={"metavar": "R"})
+    labels: str | None = Field(None, description="labels.jsonl written by `dhd analyze` from repeated LOO replay "
+                               "(default <cache>/analysis/labels.jsonl)", json_schema_extra={"metavar": "FILE"})
+    k: int | None = Field(None, ge=1, description="pool size (default: the pool size of the labels)")
+    same_problem: bool = Field(False, description="allow several sampled messages from one problem (default: at most "
+                               "one per problem, as in the authors' control manifest)")
+    seed: int = Field(0, ge=0, description="seed for anything random (default 0)")
+

@@ -7,24 +7,27 @@ nothing; :func:`compare_programs` returns every program's summary for the report
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Sequence
 from typing import Any
 
 from groundstate.errors import ConfigError
+from groundstate.eval.reground.settings import CompareSettings
+from groundstate.eval.run_settings import RunSettings
+from groundstate.eval.task import RunContext
 
 logger = logging.getLogger(__name__)
 
 
-def compare_programs(names: Sequence[str], args: argparse.Namespace, *, lm: Any, lm_config: Any, settings: Any,
+def compare_programs(names: Sequence[str], settings: CompareSettings, run: RunSettings, context: RunContext, *,
                      on_start: Any = None) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
-    """Run (or reuse the stored run of) every program in ``names`` with the same options.
+    """Run (or reuse the stored run of) every program in ``names`` with the same settings, one T2 judge for all.
 
     Args:
-        names: registered OffQuery task names (``reground``, ``standard``, ``oracle``, ...).
-        args: the parsed options every task reads.
-        lm, lm_config, settings: as for :func:`groundstate.eval.tasks.run_task`.
+        names: OffQuery task names (``reground``, ``standard``, ``oracle``, ...).
+        settings: every program's options (each program's run reads its own fields).
+        run, context: as for :func:`groundstate.eval.assemble.run_task`; the context's judge (built here from the
+            settings when it has none) scores every program.
         on_start: called with each name before its run (the CLI prints a heading).
 
     Returns:
@@ -35,19 +38,21 @@ def compare_programs(names: Sequence[str], args: argparse.Namespace, *, lm: Any,
     Raises:
         ConfigError: an unknown program name.
     """
+    from groundstate.eval.assemble import run_task
+    from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
     from groundstate.eval.runner import RunAborted
-    from groundstate.eval.tasks import load_builtin_tasks, run_task
 
-    tasks = load_builtin_tasks()
-    unknown = [p for p in names if p not in tasks or p == "qa"]
+    unknown = [p for p in names if p not in OFFQUERY_TASKS]
     if unknown:
         raise ConfigError(f"unknown program '{unknown[0]}' for compare")
+    if context.judge is None:
+        context.judge = offquery_judge(settings, context.lms)
     summaries, notes, run_ids = {}, {}, {}
     for name in dict.fromkeys(names):
         if on_start is not None:
             on_start(name)
         try:
-            result = run_task(name, args, lm=lm, lm_config=lm_config, settings=settings)
+            result = run_task(OFFQUERY_TASKS[name], settings, run, context=context)
         except RunAborted as exc:
             result = exc.result
             notes[name] = "stopped early" if str(exc).startswith("stopped") else "too many failures"
@@ -55,6 +60,6 @@ def compare_programs(names: Sequence[str], args: argparse.Namespace, *, lm: Any,
         summaries[name] = result.summary
         run_ids[name] = result.run_id
         if name == "oracle":
-            notes[name] = ("upper bound; T1/T2 from ground truth" if getattr(args, "oracle_attribution", None) == "gold"
+            notes[name] = ("upper bound; T1/T2 from ground truth" if settings.oracle_attribution == "gold"
                            else "upper bound; T2 from ground truth, T1 from a model")
     return summaries, notes, run_ids

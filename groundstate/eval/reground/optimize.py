@@ -1,19 +1,71 @@
-"""Optimizing an OffQuery program against T1/T2/T3 and evaluating the saved result on held-out data.
+"""Optimizing an OffQuery program against T1/T2/T3.
 
-- :func:`examples_for`: instances as ``dspy.Example``s (program inputs plus the gold labels the metrics read).
-- :func:`optimize_task`: ``groundstate optimize``: load the train/val files, build the task's program, tune it
-  with :func:`~groundstate.optimizers.tune.tune` against :func:`~groundstate.eval.reground.metrics.offquery_metric`,
+- :class:`OptimizeSettings`: everything ``groundstate optimize`` takes besides the LMs (the program, the data, the
+  optimizer and its budget, the metric, and the program's own options).
+- :func:`examples_for`: instances as ``dspy.Example`` objects (program inputs plus the gold labels the metrics read).
+- :func:`optimize_task`: load the train/val files, build the task's program, tune it with
+  :func:`~groundstate.optimizers.tune.tune` against :func:`~groundstate.eval.reground.metrics.offquery_metric`,
   and return the result with the manifest to save beside it.
-- :func:`evaluate_saved`: ``groundstate evaluate``: run the saved program and its unoptimized version on the
-  same records, durably, and return both summaries.
+- :func:`read_optimized` and :func:`check_no_overlap`: what ``evaluate`` (:mod:`groundstate.eval.reground.evaluate`)
+  checks before it runs a saved program.
 """
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from groundstate.errors import ConfigError, GroundstateError, one_line
+from groundstate.eval.reground.saved import CONDITIONS
+from groundstate.eval.reground.settings import BaselineOptions, ReGroundOptions
+from groundstate.eval.settings import Settings
+from groundstate.eval.task import RunContext
+from groundstate.optimizers.tune import MAX_FAILED_SHARE, OPTIMIZERS, Budget
+
+_BUDGET = Budget()
+
+
+class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
+    """What ``groundstate optimize`` takes besides the LMs: the program and its options, the train and validation
+    files, the optimizer, its budget and the metric."""
+
+    program: str = Field("reground", description="the program to tune (an OffQuery program)")
+    data: str = Field(description="training data (OffQuery file)", json_schema_extra={"metavar": "FILE"})
+    val_data: str | None = Field(None, description="validation data (required by random-search, mipro and gepa)",
+                                 json_schema_extra={"metavar": "FILE"})
+    optimizer: Literal[OPTIMIZERS] = Field("bootstrap", description="the DSPy optimizer (default bootstrap)")
+    metric: str | None = Field(None, description="t1, t2, t3, t1+t2+t3, 0.5*t1+t3 (default: the stage's task)")
+    stage: Literal["verify", "reconstruct", "resolve", "all"] = Field(
+        "all", description="tune one ReGround stage against its task (verify: T1, reconstruct: T2, resolve: T3)")
+    trainable: list[str] | None = Field(None, description="predictors the optimizer may touch (globs, e.g. "
+                                        "'verify.*'); overrides --stage", json_schema_extra={"metavar": "PATTERN"})
+    max_demos: int = Field(_BUDGET.max_bootstrapped_demos, ge=0, description="bootstrapped demos")
+    max_labeled_demos: int = Field(_BUDGET.max_labeled_demos, ge=0, description="labeled demos taken from --data "
+                                   f"(default {_BUDGET.max_labeled_demos})")
+    max_rounds: int = Field(_BUDGET.max_rounds, ge=1, description="bootstrapping rounds")
+    candidates: int | None = Field(None, ge=1, description=f"random-search programs "
+                                   f"({_BUDGET.num_candidate_programs}) / mipro candidates ({_BUDGET.num_candidates})")
+    trials: int = Field(_BUDGET.num_trials, ge=1, description="mipro trials")
+    max_metric_calls: int = Field(_BUDGET.max_metric_calls, ge=1, description="gepa budget")
+    reflection_lm: str | None = Field(None, description="gepa's reflection LM spec (default: --lm)")
+    max_failed_share: float = Field(MAX_FAILED_SHARE, ge=0, le=1, description="stop (exit 2, nothing saved) when "
+                                    f"more than this share of metric calls failed (default {MAX_FAILED_SHARE:g})",
+                                    json_schema_extra={"metavar": "X"})
+    threads: int = Field(4, ge=1, description="metric calls (the optimizer's evaluation threads) worked on at once "
+                                              "(default 4)")
+    seed: int = Field(0, ge=0, description="the optimizer's seed (default 0)")
+    condition: Literal[CONDITIONS] = Field("unreliable", description="which shared context programs see (default "
+                                                                      "unreliable)")
+    judge_lm: str = Field("lexical", description="T2 judge: 'lexical' or an LM spec")
+
+    def budget(self) -> Budget:
+        """The optimizer's :class:`~groundstate.optimizers.tune.Budget`."""
+        budget = Budget(max_bootstrapped_demos=self.max_demos, max_labeled_demos=self.max_labeled_demos,
+                        max_rounds=self.max_rounds, num_trials=self.trials, max_metric_calls=self.max_metric_calls)
+        if self.candidates is not None:
+            budget.num_candidate_programs = budget.num_candidates = self.candidates
+        return budget
 
 
 def examples_for(instances: list[Any], inputs) -> list[Any]:
@@ -28,62 +80,62 @@ def examples_for(instances: list[Any], inputs) -> list[Any]:
     return examples
 
 
-def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[Any, dict[str, Any], str]:
-    """Tune the program ``args.program`` names; return ``(TuneResult, manifest, metric spec)``.
+def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any, dict[str, Any], str]:
+    """Tune the program ``settings.program`` names; return ``(TuneResult, manifest, metric spec)``.
 
     Raises:
-        ConfigError: a bad budget, metric or stage, or train and val that share instances.
+        ConfigError: an unknown program, a bad budget, metric or stage, or train and val that share instances.
         OptimizationFailed: every LM call failed (nothing should be saved).
     """
     from groundstate.eval.benchmarks.offquery.loader import load_any
-    from groundstate.eval.reground.judges import make_judge
     from groundstate.eval.reground.metrics import offquery_metric, parse_metric
     from groundstate.eval.reground.saved import BuildArgs
+    from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
     from groundstate.eval.runner import program_state_hash
     from groundstate.eval.splits import content_hash, group_key
-    from groundstate.eval.tasks import get_task
     from groundstate.lm.specs import describe_lm, get_lm
     from groundstate.optimizers.targets import stage_target
-    from groundstate.optimizers.tune import MAX_FAILED_SHARE, Budget, tune
+    from groundstate.optimizers.tune import tune
 
-    task = get_task(args.program)
-    patterns, metric = stage_target(args.stage, args.metric)
-    if args.trainable:
-        patterns = args.trainable
+    if settings.program not in OFFQUERY_TASKS:
+        raise ConfigError(f"unknown program '{settings.program}'; available: {', '.join(sorted(OFFQUERY_TASKS))}")
+    task = OFFQUERY_TASKS[settings.program]
+    task_settings = settings.narrow(task.settings)
+    patterns, metric = stage_target(settings.stage, settings.metric)
+    if settings.trainable:
+        patterns = settings.trainable
     weights = parse_metric(metric)
-    budget = Budget(max_bootstrapped_demos=args.max_demos, max_labeled_demos=args.max_labeled_demos,
-                    max_rounds=args.max_rounds, num_trials=args.trials, max_metric_calls=args.max_metric_calls)
-    if args.candidates is not None:
-        budget.num_candidate_programs = budget.num_candidates = args.candidates
-    budget.check(args.optimizer)
-    train = load_any(args.data, condition=args.condition)
-    val = load_any(args.val_data, condition=args.condition) if args.val_data else []
+    budget = settings.budget()
+    budget.check(settings.optimizer)
+    train = load_any(settings.data, condition=settings.condition)
+    val = load_any(settings.val_data, condition=settings.condition) if settings.val_data else []
     overlap = {x.id for x in train} & {x.id for x in val}
     if overlap:
         raise ConfigError(f"--data and --val-data share {len(overlap)} instance id(s), e.g. '{sorted(overlap)[0]}'")
-    program = task.build(args)
+    program = task.build(task_settings)
+    lm, lm_config = context.lm_pair()
     lm_config.apply(program)
-    inputs = task.inputs_for(args)
-    judge = make_judge(args.judge_lm)
-    timeout = {"timeout": args.lm_timeout} if getattr(args, "lm_timeout", None) is not None else {}
+    inputs = task.inputs(task_settings)
+    judge = offquery_judge(settings, context.lms)
+    timeout = {"timeout": context.lms.lm_timeout} if context.lms.lm_timeout is not None else {}
     try:
-        reflection = get_lm(args.reflection_lm, **timeout) if args.reflection_lm else None
+        reflection = get_lm(settings.reflection_lm, **timeout) if settings.reflection_lm else None
     except GroundstateError as exc:
         raise ConfigError(f"cannot build the reflection LM (--reflection-lm): {exc}") from None
     result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None,
-                  metric=offquery_metric(weights, judge), optimizer=args.optimizer, budget=budget, trainable=patterns,
-                  reflection_lm=reflection, threads=args.threads, seed=args.seed,
-                  max_failed_share=getattr(args, "max_failed_share", MAX_FAILED_SHARE))
+                  metric=offquery_metric(weights, judge), optimizer=settings.optimizer, budget=budget,
+                  trainable=patterns, reflection_lm=reflection, threads=settings.threads, seed=settings.seed,
+                  max_failed_share=settings.max_failed_share)
     manifest = {
         "task": task.name,
-        "task_options": {"condition": args.condition, **task.options(args)},
+        "task_options": {"condition": settings.condition, **task.options(task_settings, judge)},
         "optimizer": result.settings,
-        "metric": {"spec": metric, "weights": weights, "judge": getattr(judge, "name", args.judge_lm)},
+        "metric": {"spec": metric, "weights": weights, "judge": getattr(judge, "name", settings.judge_lm)},
         "lms": {"default": describe_lm(lm), "roles": lm_config.describe()["roles"],
                 "reflection": describe_lm(reflection) if reflection else None},
-        "data": {"train": {"file": args.data, "ids": [x.id for x in train], "sha256": content_hash(train),
+        "data": {"train": {"file": settings.data, "ids": [x.id for x in train], "sha256": content_hash(train),
                            "groups": sorted({group_key(x) for x in train})},
-                 "val": {"file": args.val_data, "ids": [x.id for x in val], "sha256": content_hash(val),
+                 "val": {"file": settings.val_data, "ids": [x.id for x in val], "sha256": content_hash(val),
                          "groups": sorted({group_key(x) for x in val})} if val else None},
         "scores": result.scores,
         "program_state": {"before": program_state_hash(program), "after": program_state_hash(result.program),
@@ -91,7 +143,7 @@ def optimize_task(args: argparse.Namespace, lm: Any, lm_config: Any) -> tuple[An
         "failed_share": round(result.failed_share, 4),
         "cost": {"lm_calls": result.lm_calls, "input_tokens": result.input_tokens,
                  "output_tokens": result.output_tokens, "seconds": round(result.seconds, 2)},
-        "build_args": {k: getattr(args, k) for k in BuildArgs.model_fields if hasattr(args, k)},
+        "build_args": settings.model_dump(include=set(BuildArgs.model_fields)),
     }
     return result, manifest, metric
 
@@ -110,7 +162,7 @@ def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:
 
     from groundstate.errors import InputError
     from groundstate.eval.reground.saved import OptimizedManifest
-    from groundstate.eval.reground.tasks import BASELINE_HELP
+    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
     from groundstate.optimizers.artifacts import MANIFEST, check_compatible, read_manifest
     from groundstate.optimizers.manifests import ProgramManifest
     from groundstate.schema import validate
@@ -122,65 +174,11 @@ def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:
     path = Path(directory) / MANIFEST
     validate(ProgramManifest, manifest, file=path)  # what loading the program reads
     saved = validate(OptimizedManifest, manifest, file=path)
-    programs = ("reground", *BASELINE_HELP)
+    programs = tuple(OFFQUERY_TASKS)
     if saved.task not in programs:
         raise InputError(f"'{one_line(saved.task, 80)}' is not an OffQuery program ({', '.join(programs)})",
                          file=str(path), field="task")
     return manifest, saved
-
-
-def evaluate_saved(args: argparse.Namespace, lm: Any, lm_config: Any, settings: Any,
-                   saved: tuple[dict[str, Any], Any] | None = None) -> tuple[dict, dict, str, list[str]]:
-    """Run the program saved in ``args.dir`` (after) and the same program without its optimized state (before)
-    on ``args``' data; return ``(summaries by label, data description, title, warnings)``.
-
-    Data that shares instance ids or source cases with the manifest's train/val data is refused unless
-    ``args.allow_overlap``; a saved program whose state equals the unoptimized one is evaluated with a warning.
-
-    The saved manifest (``saved``: what :func:`read_optimized` returned, read here when not given) supplies the
-    task, its condition (unless ``--condition`` is given) and the program's build arguments. A run that failed
-    (``--max-error-rate``, or every record failed) contributes what it finished; its summary's ``stopped_reason``
-    says why.
-
-    Raises:
-        InputError: a manifest field of the wrong type or missing (see :func:`read_optimized`).
-        ConfigError: the directory is not a program saved by ``groundstate optimize``, or the data overlaps the
-            data it was optimized on (without ``--allow-overlap``).
-    """
-    from groundstate.eval.runner import RunAborted, durable_run, program_state_hash, run_config
-    from groundstate.eval.tasks import get_task
-    from groundstate.lm.specs import describe_lm
-    from groundstate.optimizers.artifacts import build_saved, load_program
-
-    manifest, checked = saved if saved is not None else read_optimized(args.dir)
-    after = load_program(args.dir)
-    before = build_saved(args.dir, manifest)
-    task = get_task(checked.task)
-    if args.condition is None:
-        args.condition = checked.task_options.condition
-    for key, value in checked.build_values().items():
-        if not hasattr(args, key) or key == "seed":
-            setattr(args, key, value)
-    records, data = task.load(args)
-    if not getattr(args, "allow_overlap", False):
-        check_no_overlap(records, checked)
-    warnings = []
-    if program_state_hash(before) == program_state_hash(after):
-        warnings.append("the saved program's state equals the unoptimized program's (the optimizer changed "
-                        "nothing): before and after will score the same")
-    inputs, scorer = task.inputs_for(args), task.scorer_for(args)
-    summaries = {}
-    for label, program in (("before (unoptimized)", before), ("after (optimized)", after)):
-        lm_config.apply(program)
-        config = run_config(task.name, state=program, lm=describe_lm(lm), data=data, seed=args.seed,
-                            options={**task.options(args), "evaluate": label})
-        try:
-            summaries[label] = durable_run(program, config, records, settings, inputs=inputs, scorer=scorer,
-                                           outputs=task.outputs, description=label).summary
-        except RunAborted as exc:
-            summaries[label] = exc.result.summary
-    title = f"{task.name} on {data.get('file', 'synthetic')} ({args.condition} shared context)"
-    return summaries, data, title, warnings
 
 
 def check_no_overlap(records: list[Any], manifest: Any) -> None:

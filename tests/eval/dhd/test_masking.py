@@ -36,8 +36,9 @@ from groundstate.eval.dhd.masking import (
     mask_table,
     masked_message,
 )
-from groundstate.eval.dhd.run import RunOptions, generate, mask
+from groundstate.eval.dhd.run import generate, mask
 from groundstate.eval.results import read_results
+from groundstate.eval.run_settings import RunSettings
 from groundstate.programs.dhd.deliberation import render_pool
 from groundstate.records import HypothesisMessage, Problem
 from groundstate.testing import scripted_lm
@@ -109,7 +110,7 @@ def cache3(tmp_path):
     cache = MessageCache(tmp_path / "cache")
     problems = [Problem(id=f"w-{j}", question=f"Problem w-{j}: how long is the rod?", answer=GOLD, kind="number",
                         unit="cm", source="tiny") for j in range(3)]
-    within(scripted_lm(World(), cache=True), lambda: generate(cache, problems, options=RunOptions(threads=2)))
+    within(scripted_lm(World(), cache=True), lambda: generate(cache, problems, run=RunSettings(threads=2)))
     rows = [label_row(f"w-{j}", i, "W+" if i == 0 else "indeterminate") for j in range(3) for i in range(5)]
     write_labels(cache.dir / "analysis" / "labels.jsonl", rows)
     return cache
@@ -342,13 +343,13 @@ def test_mask_without_repeated_replay_labels_is_refused_with_one_line(cache3, mo
 # -- end to end: the eight outcomes, the fixed sample, resume ---------------------------------------------------------
 def test_mask_runs_eight_outcomes_on_the_fixed_sample_and_resumes_on_it(cache3):
     lm = scripted_lm(World(), cache=True)
-    options = RunOptions(threads=2)
+    options = RunSettings(threads=2)
     quotas = {"wrong-helpful": 2, "indeterminate": 1}
 
-    probe = within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, options=RunOptions(limit=0)))
+    probe = within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, run=RunSettings(limit=0)))
     assert lm.engine.calls == 0 and (probe[0].run_dir / SAMPLE_FILE).is_file()  # fixed before any LM call
 
-    result, table, sample = within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, options=options))
+    result, table, sample = within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, run=options))
     pairs = sample["pairs"]
     assert [p["category"] for p in pairs] == ["wrong-helpful", "wrong-helpful", "indeterminate"]
     assert len({p["problem_id"] for p in pairs}) == 3 and all(p["message_id"] == 0 for p in pairs[:2])
@@ -381,14 +382,14 @@ def test_mask_runs_eight_outcomes_on_the_fixed_sample_and_resumes_on_it(cache3):
     results = result.run_dir / "results.jsonl"
     results.write_text("\n".join(results.read_text().splitlines()[:4]) + "\n")  # killed: two records lost
     calls = lm.engine.calls
-    resumed, _, again = within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, options=options))
+    resumed, _, again = within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, run=options))
     assert resumed.run_dir == result.run_dir and resumed.skipped == 4 and again == sample
     assert lm.engine.calls == calls and len(read_results(results)) == 6  # re-run from DSPy's cache
 
     labels_path = cache3.dir / "analysis" / "labels.jsonl"
     rows_now = [json.loads(line) for line in labels_path.read_text().splitlines()]
     write_labels(labels_path, [{**r, "p_value": 0.5} for r in reversed(rows_now)])  # same sample, other bytes
-    same, _, kept = within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, options=options))
+    same, _, kept = within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, run=options))
     assert same.run_dir == result.run_dir and same.skipped == 6 and kept == sample
 
     moved = [{**r, "group": "W-"} if (r["problem_id"], r["message_id"]) == (pairs[0]["problem_id"], 0) else r
@@ -397,7 +398,7 @@ def test_mask_runs_eight_outcomes_on_the_fixed_sample_and_resumes_on_it(cache3):
     stored = (result.run_dir / SAMPLE_FILE).read_text()
     finished = results.read_text()
     with pytest.raises(ConfigError, match="now gives a different sample") as info:
-        within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, options=options))
+        within(lm, lambda: mask(cache3, 2, per_category=quotas, seed=3, run=options))
     assert "\n" not in str(info.value) and result.run_dir.name in str(info.value)
     assert (result.run_dir / SAMPLE_FILE).read_text() == stored and results.read_text() == finished
     assert lm.engine.calls == calls

@@ -13,8 +13,9 @@ import pytest
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.dhd.cache import MessageCache, PoolEntry
 from groundstate.eval.dhd.replay import flip_label, pair_rows, repeat_pairs, replay_arms
-from groundstate.eval.dhd.run import RunOptions, collect_pairs, generate, load_blocks, replay
+from groundstate.eval.dhd.run import collect_pairs, generate, load_blocks, replay
 from groundstate.eval.results import read_results
+from groundstate.eval.run_settings import RunSettings
 from groundstate.programs.dhd.evaluator import AnswerEvaluator
 from groundstate.records import HypothesisMessage, Problem
 from groundstate.testing import scripted_lm
@@ -92,7 +93,7 @@ def world_cache(tmp_path):
     """A cache of two problems with five messages each (message 0 wrong, the others wrong too)."""
     cache = MessageCache(tmp_path / "cache")
     lm = scripted_lm(World(), cache=True)
-    within(lm, lambda: generate(cache, make_problems("w"), options=RunOptions(threads=2)))
+    within(lm, lambda: generate(cache, make_problems("w"), run=RunSettings(threads=2)))
     return cache
 
 
@@ -101,12 +102,12 @@ def test_messages_are_generated_once_and_reused(tmp_path):
     cache = MessageCache(tmp_path / "cache")
     lm = scripted_lm(World())
     problems = make_problems("g")
-    result, counts = within(lm, lambda: generate(cache, problems, options=RunOptions(threads=2)))
+    result, counts = within(lm, lambda: generate(cache, problems, run=RunSettings(threads=2)))
     assert counts["generated"] == 2 and lm.engine.calls == 2 * 6  # recruiter + 5 hypothesizers per problem
     entries = cache.entries()
     assert entries["g-0"].proposal_correct == [0, 0, 0, 0, 0]
     assert [m.reasoning_direction for m in entries["g-0"].pool()] == [f"MARK{i}X" for i in range(5)]
-    again, counts = within(lm, lambda: generate(cache, problems, options=RunOptions(threads=2)))
+    again, counts = within(lm, lambda: generate(cache, problems, run=RunSettings(threads=2)))
     assert again is None and counts["cached_before"] == 2 and lm.engine.calls == 12  # nothing regenerated
     changed = [problems[0].model_copy(update={"answer": "1"})]
     with pytest.raises(InputError, match="record g-0.*differs from the problem with the same id"):
@@ -146,7 +147,7 @@ def test_cache_store_is_first_write_wins_and_survives_a_torn_line(tmp_path):
 # -- who the integrator sees ---------------------------------------------------------------------------------------
 def test_loo_integrator_sees_exactly_the_intended_nested_subsets(world_cache):
     lm = scripted_lm(World(), cache=True)
-    result, _ = within(lm, lambda: replay(world_cache, "loo", [1, 2, 3, 4, 5], 1, options=RunOptions(threads=3)))
+    result, _ = within(lm, lambda: replay(world_cache, "loo", [1, 2, 3, 4, 5], 1, run=RunSettings(threads=3)))
     assert result.summary["n_done"] == 2 * 5
     for pid in ("w-0", "w-1"):
         seen = Counter(shown_set(r) for r in integrator_requests(lm, pid))
@@ -179,8 +180,8 @@ def test_single_mode_shows_one_message_or_none(world_cache):
 # -- the cache never collapses repeats; resume is free --------------------------------------------------------------
 def test_repeats_reach_the_engine_and_resume_reruns_nothing(world_cache):
     lm = scripted_lm(World(), cache=True)  # DSPy's cache is ON
-    options = RunOptions(threads=2)
-    result, _ = within(lm, lambda: replay(world_cache, "loo", [5], 2, options=options))
+    options = RunSettings(threads=2)
+    result, _ = within(lm, lambda: replay(world_cache, "loo", [5], 2, run=options))
     calls = integrator_requests(lm)
     assert len(calls) == 2 * 2 * (2 + 5)  # problems x blocks x (full, full_b, 5 removals): none collapsed
     texts = Counter(r.text for r in calls)
@@ -191,17 +192,17 @@ def test_repeats_reach_the_engine_and_resume_reruns_nothing(world_cache):
         "11111", "01111", "10111", "11011", "11101", "11110"}
     before = lm.engine.calls
 
-    again, _ = within(lm, lambda: replay(world_cache, "loo", [5], 2, options=options))
+    again, _ = within(lm, lambda: replay(world_cache, "loo", [5], 2, run=options))
     assert again.skipped == 4 and lm.engine.calls == before and again.run_dir == result.run_dir
 
     results = again.run_dir / "results.jsonl"
     lines = results.read_text().splitlines()
     results.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])  # killed mid-write, blocks lost
-    resumed, _ = within(lm, lambda: replay(world_cache, "loo", [5], 2, options=options))
+    resumed, _ = within(lm, lambda: replay(world_cache, "loo", [5], 2, run=options))
     assert resumed.skipped == 1 and len(resumed.rows) == 4
     assert lm.engine.calls == before  # the re-run blocks came back from DSPy's cache (same rollout keys)
 
-    more, _ = within(lm, lambda: replay(world_cache, "loo", [5], 3, options=options))
+    more, _ = within(lm, lambda: replay(world_cache, "loo", [5], 3, run=options))
     assert more.run_dir == result.run_dir and more.skipped == 4
     assert lm.engine.calls == before + 2 * 7  # only the new block ran
     assert len(read_results(results)) == 6
@@ -309,7 +310,7 @@ def test_disagreement_pairs_come_from_identical_inputs(world_cache):
         return state["n"] % 2 == 0
 
     lm = scripted_lm(World(rule=alternate), cache=True)
-    within(lm, lambda: replay(world_cache, "loo", [5], 3, options=RunOptions(threads=1, workers=1)))
+    within(lm, lambda: replay(world_cache, "loo", [5], 3, run=RunSettings(threads=1, call_threads=1)))
     blocks = load_blocks(world_cache)
     pairs = repeat_pairs(blocks, 5)
     assert len(pairs) == 6

@@ -7,8 +7,9 @@ import pytest
 
 from groundstate.errors import ConfigError
 from groundstate.eval.dhd.cache import MessageCache, PoolEntry
-from groundstate.eval.dhd.run import RunOptions, generate, load_blocks, replay, replay_run_settings
+from groundstate.eval.dhd.run import generate, load_blocks, replay, replay_run_settings
 from groundstate.eval.dhd.settings import cache_generation
+from groundstate.eval.run_settings import RunSettings
 from groundstate.programs.dhd.deliberation import DiverseHypothesisDeliberation
 from groundstate.programs.dhd.evaluator import AnswerEvaluator
 from groundstate.testing import scripted_lm
@@ -29,7 +30,7 @@ def cache(tmp_path):
 
 def test_generate_and_replay_configs_record_every_temperature_and_the_evaluator(cache):
     lm = scripted_lm(World(), cache=True)
-    result, _ = within(lm, lambda: generate(cache, make_problems("s"), options=RunOptions(threads=2)))
+    result, _ = within(lm, lambda: generate(cache, make_problems("s"), run=RunSettings(threads=2)))
     assert result.config["temperatures"] == {"recruiter": 0.0, "hypothesizer": 0.7, "judge": None}
     assert (result.config["evaluator"], result.config["judge_lm"]) == ("rules", None)
     stored = cache.entries()["s-0"].generator["settings"]

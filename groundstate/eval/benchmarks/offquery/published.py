@@ -60,9 +60,8 @@ from groundstate.errors import ConfigError, InputError
 from groundstate.eval.benchmarks.offquery.instances import load_instances
 from groundstate.eval.benchmarks.offquery.t2_files import check_alignment, default_facts_path, read_facts, read_truth
 from groundstate.eval.benchmarks.offquery.validation import from_validation
-from groundstate.eval.io import first_char, first_list_item, read_json, require_records
-from groundstate.eval.sources import Records, as_source, first_record
-from groundstate.files import json_lines
+from groundstate.eval.io import read_json, require_records
+from groundstate.eval.sources import Records, Source, as_source
 from groundstate.records import CONDITIONS, LETTERS, AgentEvidence, OffQueryInstance, T2Fact
 
 logger = logging.getLogger(__name__)
@@ -420,46 +419,46 @@ def _clean_dict(value: Any) -> Any:
     return value
 
 
-def _other_format(path: Path | Records) -> tuple[str, int] | None:
+def _other_format(path: Source) -> tuple[str, int] | None:
     """``("groundstate", n)`` for groundstate OffQuery records, ``("<keys>", n)`` for other JSON Lines, or ``None``
-    (published items, or a file whose problem the published reader reports exactly)."""
+    (published items, or a file whose problem the published reader reports exactly). Reads what the source keeps
+    (its first record; its rows, read once, for JSON Lines and records in memory)."""
     if isinstance(path, Records):
-        first, count = first_record(path), len(path)
-    elif path.is_file() and first_char(path) == "{":
-        first = next((row for _, row, error in json_lines(path) if error is None), None)
-        count = sum(1 for _ in json_lines(path))
-    elif path.is_file() and first_char(path) == "[":
-        first, count = first_list_item(path), None
+        first, count = path.first(), len(path)
+    elif path.is_file() and path.first_char() == "{":
+        first, count = path.first(), sum(1 for _ in path.iter_rows())
+    elif path.is_file() and path.first_char() == "[":
+        first, count = path.first(), None
     else:
         return None
     if not isinstance(first, dict) or OFFICIAL_MARKER in first:
         return None
     if "agents" in first and "shared_context" in first:
-        return "groundstate", count if count is not None else len(read_json(path))
+        return "groundstate", count if count is not None else sum(1 for _ in path.iter_rows())
     if count is None:  # a JSON list of something else: the published reader names the field
         return None
     return ", ".join(repr(k) for k in list(first)[:5]), count
 
 
-def _read_official(path: Path | Records, use_datasets: bool | None) -> list[Any]:
+def _read_official(path: Source, use_datasets: bool | None) -> list[Any]:
     """The items of a published file (or in-memory/Parquet records), as plain Python values."""
     if isinstance(path, Records):
         return [{k: (_clean_dict(v) if k in _DICT_FIELDS else v) for k, v in row.items()} if isinstance(row, dict)
                 else row for row in path.rows]
     from groundstate.files import check_regular
 
-    size = check_regular(path)  # a regular file within the size limit, before datasets or the JSON reader opens it
+    size = check_regular(path.path)  # a regular file within the size limit, before datasets or JSON opens it
     if use_datasets is None:
         use_datasets = size > DATASETS_THRESHOLD_BYTES
     # datasets also reads a single object or JSON Lines as rows; only a JSON list is a published file
-    if use_datasets and first_char(path) == "[":
+    if use_datasets and path.first_char() == "[":
         try:
-            rows = _read_with_datasets(path)
+            rows = _read_with_datasets(path.path)
         except Exception as exc:  # any failure falls back to the plain reader, whose errors are exact
             logger.warning("datasets could not read %s (%s); reading it as plain JSON", path, exc)
         else:
             return [{k: (_clean_dict(v) if k in _DICT_FIELDS else v) for k, v in row.items()} for row in rows]
-    data = read_json(path)
+    data = read_json(path.path)
     if not isinstance(data, list):
         raise InputError(f"expected a JSON list of OffQuery items (got a JSON {type(data).__name__})", file=str(path))
     return data
@@ -487,10 +486,8 @@ def is_official_file(path: Any) -> bool:
     Only the first item is parsed (the file is read incrementally), so this is cheap for large files.
     """
     path = as_source(path)
-    if isinstance(path, Records):
-        first = first_record(path)
-        return isinstance(first, dict) and OFFICIAL_MARKER in first
-    if path.suffix.lower() != ".json" or not path.is_file():
+    if not isinstance(path, Records) and (path.suffix.lower() != ".json" or not path.is_file()
+                                          or path.first_char() != "["):
         return False
-    first = first_list_item(path)
+    first = path.first()
     return isinstance(first, dict) and OFFICIAL_MARKER in first
