@@ -14,8 +14,12 @@ and print the paper's tables.
     groundstate consilience table --data hiddenbench.json --agents sim --preset hiddenbench --controllers rules
 
 ``table`` runs the reference protocols and the controllers (durably, like ``evaluate``) and writes the
-layout of the paper's Tables 1/2 (Markdown, JSON, PNG). ``routing``, ``ablate`` and ``generalize`` run in
-memory (meant for simulated agents and small LM studies) and print their table; ``--json-out`` keeps it.
+layout of the paper's Tables 1/2 (Markdown, JSON, PNG); with ``--sensitivity`` (simulated agents) it runs them
+again at attention limits unlimited, 5, 3 and 2 and adds a row per limit with the ordering of the methods. Every
+table and chart names the agents (the simulated preset and its limits, or the LMs); on design-default support
+(HiddenBench without an annotation) the titles say the results are fixed by construction. ``routing``,
+``ablate`` and ``generalize`` run in memory (meant for simulated agents and small LM studies) and print their
+table; ``--json-out`` keeps it.
 """
 
 from __future__ import annotations

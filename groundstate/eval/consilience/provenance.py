@@ -13,7 +13,8 @@ text, so every report says it the same way:
 - :func:`is_fixed_by_construction` and :data:`FIXED_BY_CONSTRUCTION`: the warning a title carries when simulated
   agents ran on design-default support; :func:`warned_title` appends it;
 - :func:`provenance`: both as a JSON-able mapping (for the JSON files beside a table);
-- :func:`agents_of`: the agents description of a run config, or ``None`` for a run that is not a hidden-profile run.
+- :func:`agents_of`: the agents description of a run config, or ``None`` for a run that is not a hidden-profile run;
+- :func:`runs_provenance`: the same for the stored configs of several runs (the cells of one table).
 
 The preset is not stored in the run config (its parameters are, and they make the run id), so the label names the
 preset closest to the stored parameters (the fewest differing fields; the first preset of
@@ -27,7 +28,7 @@ text, never trusted as a number.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from groundstate.errors import one_line
@@ -160,4 +161,23 @@ def provenance(agents: Mapping[str, Any] | None, lm: Mapping[str, Any] | None = 
     fixed = is_fixed_by_construction(agents)
     return {"agents": describe_agents(agents, lm), "simulated": simulated,
             "preset": preset_of(params)[0] if params is not None else None, "fixed_by_construction": fixed,
+            "warning": FIXED_BY_CONSTRUCTION if fixed else None}
+
+
+def runs_provenance(configs: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """What produced the runs of one table, from their stored configs: ``{"agents": [distinct labels, in order],
+    "simulated": any simulated, "fixed_by_construction": any on design-default support, "warning":
+    FIXED_BY_CONSTRUCTION or None}``. Configs of runs without hidden-profile agents add nothing."""
+    labels: list[str] = []
+    simulated = fixed = False
+    for config in configs:
+        agents = agents_of(config)
+        if agents is None:
+            continue
+        label = describe_agents(agents, config.get("lm") if isinstance(config.get("lm"), Mapping) else None)
+        if label not in labels:
+            labels.append(label)
+        simulated = simulated or agents.get("kind") == "sim"
+        fixed = fixed or is_fixed_by_construction(agents)
+    return {"agents": labels, "simulated": simulated, "fixed_by_construction": fixed,
             "warning": FIXED_BY_CONSTRUCTION if fixed else None}

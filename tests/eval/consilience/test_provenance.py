@@ -18,6 +18,7 @@ from groundstate.eval.consilience.provenance import (  # noqa: E402
     describe_agents,
     is_fixed_by_construction,
     provenance,
+    runs_provenance,
     warned_title,
 )
 from groundstate.eval.consilience.sensitivity import (  # noqa: E402
@@ -76,6 +77,17 @@ def test_the_design_default_is_fixed_by_construction():
     annotated = sim(LIMITED, {"own": 0, "source": "file", "tasks": 8, "file": "t.json.support.json"})
     assert not is_fixed_by_construction(annotated) and warned_title("T", annotated) == "T"
     assert "support: the annotation t.json.support.json for 8 task(s)" in describe_agents(annotated)
+
+
+def test_the_runs_of_one_table():
+    design = sim(SIM_PRESETS["ideal"], {"own": 0, "source": "design", "tasks": 8})
+    configs = [{"options": {"agents": sim(LIMITED)}}, {"options": {"agents": sim(LIMITED)}},
+               {"options": {"agents": design}}, {"options": {"judge": "lexical"}}, None]
+    about = runs_provenance(configs)
+    assert len(about["agents"]) == 2 and about["agents"][0].startswith("simulated agents, preset 'limited'")
+    assert about["simulated"] and about["fixed_by_construction"] and about["warning"] == FIXED_BY_CONSTRUCTION
+    assert runs_provenance([{"options": {}}]) == {"agents": [], "simulated": False, "fixed_by_construction": False,
+                                                  "warning": None}
 
 
 def test_hostile_descriptions_give_one_line_or_nothing():
