@@ -14,8 +14,12 @@ and print the paper's tables.
     groundstate consilience table --data hiddenbench.json --agents sim --preset hiddenbench --controllers rules
 
 ``table`` runs the reference protocols and the controllers (durably, like ``evaluate``) and writes the
-layout of the paper's Tables 1/2 (Markdown, JSON, PNG). ``routing``, ``ablate`` and ``generalize`` run in
-memory (meant for simulated agents and small LM studies) and print their table; ``--json-out`` keeps it.
+layout of the paper's Tables 1/2 (Markdown, JSON, PNG); with ``--sensitivity`` (simulated agents) it runs them
+again at attention limits unlimited, 5, 3 and 2 and adds a row per limit with the ordering of the methods. Every
+table and chart names the agents (the simulated preset and its limits, or the LMs); on design-default support
+(HiddenBench without an annotation) the titles say the results are fixed by construction. ``routing``,
+``ablate`` and ``generalize`` run in memory (meant for simulated agents and small LM studies) and print their
+table; ``--json-out`` keeps it.
 """
 
 from __future__ import annotations
@@ -137,6 +141,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the reference protocols: groundstate's, or HiddenBench's own (Table 1's 'reproduced from "
                         "the baseline'; Hidden-Pre is the initial votes of its Hidden-Post run)")
     p.add_argument("--no-png", action="store_true", help="skip the chart")
+    p.add_argument("--sensitivity", action="store_true",
+                   help="simulated agents: also run every program at attention limits unlimited, 5, 3 and 2 facts "
+                        "(same tasks and seeds) and add a row per limit with each method's task accuracy and the "
+                        "ordering of the methods, so you see whether a conclusion is a property of the preset")
     p.set_defaults(func=cmd_table)
 
     p = cmds.add_parser("coverage", help="held-out coverage of a calibrator per round, under both policies")
@@ -251,6 +259,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from groundstate.eval.consilience.provenance import describe_agents, warned_title
     from groundstate.eval.runner import file_hash
     from groundstate.optimizers.artifacts import save_params
     from groundstate.optimizers.consilience import calibrate
@@ -263,6 +272,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     save_params(calibrator, args.out, purpose="consilience round-wise conformal calibration",
                 configuration=config.to_dict(), agents=agents, lm=lm,
                 data={"file": args.data, "sha256": file_hash(args.data), "tasks": len(tasks)})
+    print(warned_title(f"calibrated with {describe_agents(agents, lm)}", agents))
     for t in sorted(calibrator.thresholds_):
         eps = calibrator.thresholds_[t]
         shown = "inf (uncertified)" if eps == float("inf") else f"{eps:.4f}"
@@ -276,6 +286,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_comparison
     from groundstate.eval.consilience.evaluate import evaluate_programs
+    from groundstate.eval.consilience.provenance import provenance, warned_title
     from groundstate.eval.consilience.settings import EvaluationSettings
     from groundstate.eval.report import comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
@@ -284,15 +295,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     settings = agent_settings(EvaluationSettings, args)
     evaluation = evaluate_programs(settings, run_settings(args), context_for(args))
     data, agents = evaluation.setup.data, evaluation.setup.agents
+    about = provenance(agents, evaluation.setup.lm)
     rows = comparison_rows(evaluation.summaries, metrics=("task_accuracy", "vote_accuracy", "rounds"))
     for row in rows:
         row["vote_accuracy_pooled"] = evaluation.pooled[row["name"]]
-    title = f"Consilience on {data['file']} ({agents['kind']} agents, router {settings.router})"
+    title = warned_title(f"Consilience on {data['file']} ({agents['kind']} agents, router {settings.router})", agents)
     report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-{fingerprint(evaluation.labels, 10)}")
-    paths = write_report(rows, report_dir, config={"tasks": data, "agents": agents}, title=title,
+    paths = write_report(rows, report_dir, config={"tasks": data, "agents": agents, "provenance": about}, title=title,
                          metrics=("task_accuracy", "vote_accuracy", "rounds"), stem="consilience",
-                         chart_metrics=("task_accuracy", "vote_accuracy"))
-    print_comparison(rows, ("task_accuracy", "vote_accuracy", "rounds"), title=title)
+                         chart_metrics=("task_accuracy", "vote_accuracy"), subtitle=about["agents"])
+    print_comparison(rows, ("task_accuracy", "vote_accuracy", "rounds"), title=title, caption=about["agents"])
     for row in rows:
         print(f"{row['name']}: vote accuracy pooled over all votes {format_ci(row['vote_accuracy_pooled'])}")
     print("wrote " + ", ".join(paths.values()))
@@ -304,7 +316,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     from groundstate.cli.options import agent_settings, context_for, run_settings
     from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_table
+    from groundstate.errors import ConfigError
+    from groundstate.eval.consilience import sensitivity as sens
     from groundstate.eval.consilience.evaluate import evaluate_programs
+    from groundstate.eval.consilience.provenance import provenance, warned_title
     from groundstate.eval.consilience.settings import EvaluationSettings
     from groundstate.eval.consilience.tables import HEADER, rows_from_runs, table_cells, write_table
     from groundstate.eval.runner import fingerprint
@@ -312,21 +327,40 @@ def cmd_table(args: argparse.Namespace) -> int:
     baselines = ["hiddenbench", "hiddenbench-full"] if args.preset == "hiddenbench" else \
         ["hidden-pre", "hidden-post", "full-info"]
     settings = agent_settings(EvaluationSettings, args, baselines=baselines)
-    evaluation = evaluate_programs(settings, run_settings(args), context_for(args))
+    if args.sensitivity:
+        if settings.agents != "sim":
+            raise ConfigError("--sensitivity varies the simulated agents' attention limit; it needs --agents sim")
+        sens.sensitivity_variants(settings)  # a bad combination is refused before anything runs
+    context, run = context_for(args), run_settings(args)
+    evaluation = evaluate_programs(settings, run, context)
     setup = evaluation.setup
+    about = provenance(setup.agents, setup.lm)
     table = rows_from_runs(evaluation.rows, evaluation.rounds)
-    title = (f"{setup.data['file']}: task accuracy / vote accuracy ({setup.agents['kind']} agents, "
-             f"{'HiddenBench' if args.preset == 'hiddenbench' else 'groundstate'} protocols, {len(setup.tasks)} "
-             "tasks)")
+    title = warned_title(f"{setup.data['file']}: task accuracy / vote accuracy ({setup.agents['kind']} agents, "
+                         f"{'HiddenBench' if args.preset == 'hiddenbench' else 'groundstate'} protocols, "
+                         f"{len(setup.tasks)} tasks)", setup.agents)
+    sensitivity, summaries = None, dict(evaluation.summaries)
+    if args.sensitivity:
+        results = sens.evaluate_sensitivity(settings, run=run, context=context)
+        sensitivity = sens.sensitivity_rows([(v, rows_from_runs(e.rows, e.rounds)) for v, e in results])
+        summaries.update({f"{name} [{v.label}]": s for v, e in results for name, s in e.summaries.items()})
     report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-table-"
                       f"{fingerprint(evaluation.labels, 10)}")
     paths = write_table(table, report_dir, title, config={"tasks": setup.data, "agents": setup.agents,
                                                          "preset": args.preset, "programs": evaluation.options},
-                        png=not args.no_png)
-    print_table(table_cells(table), columns=HEADER, headers=HEADER, title=title)
+                        png=not args.no_png, provenance=about, sensitivity=sensitivity)
+    print_table(table_cells(table), columns=HEADER, headers=HEADER, title=title, caption=about["agents"])
+    if sensitivity:
+        header, body = sens.sensitivity_cells(sensitivity)
+        print_table(body, columns=header, headers=header, title=sens.sensitivity_title(sensitivity),
+                    caption=f"{about['agents']}; the attention limit varies by row")
+        print(sens.holds_line(sensitivity))
+    elif about["simulated"]:
+        print("note: with simulated agents the ordering of the methods may be a property of the preset; "
+              "--sensitivity adds rows at attention limits unlimited, 5, 3 and 2 (same seeds)")
     print("wrote " + ", ".join(paths.values()))
     uncertified = [r["method"] for r in table if "uncertified" in r.get("note", "")]
     if uncertified:
         print("note: " + ", ".join(uncertified) + " ran without a calibrator (no conformal acceptance); pass "
               "--calibrator NAME=DIR for the certified configuration")
-    return report_failed_runs(evaluation.summaries)
+    return report_failed_runs(summaries)

@@ -16,7 +16,7 @@ from groundstate.cli.consilience_setup import (
 )
 
 
-def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
+def _print_coverage(rows: list[dict[str, Any]], title: str, caption: str = "") -> None:
     from groundstate.cli.tables import print_table
 
     cells = []
@@ -33,14 +33,17 @@ def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
         cells.append([r["round"], r["n_reached"], r["n_calibration"], threshold, coverage,
                       f"{r['executed_coverage']:.3f}", status])
     print_table(cells, title=title, columns=("round", "trajectories reached", "calibration scores", "threshold",
-                                              "coverage [95% exact CI]", "executed within threshold", "status"))
+                                              "coverage [95% exact CI]", "executed within threshold", "status"),
+                caption=caption)
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience.coverage import coverage_report
+    from groundstate.eval.consilience.provenance import provenance, warned_title
     from groundstate.optimizers.consilience import EpisodeTrace
 
-    tasks, _, team, _, _ = tasks_and_team(args, args.data)
+    tasks, _, team, agents, lm = tasks_and_team(args, args.data)
+    about = provenance(agents, lm)
     controller = controller_named(args.controller, args.mlp, args)
     config = configuration_for(args, args.controller, controller)
     calibrator = load_calibrator(args.calibrator, config)
@@ -58,20 +61,22 @@ def cmd_coverage(args: argparse.Namespace) -> int:
           "threshold")
     for policy in policies:
         how = "every proposal executed" if policy == "calibrated" else "accept or replace"
-        _print_coverage(report[policy], f"{policy} policy ({how})")
+        _print_coverage(report[policy], warned_title(f"{policy} policy ({how})", agents), about["agents"])
     if report["uncertified_rounds"]:
         print("uncertified rounds (too few calibration trajectories reached them; every action admissible): "
               + ", ".join(map(str, report["uncertified_rounds"])))
-    write_json_out(args.json_out, report)
+    write_json_out(args.json_out, {**report, "provenance": about})
     rows = [r for policy in policies for r in report[policy]]
     return 0 if all(r["ok"] for r in rows if r["checked"]) else 1
 
 
 def cmd_routing(args: argparse.Namespace) -> int:
     from groundstate.cli.tables import print_table
+    from groundstate.eval.consilience.provenance import provenance, warned_title
     from groundstate.eval.consilience.routing import HEADER, routing_ablation, table_cells
 
-    tasks, _, team, _, _ = tasks_and_team(args, args.data)
+    tasks, _, team, agents, lm = tasks_and_team(args, args.data)
+    about = provenance(agents, lm)
     controller = controller_named(args.controller, args.mlp, args)
     config = configuration_for(args, args.controller, controller)
     calibrator = load_calibrator(args.calibrator, config) if args.calibrator else None
@@ -79,8 +84,9 @@ def cmd_routing(args: argparse.Namespace) -> int:
     print(f"speaker routing on {len(tasks)} tasks, {len(steps)} controlled steps (action held fixed, every speaker "
           "evaluated); lower is better")
     print_table(table_cells(metrics), columns=HEADER,
-                title="speaker routing (Table 8 layout; means over steps, no intervals)")
-    write_json_out(args.json_out, {"metrics": metrics, "steps": steps})
+                title=warned_title("speaker routing (Table 8 layout; means over steps, no intervals)", agents),
+                caption=about["agents"])
+    write_json_out(args.json_out, {"metrics": metrics, "steps": steps, "provenance": about})
     return 0
 
 
@@ -103,9 +109,11 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     from groundstate.errors import ConfigError
     from groundstate.eval.consilience import ablations
     from groundstate.eval.consilience.data import load_exploration
+    from groundstate.eval.consilience.provenance import provenance, warned_title
 
     calibration, _, team, _, _ = tasks_and_team(args, args.calibration_data)
-    test, _, _, _, _ = tasks_and_team(args, args.data)
+    test, _, _, agents, lm = tasks_and_team(args, args.data)
+    about = provenance(agents, lm)
     common = {"alpha": args.alpha, "max_rounds": args.max_rounds, "seed": args.seed}
     if args.kind == "features":
         if not args.explore:
@@ -120,7 +128,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         else:
             table = ablations.sampling_ablation(factories, team, calibration, test, **common)
     header, body = ablations.CELLS[args.kind](table)
-    print_table(body, columns=header, title=ABLATION_TITLES[args.kind])
+    print_table(body, columns=header, title=warned_title(ABLATION_TITLES[args.kind], agents), caption=about["agents"])
     write_json_out(args.json_out, table)
     return 0
 
@@ -128,13 +136,15 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def cmd_generalize(args: argparse.Namespace) -> int:
     from groundstate.cli.tables import print_table
     from groundstate.eval.consilience.generalize import HEADER, summary_line, table_cells, unseen_task_generalization
+    from groundstate.eval.consilience.provenance import provenance, warned_title
 
-    tasks, _, team, _, _ = tasks_and_team(args, args.data)
+    tasks, _, team, agents, lm = tasks_and_team(args, args.data)
+    about = provenance(agents, lm)
     result = unseen_task_generalization(tasks, team, train_size=args.train_size, splits=args.splits, seed=args.seed,
                                         max_rounds=args.max_rounds)
     print(f"MLP trained on {args.train_size}-task subsets, tested on the other {len(tasks) - args.train_size}")
-    print_table(table_cells(result), columns=HEADER,
-                title="unseen-task generalization per split (accuracy with 95% intervals; paired difference as a mean)")
+    title = "unseen-task generalization per split (accuracy with 95% intervals; paired difference as a mean)"
+    print_table(table_cells(result), columns=HEADER, title=warned_title(title, agents), caption=about["agents"])
     print(summary_line(result))
-    write_json_out(args.json_out, result)
+    write_json_out(args.json_out, {**result, "provenance": about})
     return 0

@@ -18,20 +18,29 @@ def cell(value: Any, limit: int | None = 200) -> Any:
     return Text(one_line(value, limit))
 
 
-def print_summary(result: Any, console: Any = None) -> None:
+def print_summary(result: Any, console: Any = None, config: Any = None) -> None:
     """A table of a run's scores with 95% intervals, errors, calls and tokens (a ``RunResult`` or a summary).
 
     A metric is shown over the records it was measured on, with the count of records it failed on beside it; a
-    metric measured on none is "not measured (N failed)" (:func:`~groundstate.eval.stats.format_ci`).
+    metric measured on none is "not measured (N failed)" (:func:`~groundstate.eval.stats.format_ci`). A
+    hidden-profile run (its config, ``result.config`` or ``config``, describes agents) names its agents under the
+    table, and a title warns when simulated agents ran on design-default support
+    (:mod:`groundstate.eval.consilience.provenance`).
     """
     from rich.console import Console
     from rich.table import Table
 
+    from groundstate.eval.consilience.provenance import agents_of, describe_agents, warned_title
     from groundstate.eval.stats import format_ci
 
     console = console or Console()
     summary = result.summary if hasattr(result, "summary") else result
-    table = Table(title=cell(f"run {summary['run_id']}"))
+    config = getattr(result, "config", None) or config
+    config = config if isinstance(config, dict) else {}
+    agents = agents_of(config)
+    caption = describe_agents(agents, config.get("lm")) if agents else ""
+    table = Table(title=cell(warned_title(f"run {summary['run_id']}", agents), None),
+                  caption=cell(caption, None) if caption else None, caption_justify="left")
     table.add_column("metric")
     table.add_column("mean [95% CI]", justify="right")
     for name, entry in summary["scores"].items():
@@ -52,7 +61,7 @@ def print_summary(result: Any, console: Any = None) -> None:
         unpriced = cost.get("unpriced_records") or 0
         table.add_row("cost (USD, cache hits excluded)", f"${cost['total']:.4f}"
                       + (f" ({unpriced} records unpriced)" if unpriced else ""))
-    judge = ((getattr(result, "config", None) or {}).get("options") or {}).get("judge")
+    judge = (config.get("options") or {}).get("judge")
     if judge:
         table.add_row("T2 judge", cell(judge))
     console.print(table)

@@ -68,7 +68,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         return 0
     print(f"run {one_line(run['run_id'], None)} ({one_line(run['dir'], None)})")
     print("config: " + json.dumps({k: v for k, v in run["config"].items() if k != "run_id"}))  # ASCII-escaped
-    print_summary(run["summary"])
+    print_summary(run["summary"], config=run["config"])
     failed = [r for r in run["rows"] if r.get("error")]
     for row in failed[: args.errors]:
         print(f"  error on {one_line(row['id'])}: {one_line(row['error'], 200)}")

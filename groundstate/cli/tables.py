@@ -32,7 +32,8 @@ def console(width: int | None = None) -> Any:
 
 
 def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequence[str] | None = None,
-                title: str | None = None, out: Any = None, headers: Sequence[str] | None = None) -> None:
+                title: str | None = None, out: Any = None, headers: Sequence[str] | None = None,
+                caption: str | None = None) -> None:
     """Print ``rows`` as a rich table.
 
     Args:
@@ -41,6 +42,7 @@ def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequ
         title: shown above the table.
         out: a rich ``Console`` (default :func:`console`).
         headers: the headers as shown (default ``human(column)``).
+        caption: shown under the table (what produced the figures, e.g. the agents), wrapped to its width.
     """
     from rich.table import Table
     from rich.text import Text
@@ -51,7 +53,8 @@ def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequ
     if columns is None:
         first = rows[0] if rows else {}
         columns = list(first.keys()) if isinstance(first, Mapping) else [str(i) for i in range(len(first))]
-    table = Table(title=None if title is None else cell(title, None), title_justify="left")
+    table = Table(title=None if title is None else cell(title, None), title_justify="left",
+                  caption=cell(caption, None) if caption else None, caption_justify="left")
     texts = [["-" if c is None else one_line(c, None)
               for c in ([row.get(c) for c in columns] if isinstance(row, Mapping) else list(row))] for row in rows]
     for i, column in enumerate(columns):
@@ -66,9 +69,10 @@ def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequ
 
 
 def print_comparison(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], title: str | None = None,
-                     out: Any = None) -> None:
-    """The comparison table of :func:`groundstate.eval.report.table_cells` (the one ``compare.md`` holds)."""
+                     out: Any = None, caption: str | None = None) -> None:
+    """The comparison table of :func:`groundstate.eval.report.table_cells` (the one ``compare.md`` holds), with
+    ``caption`` under it."""
     from groundstate.eval.report import table_cells
 
     header, body = table_cells(rows, metrics)
-    print_table(body, columns=header, headers=header, title=title, out=out)
+    print_table(body, columns=header, headers=header, title=title, out=out, caption=caption)

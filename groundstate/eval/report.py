@@ -68,10 +68,12 @@ def pipe_lines(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
-                   title: str | None = None) -> str:
-    """A Markdown table: program, each metric as ``mean [low, high]``, tokens/calls per instance, errors."""
+                   title: str | None = None, subtitle: str = "") -> str:
+    """A Markdown table: program, each metric as ``mean [low, high]``, tokens/calls per instance, errors; the
+    ``subtitle`` (what produced the figures, e.g. the agents) is a line under the title."""
     header, body = table_cells(rows, metrics)
     lines = [f"### {title}", ""] if title else []
+    lines += [subtitle, ""] if subtitle else []
     return "\n".join([*lines, *pipe_lines(header, body)]) + "\n"
 
 
@@ -93,11 +95,52 @@ def has_tokens_panel(rows: Sequence[Mapping[str, Any]]) -> bool:
     return any(r.get("tokens_per_instance") or r.get("cached_calls") for r in rows)
 
 
+def fit_title(fig: Any, ax: Any, title: str, subtitle: str = "", **kwargs: Any) -> Any:
+    """Give ``ax`` the title ``title`` with ``subtitle`` on the line(s) under it, and lay ``fig`` out
+    (``tight_layout``).
+
+    Guarantees: the title's lines are wrapped at spaces (a word longer than a line is broken) until the whole
+    title's bounding box, as the figure's renderer draws it, lies within the figure's width (tried up to 12 times,
+    each after laying the figure out again); the figure grows by the height of every line beyond the first, so
+    the plot keeps its height. ``kwargs`` go to ``ax.set_title`` (``fontsize``, ``pad``).
+
+    Returns:
+        The title's matplotlib ``Text``.
+    """
+    import textwrap
+
+    parts = [part for part in (title, subtitle) if part]
+    text = ax.set_title("\n".join(parts), **kwargs)
+    renderer = fig.canvas.get_renderer()
+    width = max((len(part) for part in parts), default=0)
+
+    def wrap() -> None:
+        nonlocal width
+        fig.tight_layout()
+        for _ in range(12):
+            box, right = text.get_window_extent(renderer), fig.bbox.width
+            if box.x0 >= 0 and box.x1 <= right or box.width <= 0:
+                return
+            centre = (box.x0 + box.x1) / 2
+            room = 2 * max(0.0, min(centre, right - centre)) * 0.97
+            width = max(8, min(width - 1, int(width * room / box.width)))
+            text.set_text("\n".join(textwrap.fill(part, width) for part in parts))
+            fig.tight_layout()
+
+    wrap()
+    extra = text.get_text().count("\n")
+    if extra:
+        fig.set_figheight(fig.get_figheight() + extra * 1.2 * text.get_fontsize() / 72)
+        wrap()
+    return text
+
+
 def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
-                      title: str | None = None):
+                      title: str | None = None, subtitle: str = ""):
     """The comparison chart as a matplotlib figure: the metrics with 95% intervals and, when any run used an
     LM, tokens per instance (a run served from cache is marked "cached"); "no data" when nothing was scored, and
-    "not measured" on a metric that failed on every record."""
+    "not measured" on a metric that failed on every record. The title (``subtitle`` under it) is wrapped to fit
+    the figure (:func:`fit_title`)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -133,11 +176,11 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
         # Above the axes, so the legend never covers a bar or its error bar.
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(metrics)), fontsize=8,
                   frameon=False)
-        ax.set_title(title or "OffQuery", pad=22)
+        title_options = {"pad": 22}
         mark_unscored(ax, rows, metrics)
     else:
         no_data_note(ax)
-        ax.set_title(title or "OffQuery")
+        title_options = {}
     if tokens_panel:
         ax_tokens.bar(x, [r["tokens_per_instance"] for r in rows], color="grey")
         for i, row in enumerate(rows):
@@ -150,12 +193,12 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
         ax_tokens.margins(y=0.25)
     else:
         fig.text(0.99, 0.01, "no LM tokens (simulated agents)", ha="right", va="bottom", fontsize=8, color="grey")
-    fig.tight_layout()
+    fit_title(fig, ax, title or "OffQuery", subtitle, **title_options)
     return fig
 
 
 def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequence[str] = METRICS,
-              title: str | None = None) -> bool:
+              title: str | None = None, subtitle: str = "") -> bool:
     """Write a PNG of :func:`comparison_figure`; ``False`` without matplotlib."""
     try:
         import matplotlib
@@ -165,7 +208,7 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
     except ImportError:
         logger.warning("matplotlib is not installed (pip install 'groundstate[plot]'); no chart written")
         return False
-    fig = comparison_figure(rows, metrics, title)
+    fig = comparison_figure(rows, metrics, title, subtitle)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
@@ -173,15 +216,16 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
 
 def write_report(rows: Sequence[Mapping[str, Any]], out_dir: str | Path, config: Mapping[str, Any] | None = None,
                  metrics: Sequence[str] = METRICS, title: str | None = None, stem: str = "compare",
-                 chart_metrics: Sequence[str] | None = None) -> dict[str, str]:
+                 chart_metrics: Sequence[str] | None = None, subtitle: str = "") -> dict[str, str]:
     """Write ``<stem>.md``, ``<stem>.json`` and ``<stem>.png`` (bars of ``chart_metrics``, default ``metrics``;
-    they should be shares in [0, 1]); return their paths."""
+    they should be shares in [0, 1]); return their paths. ``subtitle`` (what produced the figures) goes under the
+    title of the Markdown and the chart."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": str(out_dir / f"{stem}.md"), "json": str(out_dir / f"{stem}.json")}
-    Path(paths["markdown"]).write_text(markdown_table(rows, metrics, title), encoding="utf-8")
+    Path(paths["markdown"]).write_text(markdown_table(rows, metrics, title, subtitle), encoding="utf-8")
     Path(paths["json"]).write_text(json.dumps({"config": dict(config or {}), "rows": list(rows)}, indent=2,
                                               default=str) + "\n", encoding="utf-8")
-    if bar_chart(rows, out_dir / f"{stem}.png", chart_metrics or metrics, title):
+    if bar_chart(rows, out_dir / f"{stem}.png", chart_metrics or metrics, title, subtitle):
         paths["chart"] = str(out_dir / f"{stem}.png")
     return paths

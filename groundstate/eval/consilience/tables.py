@@ -9,8 +9,11 @@ Methods appear in the paper's order: Hidden-Pre, Hidden-Post, Full-Info, then th
 LLM, LLM+Vote) and anything else. Under the HiddenBench preset, Hidden-Pre is read from the initial votes of
 the Hidden-Post run itself (as HiddenBench records both in one discussion), so the two are paired.
 
-:func:`table_rows` builds the rows from the runner's per-task rows; :func:`write_table` writes Markdown, JSON
-and (with matplotlib) a PNG bar chart with the intervals.
+:func:`rows_from_runs` builds the rows from the runner's per-task rows; :func:`write_table` writes Markdown, JSON
+and (with matplotlib) a PNG bar chart with the intervals (:func:`table_figure`). Each of them carries what
+produced the figures (:mod:`groundstate.eval.consilience.provenance`): the agents under the title, and, for
+simulated agents on design-default support, the warning in the title; the sensitivity rows of
+:mod:`groundstate.eval.consilience.sensitivity` follow the table when given.
 """
 
 from __future__ import annotations
@@ -93,36 +96,70 @@ def table_cells(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return body
 
 
-def markdown(rows: Sequence[Mapping[str, Any]], title: str) -> str:
-    """Table 1/2's layout in Markdown: task / vote accuracy first, then the intervals, size and cost."""
-    lines = [f"### {title}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+def markdown(rows: Sequence[Mapping[str, Any]], title: str, subtitle: str = "") -> str:
+    """Table 1/2's layout in Markdown: task / vote accuracy first, then the intervals, size and cost; ``subtitle``
+    (the agents) is the line under the title."""
+    lines = [f"### {title}", "", *([subtitle, ""] if subtitle else []), "| " + " | ".join(HEADER) + " |",
+             "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(cells) + " |" for cells in table_cells(rows)]
     return "\n".join(lines) + "\n"
 
 
 def write_table(rows: Sequence[dict[str, Any]], directory: str | Path, title: str, stem: str = "table",
-                config: Mapping[str, Any] | None = None, png: bool = True) -> dict[str, str]:
-    """Write ``<stem>.md``, ``<stem>.json`` and (``png``, when matplotlib is installed) ``<stem>.png``."""
+                config: Mapping[str, Any] | None = None, png: bool = True,
+                provenance: Mapping[str, Any] | None = None,
+                sensitivity: Sequence[Mapping[str, Any]] | None = None) -> dict[str, str]:
+    """Write ``<stem>.md``, ``<stem>.json`` and (``png``, when matplotlib is installed) ``<stem>.png``.
+
+    Args:
+        provenance: :func:`~groundstate.eval.consilience.provenance.provenance` of the agents: its ``agents``
+            label goes under the title of the Markdown and the chart, the whole mapping into the JSON (the title
+            should already carry its warning, :func:`~groundstate.eval.consilience.provenance.warned_title`).
+        sensitivity: rows of :func:`~groundstate.eval.consilience.sensitivity.sensitivity_rows`, written after the
+            table in the Markdown and under ``sensitivity`` in the JSON.
+    """
+    from groundstate.eval.consilience.sensitivity import holds_line, sensitivity_markdown
     from groundstate.eval.results import write_json
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    subtitle = (provenance or {}).get("agents") or ""
     paths = {"md": str(directory / f"{stem}.md"), "json": str(directory / f"{stem}.json")}
-    Path(paths["md"]).write_text(markdown(rows, title), encoding="utf-8")
-    write_json(paths["json"], {"title": title, "config": dict(config or {}), "rows": list(rows)})
+    text = markdown(rows, title, subtitle)
+    document: dict[str, Any] = {"title": title, "provenance": dict(provenance or {}), "config": dict(config or {}),
+                                "rows": list(rows)}
+    if sensitivity:
+        text += "\n" + sensitivity_markdown(sensitivity, subtitle)
+        document["sensitivity"] = {"rows": list(sensitivity), "conclusion": holds_line(sensitivity)}
+    Path(paths["md"]).write_text(text, encoding="utf-8")
+    write_json(paths["json"], document)
     if png:
         try:
-            paths["png"] = _chart(rows, directory / f"{stem}.png", title)
+            paths["png"] = _chart(rows, directory / f"{stem}.png", title, subtitle)
         except ImportError:
             pass
     return paths
 
 
-def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> str:
+def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str, subtitle: str = "") -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    fig = table_figure(rows, title, subtitle)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)
+
+
+def table_figure(rows: Sequence[Mapping[str, Any]], title: str, subtitle: str = ""):
+    """The chart of the table as a matplotlib figure: task and vote accuracy per method with their 95% intervals;
+    the title, with ``subtitle`` under it, wrapped to lie inside the figure
+    (:func:`~groundstate.eval.report.fit_title`)."""
+    import matplotlib.pyplot as plt
+
+    from groundstate.eval.report import fit_title
 
     names = [r["method"] for r in rows]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows)), 3.6))
@@ -139,15 +176,12 @@ def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> str:
     if any(r[key]["mean"] is not None for r in rows for key in ("task_accuracy", "vote_accuracy")):
         # Above the axes, so the legend never covers a bar or its error bar.
         ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
-        ax.set_title(title, fontsize=10, pad=20)
         mark_unscored(ax, rows, ("task_accuracy", "vote_accuracy"))
+        fit_title(fig, ax, title, subtitle, fontsize=10, pad=20)
     else:
         no_data_note(ax)
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return str(path)
+        fit_title(fig, ax, title, subtitle, fontsize=10)
+    return fig
 
 
 def as_json(rows: Sequence[Mapping[str, Any]]) -> str:
