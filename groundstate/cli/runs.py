@@ -68,7 +68,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         return 0
     print(f"run {one_line(run['run_id'], None)} ({one_line(run['dir'], None)})")
     print("config: " + json.dumps({k: v for k, v in run["config"].items() if k != "run_id"}))  # ASCII-escaped
-    print_summary(run["summary"])
+    print_summary(run["summary"], config=run["config"])
     failed = [r for r in run["rows"] if r.get("error")]
     for row in failed[: args.errors]:
         print(f"  error on {one_line(row['id'])}: {one_line(row['error'], 200)}")
@@ -87,7 +87,7 @@ def cmd_runs_merge(args: argparse.Namespace) -> int:
 
     runs = [resolve_run_dir(args.runs_dir, r) for r in args.runs]
     merged = merge_runs(runs, out=args.runs_dir)
-    print_summary(merged["summary"])
+    print_summary(merged["summary"], config=merged.get("config"))
     missing = merged["summary"]["shards"]["missing"]
     print(f"merged {len(runs)} shards into {one_line(merged['dir'], None)}"
           + (f" (missing shards: {one_line(missing)})" if missing else ""))
