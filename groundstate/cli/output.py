@@ -25,7 +25,7 @@ def print_summary(result: Any, console: Any = None, config: Mapping[str, Any] | 
     metric measured on none is "not measured (N failed)" (:func:`~groundstate.eval.stats.format_ci`). The run's
     config (``result.config``, or ``config`` for a bare summary) adds what produced the numbers: the LM, its
     decoding and, for a run with a judge, the T2 judge (:func:`~groundstate.eval.metric_spec.scoring_description`;
-    "model under test (<model>)" when the model judged itself). Runs without an LM (simulated agents) get none of
+    "the model under test judges itself (<model>)" when it did). Runs without an LM (simulated agents) get none of
     these lines.
     """
     from rich.console import Console

@@ -6,24 +6,45 @@ support?). Its ``judge`` is one of:
 - ``"lexical"`` (the default everywhere): the deterministic, offline word-overlap judge. It is approximate, and
   reports say so: "lexical (approximate; the paper uses GPT-4o)".
 - ``"same-as-lm"``: the model under test judges its own outputs (the run's default LM, with its server and
-  decoding). Reports then say "judge = model under test (<model>)", since such a judge differs for every LM.
+  decoding). Reports then say "the model under test judges itself (<model>)", since such a judge differs for
+  every LM.
 - an LM spec (``openai/gpt-4o``, ``hosted_vllm/<model>``, ``embedded``): that model judges every run, as the
   paper fixes GPT-4o. Its server and decoding come from the ``[roles.judge]`` section of an ``--lm-config``
   file when there is one (its ``model`` must then be this spec); otherwise it is built from the spec alone
   (keys from the environment; a hosted judge decodes at temperature 0, :func:`groundstate.lm.specs.get_lm`).
 
-``auto`` (the model under test when it is a real model, else lexical) is refused: it made every LM its own judge
-without saying so. The command line's ``--judge-lm`` takes the same three choices.
+``auto`` (the model under test when it is a real model, else lexical) is refused with a one-line hint: it made
+every LM its own judge without saying so. The command line's ``--judge-lm`` takes the same three choices, with the
+same meaning and default (:data:`JUDGE_HELP`) in ``run``, ``compare`` and ``optimize``; ``evaluate`` defaults to
+the judge the program was optimized with.
 
-**Where a run records them** (every OffQuery run config; :func:`scoring_description` reads them back):
+**API** (what the experiment layer and the commands use):
+
+- ``MetricSpec(judge="lexical")``: the constructor (pydantic; a bad judge is a ``ValidationError``);
+  ``MetricSpec.parse({"judge": ...}, file=..., loc=...)`` (a spec file's table: one ``InputError`` line naming
+  the file and field) and :meth:`MetricSpec.from_cli` (a ``--judge-lm`` value: one ``ConfigError`` line).
+- :data:`JudgeSpec`: the judge as a field of another pydantic model (a task's ``judge_lm``, a spec's ``judge``).
+- :meth:`MetricSpec.describe`: the judge in words, as reports print it.
+- :meth:`MetricSpec.judge_lm`: the judge's LM for a run (``None`` for the lexical judge).
+- :meth:`MetricSpec.record`: what it adds to a run config's ``options`` (below); :meth:`MetricSpec.of_config` reads
+  the spec back from a stored config (configs written before the metric spec included).
+- :func:`scoring_description` and :func:`header_lines`: the LM, its decoding and the judge of a stored run config,
+  in words, for every report.
+
+**How it goes into a run config.** A task's settings carry the judge (OffQuery's ``judge_lm`` field, a
+:data:`JudgeSpec`); the task builds the judge and records, in every OffQuery run config (so in its run id):
 
 - ``config["lm"]``: the model under test and its decoding (:func:`~groundstate.lm.specs.describe_lm`: ``model``,
   ``temperature``, ``max_tokens``, ``api_base`` without credentials, ...); ``config["lm_config"]`` the per-role
   LMs, if any.
 - ``config["options"]["judge"]``: the judge's name, ``lexical(threshold=0.75)`` or ``lm:<model>`` (the field
-  every earlier version wrote; the run ids of lexical runs are unchanged).
+  every earlier version wrote). For the lexical judge that is the whole record, so the run ids of lexical runs
+  are what they were.
 - ``config["options"]["metric_spec"]``, for LM judges only: ``{"judge": <the spec as given: a model or
   "same-as-lm">, "judge_lm": <describe_lm of the judge's LM, its decoding included>}``.
+
+An optimized program's manifest records ``metric_spec`` (``{"judge": ...}``) beside ``lms`` (the LMs it was
+optimized with); see :mod:`groundstate.eval.reground.saved`.
 """
 
 from __future__ import annotations
@@ -42,7 +63,14 @@ JUDGE_ROLE = "judge"
 """The ``--lm-config`` role (``[roles.judge]``) that configures an LM judge's server and decoding."""
 
 LEXICAL_LABEL = "lexical (approximate; the paper uses GPT-4o)"
+SELF_LABEL = "the model under test judges itself"
 CHOICES = "a model (provider/model, e.g. openai/gpt-4o, or 'embedded'), 'lexical' or 'same-as-lm'"
+JUDGE_MEANING = ("T2 judge: 'lexical' (deterministic, offline, approximate: the paper uses GPT-4o), 'same-as-lm' (the "
+                 "model under test judges itself) or a model such as openai/gpt-4o (its server and decoding: the "
+                 "--lm-config role 'judge', if any)")
+"""What ``--judge-lm`` means, in every command that has it."""
+JUDGE_HELP = JUDGE_MEANING + "; default 'lexical'"
+"""The help text of ``--judge-lm`` in ``run``, ``compare`` and ``optimize`` (``evaluate`` has its own default)."""
 
 
 def check_judge(value: str) -> str:
@@ -55,7 +83,8 @@ def check_judge(value: str) -> str:
                                                                                                   for c in text):
         return text
     if text == "auto":
-        raise ValueError(f"must be {CHOICES}; 'auto' is gone (it made every model under test its own judge)")
+        raise ValueError(f"must be {CHOICES}; 'auto' is gone: give 'same-as-lm' for the model under test as its own "
+                         "judge, or name the judge")
     raise ValueError(f"must be {CHOICES}")
 
 
@@ -66,15 +95,44 @@ JudgeSpec = Annotated[str, AfterValidator(check_judge)]
 class MetricSpec(Settings):
     """Who judges the metrics that need a judge (see the module docstring)."""
 
-    judge: JudgeSpec = Field(LEXICAL, description="the judge: 'lexical' (default; approximate, offline), "
-                             "'same-as-lm' (the model under test judges itself) or an LM spec such as openai/gpt-4o")
+    judge: JudgeSpec = Field(LEXICAL, description=JUDGE_HELP)
+
+    @classmethod
+    def from_cli(cls, value: str, *, option: str = "--judge-lm") -> MetricSpec:
+        """The spec of a command-line value (``lexical``, ``same-as-lm`` or a model).
+
+        Raises:
+            ConfigError: any other value (``auto`` included), one line naming ``option`` and the three choices.
+        """
+        try:
+            return cls(judge=check_judge(value))
+        except ValueError as exc:
+            raise ConfigError(f"{option} {exc}") from None
+
+    @classmethod
+    def of_config(cls, config: Mapping[str, Any]) -> MetricSpec | None:
+        """The spec a stored run config records (``None`` for a run without a judge); a config written before the
+        metric spec is read from its judge's name (``lm:<model>`` -> that model, else lexical)."""
+        choice = judge_of(config)["judge"]
+        return None if choice is None else cls(judge=choice)
+
+    def describe(self, model_under_test: str | None = None) -> str:
+        """The judge in words, as reports name it: :data:`LEXICAL_LABEL`, ``the model under test judges itself
+        (<model>)`` (for ``same-as-lm``, or a named judge that is ``model_under_test``), or ``<model> (LM judge)``."""
+        if self.is_lexical:
+            return LEXICAL_LABEL
+        if self.is_same_as_lm or (model_under_test and self.judge == model_under_test):
+            return SELF_LABEL + (f" ({model_under_test})" if model_under_test else "")
+        return f"{self.judge} (LM judge)"
 
     @property
     def is_lexical(self) -> bool:
+        """Whether the judge is the lexical one."""
         return self.judge == LEXICAL
 
     @property
     def is_same_as_lm(self) -> bool:
+        """Whether the model under test judges itself."""
         return self.judge == SAME_AS_LM
 
     def judge_lm(self, lm: Any = None, lm_config: Any = None, *, timeout: float | None = None,
@@ -170,15 +228,16 @@ def judge_of(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def judge_label(config: Mapping[str, Any]) -> str | None:
-    """How reports name a run's judge: :data:`LEXICAL_LABEL`, ``model under test (<model>)`` when the model under
-    test judged itself, or ``<model> (LM judge, <decoding>)``; ``None`` for a run without a judge."""
+    """How reports name a run's judge: :data:`LEXICAL_LABEL`, ``the model under test judges itself (<model>)`` when
+    the model under test judged itself (``same-as-lm``, or a named judge that is the model under test), or
+    ``<model> (LM judge, <decoding>)``; ``None`` for a run without a judge."""
     judge = judge_of(config)
     if judge["judge"] is None:
         return None
     if judge["judge"] == LEXICAL:
         return LEXICAL_LABEL
     if judge["self"]:
-        return f"model under test ({lm_label(config.get('lm'))})"
+        return f"{SELF_LABEL} ({lm_label(config.get('lm'))})"
     model = lm_label(judge["lm"]) if judge["lm"] else str(judge["judge"])
     return f"{model} (LM judge, {decoding_label(judge['lm'])})" if judge["lm"] else f"{model} (LM judge)"
 

@@ -7,17 +7,20 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from groundstate.cli import main
-from groundstate.errors import InputError
+from groundstate.errors import ConfigError, InputError
 from groundstate.eval.assemble import assemble
 from groundstate.eval.metric_spec import LEXICAL_LABEL, MetricSpec, judge_label, scoring_description
 from groundstate.eval.reground.settings import CompareSettings, ReGroundSettings
 from groundstate.eval.settings import LMSettings
 from groundstate.lm.config import LMConfig
 from groundstate.testing import scripted_lm
+from tests.conftest import requires_embedded
 
 SYNTHETIC = {"data": "synthetic", "n": 2}
+SELF = "the model under test judges itself"
 JUDGE_REPLY = "[[ ## supported_ids ## ]]\n[1]\n\n[[ ## completed ## ]]"
 
 
@@ -68,7 +71,7 @@ def test_each_judge_choice_is_recorded_in_the_run_config(tested_lm):
     same = assemble("reground", {**SYNTHETIC, "judge_lm": "same-as-lm"})[2].config
     assert same["options"]["judge"] == "lm:openai/under-test"
     assert same["options"]["metric_spec"] == {"judge": "same-as-lm", "judge_lm": same["lm"]}
-    assert judge_label(same) == "model under test (openai/under-test)"
+    assert judge_label(same) == f"{SELF} (openai/under-test)"
     named = assemble("reground", {**SYNTHETIC, "judge_lm": "openai/gpt-4o"})[2].config  # built, never called
     assert named["options"]["judge"] == "lm:openai/gpt-4o"
     assert named["options"]["metric_spec"]["judge"] == "openai/gpt-4o"
@@ -133,20 +136,78 @@ def test_same_as_lm_makes_every_header_say_the_judge_is_the_model_under_test(tmp
     assert main(["compare", "reground", "standard", "--n", "1", "--runs-dir", str(tmp_path / "runs"),
                  "--report-dir", str(report), "--judge-lm", "same-as-lm", "--no-progress"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
-    assert "judge = model under test (openai/under-test)" in printed
+    assert f"judge = {SELF} (openai/under-test)" in printed
     markdown = (report / "compare.md").read_text()
-    assert "- judge = model under test (openai/under-test)" in markdown and "- LM = openai/under-test" in markdown
+    assert f"- judge = {SELF} (openai/under-test)" in markdown and "- LM = openai/under-test" in markdown
     assert "- decoding = temperature 0, max tokens 512" in markdown
     config = json.loads((report / "compare.json").read_text())["config"]
-    assert config["judge"] == "model under test (openai/under-test)" and config["judge_spec"] == "same-as-lm"
+    assert config["judge"] == f"{SELF} (openai/under-test)" and config["judge_spec"] == "same-as-lm"
     assert config["lm"] == "openai/under-test" and config["decoding"].startswith("temperature 0")
     assert any("supported_ids" in r.text for r in tested_lm.engine.requests)  # the model judged itself
 
 
 def test_a_config_written_before_the_metric_spec_is_read_from_its_judges_name():
     old_auto = {"lm": {"model": "openai/gpt-4o", "temperature": None}, "options": {"judge": "lm:openai/gpt-4o"}}
-    assert judge_label(old_auto) == "model under test (openai/gpt-4o)"  # what 'auto' did with a hosted LM
+    assert judge_label(old_auto) == f"{SELF} (openai/gpt-4o)"  # what 'auto' did with a hosted LM
     assert scoring_description(old_auto)["decoding"] == "temperature: provider default"
     other = {"lm": {"model": "openai/gpt-4o-mini"}, "options": {"judge": "lm:openai/gpt-4o"}}
     assert judge_label(other) == "openai/gpt-4o (LM judge)"
     assert judge_label({"lm": {"model": "x/y"}, "options": {}}) is None  # no judge: none named
+
+
+# -- the API the experiment layer uses ---------------------------------------------------------------------------
+def test_the_spec_parses_describes_itself_and_is_read_back_from_a_run_config(tested_lm):
+    assert MetricSpec.from_cli(" same-as-lm ").is_same_as_lm and MetricSpec.from_cli("lexical").is_lexical
+    for bad in ("auto", "gpt-4o", ""):
+        with pytest.raises(ConfigError) as info:
+            MetricSpec.from_cli(bad)
+        assert str(info.value).startswith("--judge-lm must be") and "\n" not in str(info.value)
+    with pytest.raises(ValidationError):
+        MetricSpec(judge="auto")
+    with pytest.raises(InputError) as info:
+        MetricSpec.parse({"judge": "auto"}, file="spec.toml", loc=("defaults",))
+    message = str(info.value)
+    assert message.startswith("spec.toml") and "judge" in message and "'auto' is gone" in message
+    assert MetricSpec().describe("x/y") == LEXICAL_LABEL
+    assert MetricSpec(judge="same-as-lm").describe("x/y") == f"{SELF} (x/y)"
+    assert MetricSpec(judge="x/y").describe("x/y") == f"{SELF} (x/y)"  # a named judge that is the model under test
+    assert MetricSpec(judge="same-as-lm").describe() == SELF
+    assert MetricSpec(judge="openai/gpt-4o").describe("x/y") == "openai/gpt-4o (LM judge)"
+    for judge in ("lexical", "same-as-lm", "openai/gpt-4o"):
+        config = assemble("reground", {**SYNTHETIC, "judge_lm": judge})[2].config
+        assert MetricSpec.of_config(config) == MetricSpec(judge=judge)
+    assert MetricSpec.of_config({"lm": {"model": "x/y"}, "options": {"judge": "lm:openai/gpt-4o"}}) == \
+        MetricSpec(judge="openai/gpt-4o")  # a config written before the metric spec
+    assert MetricSpec.of_config({"lm": {"model": "x/y"}, "options": {}}) is None
+
+
+# -- run ids: only hosted LMs without a temperature change ---------------------------------------------------------
+def _fingerprinted(description):
+    return {k: ({kk: vv for kk, vv in v.items() if kk != "runtime"} if k == "engine" else v)
+            for k, v in description.items()}
+
+
+def test_the_lm_descriptions_of_scripted_and_explicitly_decoded_lms_are_what_earlier_versions_wrote():
+    """Captured on 3ceb2a4 (before the metric spec): the run ids of these LMs' runs do not change. A hosted LM
+    without a temperature was described with ``temperature: None`` then; it is 0 now (or 1 for OpenAI's reasoning
+    models, which accept nothing else), the run id of an explicit ``--temperature 0`` run."""
+    from groundstate.lm.specs import describe_lm, get_lm
+
+    assert describe_lm(scripted_lm()) == {"model": "scripted/engine", "temperature": 0.0, "max_tokens": 512}
+    assert describe_lm(get_lm("openai/gpt-4o", temperature=0.5, max_tokens=64)) == {
+        "model": "openai/gpt-4o", "temperature": 0.5, "max_tokens": 64}
+    assert describe_lm(get_lm("openai/gpt-4o")) == describe_lm(get_lm("openai/gpt-4o", temperature=0.0)) == {
+        "model": "openai/gpt-4o", "temperature": 0.0, "max_tokens": None}
+    assert describe_lm(get_lm("openai/gpt-5")) == {"model": "openai/gpt-5", "temperature": 1.0}
+    assert describe_lm(get_lm("openai/gpt-5-chat"))["temperature"] == 0.0
+
+
+@requires_embedded
+def test_the_embedded_lms_description_is_what_earlier_versions_wrote():
+    from groundstate.lm.specs import describe_lm, get_lm
+
+    engine = {"n_ctx": 8192, "n_threads": 1, "max_string_length": 300, "max_items": 8, "seed": 0}
+    assert _fingerprinted(describe_lm(get_lm("embedded"))) == {
+        "model": "embedded/smollm2-135m-instruct", "temperature": 0.0, "max_tokens": 512, "engine": engine}
+    assert _fingerprinted(describe_lm(get_lm("embedded", temperature=0.3, max_tokens=100))) == {
+        "model": "embedded/smollm2-135m-instruct", "temperature": 0.3, "max_tokens": 100, "engine": engine}

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from groundstate.errors import ConfigError, GroundstateError, one_line
-from groundstate.eval.metric_spec import JudgeSpec, MetricSpec
+from groundstate.eval.metric_spec import JUDGE_HELP, JudgeSpec, MetricSpec
 from groundstate.eval.reground.saved import CONDITIONS
 from groundstate.eval.reground.settings import BaselineOptions, ReGroundOptions
 from groundstate.eval.settings import Settings
@@ -61,10 +61,8 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
     seed: int = Field(0, ge=0, description="the optimizer's seed (default 0)")
     condition: Literal[CONDITIONS] = Field("unreliable", description="which shared context programs see (default "
                                                                       "unreliable)")
-    judge_lm: JudgeSpec = Field("lexical", description="T2 judge of the metric: 'lexical' (default; deterministic, "
-                                "approximate), 'same-as-lm' (the model being tuned judges itself) or a model such as "
-                                "openai/gpt-4o; recorded in the manifest, and `evaluate` uses it",
-                                json_schema_extra={"metavar": "JUDGE"})
+    judge_lm: JudgeSpec = Field("lexical", description=JUDGE_HELP + "; recorded in the manifest, and `evaluate` "
+                                "uses it", json_schema_extra={"metavar": "JUDGE"})
 
     def metric_spec(self) -> MetricSpec:
         """The :class:`~groundstate.eval.metric_spec.MetricSpec` the metric is scored under."""

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from groundstate.eval.metric_spec import JudgeSpec, MetricSpec
+from groundstate.eval.metric_spec import JUDGE_HELP, JUDGE_MEANING, JudgeSpec, MetricSpec
 from groundstate.eval.reground.saved import CONDITIONS, KEEP_RULES, MODES, ORACLE_ATTRIBUTIONS, ORDERINGS, TOPOLOGIES
 from groundstate.eval.settings import Settings, TaskSettings
 
@@ -51,10 +51,7 @@ class OffQueryData(Settings):
                                                      "seeds the run)")
     allow_empty: bool = Field(False, description="accept an input file with no records (by default that is an "
                                                  "error, exit 2)")
-    judge_lm: JudgeSpec = Field("lexical", description="T2 judge: 'lexical' (default; deterministic, offline, "
-                                "approximate: the paper uses GPT-4o), 'same-as-lm' (the model under test judges "
-                                "itself) or a model such as openai/gpt-4o (its server and decoding: the --lm-config "
-                                "role 'judge', if any)", json_schema_extra={"metavar": "JUDGE"})
+    judge_lm: JudgeSpec = Field("lexical", description=JUDGE_HELP, json_schema_extra={"metavar": "JUDGE"})
 
     def metric_spec(self) -> MetricSpec:
         """The :class:`~groundstate.eval.metric_spec.MetricSpec` these settings name."""
@@ -145,9 +142,9 @@ class EvaluationData(OffQueryData):
     program was optimized under), the T2 judge (``None`` for the one the program was optimized with), and whether
     data that overlaps the training data is allowed."""
 
-    judge_lm: JudgeSpec | None = Field(None, description="T2 judge: 'lexical', 'same-as-lm' or a model (default: "
-                                       "the judge the program was optimized with, from its manifest; 'lexical' for "
-                                       "manifests that do not name one)", json_schema_extra={"metavar": "JUDGE"})
+    judge_lm: JudgeSpec | None = Field(None, description=JUDGE_MEANING + "; default: the judge the program was "
+                                       "optimized with (its manifest's; 'lexical' for manifests that name none)",
+                                       json_schema_extra={"metavar": "JUDGE"})
     condition: Literal[CONDITIONS] | None = Field(None, description="which shared context programs see (default: "
                                                   "the condition the program was optimized under)")
     allow_overlap: bool = Field(False, description="evaluate even on data that shares instance ids or source cases "
