@@ -74,14 +74,15 @@ JUDGE_HELP = JUDGE_MEANING + "; default 'lexical'"
 
 
 def check_judge(value: str) -> str:
-    """``value`` if it is a judge choice (:data:`LEXICAL`, :data:`SAME_AS_LM`, ``embedded`` or ``provider/model``);
-    a ``ValueError`` with one line naming the three choices otherwise (``auto`` included)."""
+    """``value`` (stripped) if it is a judge choice (:data:`LEXICAL`, :data:`SAME_AS_LM`, ``embedded`` or
+    ``provider/model`` of printable characters without spaces); a ``ValueError`` with one line naming the three
+    choices otherwise (``auto`` included, with a hint)."""
     text = value.strip() if isinstance(value, str) else value
     if text in (LEXICAL, SAME_AS_LM, "embedded"):
         return text
-    if isinstance(text, str) and "/" in text.strip("/") and not text.startswith("/") and not any(c.isspace()
-                                                                                                  for c in text):
-        return text
+    if (isinstance(text, str) and "/" in text and not text.startswith("/") and not text.endswith("/")
+            and text.isprintable() and not any(c.isspace() for c in text)):
+        return text  # provider/model (get_lm checks the provider when the judge is built)
     if text == "auto":
         raise ValueError(f"must be {CHOICES}; 'auto' is gone: give 'same-as-lm' for the model under test as its own "
                          "judge, or name the judge")

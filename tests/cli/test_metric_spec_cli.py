@@ -7,6 +7,7 @@ one line); every report names the LM, its decoding and the judge."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -25,20 +26,21 @@ RUN = ["--no-progress", "--runs-dir", "runs"]
 @pytest.fixture
 def lms_by_model(monkeypatch):
     """Every LM an :class:`LMConfig` builds, but a ``judge`` role, is a scripted LM named after the config's default
-    model (``embedded`` stands for ``openai/under-test``) at the config's temperature: a run config records what
+    model (``embedded`` stands for ``openai/under-test``) with its temperature and server: a run config records what
     the command asked for, and no model is called. A ``judge`` role is built for real (it reaches the fake server).
     The patch is inherited by :func:`run_cli`'s child."""
-    built: dict[tuple[str, float], object] = {}
+    built: dict[tuple, object] = {}
     real = LMConfig.lm_for
 
     def lm_for(self, role=None):
         if role == "judge" and "judge" in self.roles:
             return real(self, role)
         model = self.default.get("model", "embedded")
-        key = ("openai/under-test" if model == "embedded" else model, self.default.get("temperature", 0.0))
+        key = ("openai/under-test" if model == "embedded" else model, self.default.get("temperature", 0.0),
+               self.default.get("api_base"))
         if key not in built:
             built[key] = scripted_lm(model=key[0])
-            built[key].kwargs["temperature"] = key[1]
+            built[key].kwargs.update({"temperature": key[1], **({"api_base": key[2]} if key[2] else {})})
         return built[key]
 
     monkeypatch.setattr(LMConfig, "lm_for", lm_for)
@@ -169,3 +171,34 @@ def test_a_manifest_written_before_the_metric_spec_still_evaluates(tmp_path, lms
     code, out, err = run_cli(argv, tmp_path)
     assert_one_clean_line(argv, code, out, err)
     assert "manifest.json" in err and "metric_spec" in err and "'auto' is gone" in err
+
+
+def test_evaluate_follows_no_server_and_no_role_a_manifest_names_unless_told(tmp_path, lms_by_model):
+    """A manifest is a file: its LM's server (where the user's API key would go) and its per-role LMs are used only
+    when the caller gives them; else one line says which option to give, and nothing runs."""
+    _data(tmp_path)
+    assert main(["optimize", "reground", "--stage", "resolve", "--data", str(tmp_path / "train.jsonl"), "--out",
+                 str(tmp_path / "opt"), "--max-demos", "1", "--lm", "openai/tuned", "--api-base",
+                 "http://127.0.0.1:9/v1"]) == 0
+    path = tmp_path / "opt" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    assert manifest["lms"]["default"]["api_base"] == "http://127.0.0.1:9/v1"
+    argv = ["evaluate", "opt", "--data", "test.jsonl", *RUN]
+    code, out, err = run_cli(argv, tmp_path)
+    assert_one_clean_line(argv, code, out, err)
+    assert "openai/tuned at http://127.0.0.1:9/v1" in err and "--api-base" in err and not (tmp_path / "runs").exists()
+    code, out, err = run_cli([*argv, "--api-base", "http://127.0.0.1:9/v1", "--report-dir", "r"], tmp_path)
+    assert code == 0 and "note" not in err, err[-2000:]  # the caller named the server: the manifest's LM, there
+    code, out, err = run_cli([*argv, "--api-base", "http://127.0.0.1:8/v1", "--report-dir", "r8"], tmp_path)
+    assert code == 0, err[-2000:]
+    (note,) = [line for line in err.splitlines() if "note" in line]
+    assert "openai/tuned at http://127.0.0.1:8/v1 (temperature 0" in note and "instead of the manifest's " \
+        "openai/tuned at http://127.0.0.1:9/v1" in note
+
+    manifest["lms"]["roles"] = {"agent.0": {"model": "openai/helper", "model_path": "/etc/passwd"}}
+    path.write_text(json.dumps(manifest))
+    shutil.rmtree(tmp_path / "runs")
+    code, out, err = run_cli([*argv, "--api-base", "http://127.0.0.1:9/v1"], tmp_path)
+    assert_one_clean_line(argv, code, out, err)
+    assert "per-role LMs (agent.0 = openai/helper)" in err and "--lm-config" in err
+    assert not (tmp_path / "runs").exists()

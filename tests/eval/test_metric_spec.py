@@ -48,7 +48,8 @@ def test_auto_is_refused_in_one_line_naming_the_three_choices(tmp_path, capsys, 
     assert not sentinel.exists()  # nothing ran
 
 
-@pytest.mark.parametrize("value", ["auto", "gpt-4o", "", "openai/", "/x", "openai/gpt 4o"])
+@pytest.mark.parametrize("value", ["auto", "gpt-4o", "", "openai/", "/x", "openai/gpt 4o", "openai/x/",
+                                   "openai/\x1b[31mx", "openai/\u202ex"])
 def test_a_spec_table_with_a_bad_judge_is_one_line_naming_the_file_and_field(value):
     with pytest.raises(InputError) as info:
         ReGroundSettings.parse({"judge_lm": value}, file="spec.toml")

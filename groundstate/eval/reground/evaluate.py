@@ -7,14 +7,17 @@ durably (one run each, resumable), through the one assembly path (:mod:`groundst
 its condition (unless one is given) and the program's options, which are validated into the task's settings
 model, so a manifest that lacks one is one line naming the file and the field.
 
-**The LM and the judge are the manifest's** unless told otherwise (:func:`evaluation_context`): the T2 judge is
-the metric spec the program was optimized under (``lexical`` for manifests that predate it) unless ``judge_lm``
-(``--judge-lm``) is given; the LM is the one it was optimized with (rebuilt from its recorded description, keys
-from the environment) unless an LM is given (``--lm`` or ``--lm-config``; in Python, LM settings or an LM DSPy is
+**The LM and the judge are the manifest's** unless told otherwise (:func:`evaluation_context`): the T2 judge is the
+metric spec the program was optimized under (``lexical`` for manifests that predate it) unless ``judge_lm``
+(``--judge-lm``) is given; the LM is the one it was optimized with (rebuilt from its recorded description, keys from
+the environment) unless an LM is given (``--lm`` or ``--lm-config``; in Python, LM settings or an LM DSPy is
 configured with). ``--api-base``, ``--temperature`` and ``--max-tokens`` without ``--lm`` change the manifest's LM.
-An embedded manifest LM is the default LM anyway. Whenever the evaluation uses another LM or judge than the
-manifest names, one note says what it uses instead of what (stderr for the command, ``Evaluation.notes``), and
-``evaluate.md``/``evaluate.json`` name the LM, its decoding and the judge.
+An embedded manifest LM is the default LM anyway. A manifest is a file like any other, so only its model and decoding
+are rebuilt: a program optimized on a server the manifest names (``api_base``) is evaluated there only when the
+caller gives ``--api-base`` (no request, and no API key, goes to a server a file alone names), and one optimized with
+per-role LMs only with the caller's ``--lm-config`` (or ``--lm``). Whenever the evaluation uses another LM or judge
+than the manifest names, one note says what it uses instead of what (stderr for the command, ``Evaluation.notes``),
+and ``evaluate.md``/``evaluate.json`` name the LM, its decoding and the judge.
 
 Example::
 
@@ -85,18 +88,32 @@ def evaluation_config(config: dict[str, Any], label: str) -> dict[str, Any]:
 
 
 _COMPARED = ("model", "temperature", "max_tokens", "top_p", "api_base")
+_REBUILT = ("temperature", "max_tokens", "top_p", "api_version")
+"""What :func:`evaluation_context` takes from a manifest's LM besides its model (an allow-list: never a path)."""
 
 
-def _manifest_lm_entry(described: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The LM config entry that rebuilds a manifest's default LM from its description; ``None`` for the embedded LM
-    (the default anyway) or a manifest that records none."""
+def _manifest_lm_entry(described: dict[str, Any] | None, lms: LMSettings) -> dict[str, Any] | None:
+    """The LM config entry that rebuilds a manifest's default LM from its description, with the decoding and timeout
+    the caller gave on top; ``None`` for the embedded LM (the default anyway) or a manifest that records none.
+
+    Raises:
+        ConfigError: the manifest's LM was served from an ``api_base`` and the caller gave none (a request, with
+            the user's API key, never goes to a server only a file names).
+    """
+    from groundstate.errors import ConfigError, one_line
     from groundstate.lm.embedded import EMBEDDED_MODEL_NAME
 
     model = (described or {}).get("model")
     if not isinstance(model, str) or not model or model == EMBEDDED_MODEL_NAME:
         return None
-    return {"model": model, **{k: described[k] for k in _COMPARED[1:] + ("api_version",)
-                               if described.get(k) is not None}}
+    if described.get("api_base") is not None and lms.api_base is None:
+        raise ConfigError(one_line(f"the program was optimized with {model} at {described['api_base']}; evaluate "
+                                   "sends no request (and no API key) to a server a manifest names: give --api-base "
+                                   "URL to evaluate with it there, or --lm", None))
+    entry = {"model": model, **{k: described[k] for k in _REBUILT if described.get(k) is not None}}
+    entry.update({k: v for k, v in (("api_base", lms.api_base), ("temperature", lms.temperature),
+                                    ("max_tokens", lms.max_tokens), ("timeout", lms.lm_timeout)) if v is not None})
+    return entry
 
 
 def _lm_given(context: RunContext) -> bool:
@@ -110,6 +127,14 @@ def _lm_given(context: RunContext) -> bool:
     return context.make_lms is None and lms == LMSettings() and dspy.settings.lm is not None
 
 
+def _lm_text(described: dict[str, Any]) -> str:
+    """An LM description in words for a note: ``model [at api_base] (decoding)``."""
+    from groundstate.eval.metric_spec import decoding_label, lm_label
+
+    where = f" at {described['api_base']}" if described.get("api_base") else ""
+    return f"{lm_label(described)}{where} ({decoding_label(described)})"
+
+
 def evaluation_context(checked: Any, data: EvaluationData, context: RunContext
                        ) -> tuple[RunContext, str, list[str]]:
     """``(context, judge, notes)`` an evaluation of a saved program runs with: the manifest's LM and judge unless the
@@ -117,37 +142,45 @@ def evaluation_context(checked: Any, data: EvaluationData, context: RunContext
     an unknown model fails here, before any record is read). When the LM or the judge differs from the manifest's,
     ``notes`` holds one line saying what is used instead of what, and the context tells it (``context.tell``).
 
+    Only the manifest's default model and decoding are rebuilt (:data:`_REBUILT`); its server only at the caller's
+    ``--api-base``; per-role LMs only from the caller's ``--lm-config``.
+
     Raises:
-        ConfigError: the manifest's LM cannot be rebuilt here (give an LM).
+        ConfigError: the manifest's LM cannot be rebuilt here (give an LM), was served from a server the caller
+            did not name, or came with per-role LMs the caller did not give.
     """
-    from groundstate.errors import ConfigError, GroundstateError
-    from groundstate.eval.metric_spec import decoding_label, lm_label
+    from groundstate.errors import ConfigError, GroundstateError, one_line
     from groundstate.lm.config import LMConfig
     from groundstate.lm.specs import describe_lm
 
-    tuned = checked.lms.default
-    entry = None if _lm_given(context) else _manifest_lm_entry(tuned)
+    tuned, tuned_roles = checked.lms.default, checked.lms.roles
+    given = _lm_given(context)
+    if tuned_roles and not given:
+        raise ConfigError(one_line("the program was optimized with per-role LMs (" + ", ".join(
+            f"{k} = {(v or {}).get('model')}" for k, v in tuned_roles.items()) + "): give them with --lm-config "
+            "FILE to evaluate with them (or --lm)", None))
+    entry = None if given else _manifest_lm_entry(tuned, context.lms)
     if entry is not None:
-        lms = context.lms
-        entry.update({k: v for k, v in (("api_base", lms.api_base), ("temperature", lms.temperature),
-                                        ("max_tokens", lms.max_tokens), ("timeout", lms.lm_timeout)) if v is not None})
-        config = LMConfig(default=entry, roles={k: dict(v) for k, v in checked.lms.roles.items()})
-        context = RunContext(lms=lms, make_lms=lambda: (config.lm_for(None), config), note=context.note,
+        config = LMConfig(default=entry)
+        context = RunContext(lms=context.lms, make_lms=lambda: (config.lm_for(None), config), note=context.note,
                              judge=context.judge, scoped=True)
         try:
             context.lm_pair()
         except GroundstateError as exc:
             raise ConfigError(f"cannot rebuild the LM the program was optimized with ({exc}); give --lm") from None
-    lm, _ = context.lm_pair()
+    lm, lm_config = context.lm_pair()
     judge = data.judge_lm or checked.judge()
     differences = []
     used = describe_lm(lm)
     if tuned and any(used.get(k) != tuned.get(k) for k in _COMPARED):
-        differences.append(f"LM {lm_label(used)} ({decoding_label(used)}) instead of the manifest's "
-                           f"{lm_label(tuned)} ({decoding_label(tuned)})")
+        differences.append(f"LM {_lm_text(used)} instead of the manifest's {_lm_text(tuned)}")
+    used_roles = {k: v.get("model") for k, v in (getattr(lm_config, "roles", None) or {}).items()}
+    tuned_models = {k: (v or {}).get("model") for k, v in tuned_roles.items()}
+    if used_roles != tuned_models:
+        differences.append(f"per-role LMs {used_roles or 'none'} instead of the manifest's {tuned_models or 'none'}")
     if judge != checked.judge():
         differences.append(f"T2 judge '{judge}' instead of the manifest's '{checked.judge()}'")
-    notes = ["evaluating with " + " and ".join(differences)] if differences else []
+    notes = [one_line("evaluating with " + " and ".join(differences), None)] if differences else []
     for note in notes:
         context.tell(f"note: {note}")
     return context, judge, notes
