@@ -201,6 +201,10 @@ def test_the_lm_descriptions_of_scripted_and_explicitly_decoded_lms_are_what_ear
         "model": "openai/gpt-4o", "temperature": 0.0, "max_tokens": None}
     assert describe_lm(get_lm("openai/gpt-5")) == {"model": "openai/gpt-5", "temperature": 1.0}
     assert describe_lm(get_lm("openai/gpt-5-chat"))["temperature"] == 0.0
+    roles = LMConfig(roles={"agent.0": {"model": "openai/x"}, "agent.1": {"model": "embedded"},
+                            "agent.2": {"model": "openai/y", "temperature": 0.4}}).describe()["roles"]
+    assert roles == {"agent.0": {"model": "openai/x", "temperature": 0.0}, "agent.1": {"model": "embedded"},
+                     "agent.2": {"model": "openai/y", "temperature": 0.4}}  # per-role LMs record their decoding too
 
 
 @requires_embedded
