@@ -122,20 +122,21 @@ def table10(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def table11(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows ``{lm, setting, program, input, output, total, cached_calls}`` in tokens per instance (newest run per
-    key; ``cached_calls``: calls served from DSPy's cache, which bill no tokens)."""
-    chosen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    """Rows ``{lm, judge, setting, program, input, output, total, cached_calls}`` in tokens per instance (newest run
+    per key; ``cached_calls``: calls served from DSPy's cache, which bill no tokens). An LM judge's calls are part
+    of a run's tokens, so runs of different judges are different rows."""
+    chosen: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
     for run in runs:
         if run["program"] == "reground" and not _is_default_reground(run["options"]):
             continue
-        chosen.setdefault((run["lm"], run["setting"], run["program"]), run)
+        chosen.setdefault((run["lm"], run.get("judge", "-"), run["setting"], run["program"]), run)
     rows = []
-    for (lm, setting, program), run in sorted(chosen.items()):
+    for (lm, judge, setting, program), run in sorted(chosen.items()):
         summary = run["summary"]
         n = summary.get("n_done") or 0
         tokens = summary.get("tokens") or {}
         inp, out = (tokens.get("input", 0) / n, tokens.get("output", 0) / n) if n else (0.0, 0.0)
-        rows.append({"lm": lm, "setting": setting, "program": program, "input": inp, "output": out,
+        rows.append({"lm": lm, "judge": judge, "setting": setting, "program": program, "input": inp, "output": out,
                      "total": inp + out, "cached_calls": (summary.get("lm_calls") or {}).get("cached", 0), "n": n,
                      "run_id": run["run_id"]})
     return rows
@@ -170,8 +171,8 @@ def cells(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], lis
         body = [[r["lm"], r.get("judge", "-"), r["setting"], r["condition"], *(format_ci(r[m]) for m in METRICS),
                  str(r["n"])] for r in rows]
     else:
-        header = ["LM", "setting", "program", "input", "output", "total", "n"]
-        body = [[r["lm"], r["setting"], r["program"], f"{r['input']:.0f}", f"{r['output']:.0f}",
+        header = ["LM", "T2 judge", "setting", "program", "input", "output", "total", "n"]
+        body = [[r["lm"], r.get("judge", "-"), r["setting"], r["program"], f"{r['input']:.0f}", f"{r['output']:.0f}",
                  _total(r), str(r["n"])] for r in rows]
     return header, body or [[NO_RUNS] + [""] * (len(header) - 1)]
 
