@@ -24,22 +24,26 @@ the judge the program was optimized with.
   ``MetricSpec.parse({"judge": ...}, file=..., loc=...)`` (a spec file's table: one ``InputError`` line naming
   the file and field) and :meth:`MetricSpec.from_cli` (a ``--judge-lm`` value: one ``ConfigError`` line).
 - :data:`JudgeSpec`: the judge as a field of another pydantic model (a task's ``judge_lm``, a spec's ``judge``).
-- :meth:`MetricSpec.describe`: the judge in words, as reports print it.
+- ``spec.judge`` (the choice as a string), ``spec.is_lexical``, ``spec.is_same_as_lm``.
+- :meth:`MetricSpec.describe`: the judge in words, as reports print it (before a run; :func:`judge_label` names
+  a stored run's judge with its decoding).
 - :meth:`MetricSpec.judge_lm`: the judge's LM for a run (``None`` for the lexical judge).
 - :meth:`MetricSpec.record`: what it adds to a run config's ``options`` (below); :meth:`MetricSpec.of_config` reads
   the spec back from a stored config (configs written before the metric spec included).
 - :func:`scoring_description` and :func:`header_lines`: the LM, its decoding and the judge of a stored run config,
   in words, for every report.
 
-**How it goes into a run config.** A task's settings carry the judge (OffQuery's ``judge_lm`` field, a
-:data:`JudgeSpec`); the task builds the judge and records, in every OffQuery run config (so in its run id):
+**How it goes into a run config.** A task's settings carry the judge: for OffQuery tasks the ``judge_lm`` field
+(a :data:`JudgeSpec`; an experiment cell sets ``settings["judge_lm"] = spec.judge``), and the assembly path does
+the rest. The task builds the judge and records, in every OffQuery run config (so in its run id, and two runs of
+different judges never share one):
 
 - ``config["lm"]``: the model under test and its decoding (:func:`~groundstate.lm.specs.describe_lm`: ``model``,
   ``temperature``, ``max_tokens``, ``api_base`` without credentials, ...); ``config["lm_config"]`` the per-role
   LMs, if any.
 - ``config["options"]["judge"]``: the judge's name, ``lexical(threshold=0.75)`` or ``lm:<model>`` (the field
-  every earlier version wrote). For the lexical judge that is the whole record, so the run ids of lexical runs
-  are what they were.
+  every earlier version wrote). For the lexical judge that is the whole record, so a lexical run's id is what it
+  was (unless its LM's description changed: a hosted LM without a temperature is now described at 0).
 - ``config["options"]["metric_spec"]``, for LM judges only: ``{"judge": <the spec as given: a model or
   "same-as-lm">, "judge_lm": <describe_lm of the judge's LM, its decoding included>}``.
 
