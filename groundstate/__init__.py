@@ -50,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "Evaluation": "groundstate.eval.reground.evaluate",
     "ReGroundSettings": "groundstate.eval.reground.settings",
     "BaselineSettings": "groundstate.eval.reground.settings",
+    "MetricSpec": "groundstate.eval.metric_spec",
     "gepa_metric": "groundstate.eval.reground.metrics",
     # hidden-profile discussions
     "HiddenProfileTask": "groundstate.records",

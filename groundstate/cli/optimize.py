@@ -67,6 +67,7 @@ def cmd_split(args: argparse.Namespace) -> int:
 def cmd_optimize(args: argparse.Namespace) -> int:
     from groundstate.cli.options import context_for
     from groundstate.cli.settings import settings_from
+    from groundstate.eval.metric_spec import header_lines, scoring_description
     from groundstate.eval.reground.optimize import OptimizeSettings, optimize_task
     from groundstate.optimizers.artifacts import save_program
 
@@ -83,6 +84,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     for split, values in result.scores.items():
         print(f"{split}: {metric} {fmt(values.get('before'))} -> {fmt(values.get('after'))}")
+    scored = scoring_description({"lm": manifest["lms"]["default"], "lm_config": {"roles": manifest["lms"]["roles"]},
+                                  "options": manifest["task_options"]})
+    print("; ".join(header_lines(scored)))
     print(f"{result.lm_calls} LM calls, {result.input_tokens + result.output_tokens} tokens, "
           f"{result.seconds:.0f}s; saved to {args.out}")
     if result.unchanged:
@@ -104,17 +108,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from groundstate.eval.report import METRICS, write_report
     from groundstate.eval.runner import fingerprint
 
-    saved = read_optimized(args.dir)  # a bad manifest stops here, before any LM is built
     data = settings_from(EvaluationData, args)
     run = run_settings(args)
-    context = context_for(args)
-    context.lm_pair()
-    evaluation = evaluate_saved(args.dir, data, run, context, saved)
+    saved = read_optimized(args.dir)  # a bad manifest stops here, before any LM is built
+    evaluation = evaluate_saved(args.dir, data, run, context_for(args), saved)  # LMs built before data is read
     rows = evaluation.rows()
     report_dir = Path(args.report_dir or Path(args.dir) / "evaluations" / fingerprint(evaluation.data, 10))
-    paths = write_report(rows, report_dir, config={"artifact": str(args.dir), "data": evaluation.data},
-                         title=evaluation.title, stem="evaluate")
-    print_comparison(rows, METRICS, title=evaluation.title)
+    lines = evaluation.report_lines()
+    paths = write_report(rows, report_dir, config={"artifact": str(args.dir), "data": evaluation.data,
+                                                   **evaluation.scoring, "notes": evaluation.notes},
+                         title=evaluation.title, stem="evaluate", notes=lines)
+    print_comparison(rows, METRICS, title=evaluation.title, notes=lines)
     print("wrote " + ", ".join(paths.values()))
     for warning in evaluation.warnings:
         print(f"warning: {warning}")

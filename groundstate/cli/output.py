@@ -18,25 +18,28 @@ def cell(value: Any, limit: int | None = 200) -> Any:
     return Text(one_line(value, limit))
 
 
-def print_summary(result: Any, console: Any = None, config: Any = None) -> None:
+def print_summary(result: Any, console: Any = None, config: Mapping[str, Any] | None = None) -> None:
     """A table of a run's scores with 95% intervals, errors, calls and tokens (a ``RunResult`` or a summary).
 
     A metric is shown over the records it was measured on, with the count of records it failed on beside it; a
-    metric measured on none is "not measured (N failed)" (:func:`~groundstate.eval.stats.format_ci`). A
-    hidden-profile run (its config, ``result.config`` or ``config``, describes agents) names its agents under the
+    metric measured on none is "not measured (N failed)" (:func:`~groundstate.eval.stats.format_ci`). The run's
+    config (``result.config``, or ``config`` for a bare summary) adds what produced the numbers: the LM, its
+    decoding and, for a run with a judge, the T2 judge (:func:`~groundstate.eval.metric_spec.scoring_description`;
+    "the model under test judges itself (<model>)" when it did). A hidden-profile run names its agents under the
     table, and a title warns when simulated agents ran on design-default support
-    (:mod:`groundstate.eval.consilience.provenance`).
+    (:mod:`groundstate.eval.consilience.provenance`); runs without an LM (simulated agents) get no LM lines.
     """
     from rich.console import Console
     from rich.table import Table
 
     from groundstate.eval.consilience.provenance import agents_of, describe_agents, warned_title
+    from groundstate.eval.metric_spec import scoring_description
     from groundstate.eval.stats import format_ci
 
     console = console or Console()
     summary = result.summary if hasattr(result, "summary") else result
     config = getattr(result, "config", None) or config
-    config = config if isinstance(config, dict) else {}
+    config = dict(config) if isinstance(config, Mapping) else {}
     agents = agents_of(config)
     caption = describe_agents(agents, config.get("lm")) if agents else ""
     table = Table(title=cell(warned_title(f"run {summary['run_id']}", agents), None),
@@ -61,9 +64,14 @@ def print_summary(result: Any, console: Any = None, config: Any = None) -> None:
         unpriced = cost.get("unpriced_records") or 0
         table.add_row("cost (USD, cache hits excluded)", f"${cost['total']:.4f}"
                       + (f" ({unpriced} records unpriced)" if unpriced else ""))
-    judge = (config.get("options") or {}).get("judge")
-    if judge:
-        table.add_row("T2 judge", cell(judge))
+    if isinstance(config.get("lm"), Mapping) and config["lm"].get("model"):
+        scoring = scoring_description(config)
+        roles = scoring.get("roles") or {}
+        table.add_row("LM", cell(scoring["lm"] + (" (per-role: " + ", ".join(f"{k} = {v}" for k, v in roles.items())
+                                                  + ")" if roles else "")))
+        table.add_row("decoding", cell(scoring["decoding"]))
+        if scoring["judge"]:
+            table.add_row("T2 judge", cell(scoring["judge"]))
     console.print(table)
     if hasattr(result, "run_dir"):
         console.print(cell(f"stored in {result.run_dir}", None))

@@ -38,7 +38,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from groundstate.cli.tables import console as tables_console
     from groundstate.cli.tables import print_comparison
     from groundstate.errors import ConfigError
-    from groundstate.eval.reground.compare import compare_programs
+    from groundstate.eval.metric_spec import header_lines
+    from groundstate.eval.reground.compare import compare_programs, compared_with
     from groundstate.eval.reground.settings import CompareSettings
     from groundstate.eval.report import comparison_rows, write_report
     from groundstate.eval.runner import fingerprint
@@ -57,12 +58,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         metrics = ("t1", "t2", "t2_retention", "t2_exclusion", "t3")
         rows = comparison_rows(summaries, metrics=metrics, notes=notes)
         report_dir = Path(args.report_dir or Path(args.runs_dir) / f"compare-{fingerprint(run_ids, 10)}")
-        judge = getattr(context.judge, "name", str(settings.judge_lm))
-        title = f"OffQuery ({settings.condition} shared context; T2 judge: {judge})"
+        scoring = compared_with(settings, context)
+        title = f"OffQuery ({settings.condition} shared context; T2 judge: {scoring['judge']})"
+        lines = header_lines(scoring)
         paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": settings.condition,
-                                                       "t2_judge": judge},
-                             title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"))
-        print_comparison(rows, metrics, title=title, out=console)
+                                                       "t2_judge": getattr(context.judge, "name", None), **scoring},
+                             title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"), notes=lines)
+        print_comparison(rows, metrics, title=title, out=console, notes=lines)
     if args.paper_tables:
         from groundstate.cli.tables import print_table
         from groundstate.eval.reground.tables import TITLES, built_tables, cells, offquery_runs, write_tables

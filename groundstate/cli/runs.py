@@ -87,7 +87,7 @@ def cmd_runs_merge(args: argparse.Namespace) -> int:
 
     runs = [resolve_run_dir(args.runs_dir, r) for r in args.runs]
     merged = merge_runs(runs, out=args.runs_dir)
-    print_summary(merged["summary"])
+    print_summary(merged["summary"], config=merged.get("config"))
     missing = merged["summary"]["shards"]["missing"]
     print(f"merged {len(runs)} shards into {one_line(merged['dir'], None)}"
           + (f" (missing shards: {one_line(missing)})" if missing else ""))

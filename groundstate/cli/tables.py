@@ -69,10 +69,14 @@ def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequ
 
 
 def print_comparison(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], title: str | None = None,
-                     out: Any = None, caption: str | None = None) -> None:
+                     out: Any = None, caption: str | None = None, notes: Sequence[str] = ()) -> None:
     """The comparison table of :func:`groundstate.eval.report.table_cells` (the one ``compare.md`` holds), with
-    ``caption`` under it."""
+    ``notes`` (the LM, decoding and judge behind it) printed above it and ``caption`` under it."""
+    from groundstate.cli.output import cell
     from groundstate.eval.report import table_cells
 
+    out = out or console()
+    for note in notes:
+        out.print(cell(note, None))
     header, body = table_cells(rows, metrics)
     print_table(body, columns=header, headers=header, title=title, out=out, caption=caption)

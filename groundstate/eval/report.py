@@ -68,12 +68,15 @@ def pipe_lines(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
-                   title: str | None = None, subtitle: str = "") -> str:
+                   title: str | None = None, subtitle: str = "", notes: Sequence[str] = ()) -> str:
     """A Markdown table: program, each metric as ``mean [low, high]``, tokens/calls per instance, errors; the
-    ``subtitle`` (what produced the figures, e.g. the agents) is a line under the title."""
+    ``subtitle`` (what produced the figures, e.g. the agents) is a line under the title, and ``notes`` (LM,
+    decoding, judge) are listed between it and the table."""
     header, body = table_cells(rows, metrics)
     lines = [f"### {title}", ""] if title else []
     lines += [subtitle, ""] if subtitle else []
+    if notes:
+        lines += [*(f"- {note}" for note in notes), ""]
     return "\n".join([*lines, *pipe_lines(header, body)]) + "\n"
 
 
@@ -216,14 +219,15 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
 
 def write_report(rows: Sequence[Mapping[str, Any]], out_dir: str | Path, config: Mapping[str, Any] | None = None,
                  metrics: Sequence[str] = METRICS, title: str | None = None, stem: str = "compare",
-                 chart_metrics: Sequence[str] | None = None, subtitle: str = "") -> dict[str, str]:
+                 chart_metrics: Sequence[str] | None = None, subtitle: str = "",
+                 notes: Sequence[str] = ()) -> dict[str, str]:
     """Write ``<stem>.md``, ``<stem>.json`` and ``<stem>.png`` (bars of ``chart_metrics``, default ``metrics``;
     they should be shares in [0, 1]); return their paths. ``subtitle`` (what produced the figures) goes under the
-    title of the Markdown and the chart."""
+    title of the Markdown and the chart, ``notes`` (LM, decoding, judge) under the Markdown's title."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": str(out_dir / f"{stem}.md"), "json": str(out_dir / f"{stem}.json")}
-    Path(paths["markdown"]).write_text(markdown_table(rows, metrics, title, subtitle), encoding="utf-8")
+    Path(paths["markdown"]).write_text(markdown_table(rows, metrics, title, subtitle, notes), encoding="utf-8")
     Path(paths["json"]).write_text(json.dumps({"config": dict(config or {}), "rows": list(rows)}, indent=2,
                                               default=str) + "\n", encoding="utf-8")
     if bar_chart(rows, out_dir / f"{stem}.png", chart_metrics or metrics, title, subtitle):

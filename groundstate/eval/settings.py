@@ -76,7 +76,9 @@ class LMSettings(Settings):
                            "string such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>",
                            json_schema_extra={"metavar": "SPEC"})
     api_base: str | None = Field(None, description="server URL for --lm (vLLM, Ollama, any OpenAI-compatible)")
-    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature for --lm")
+    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature for --lm (default 0, the "
+                                      "papers' decoding; OpenAI's reasoning models accept only 1). Recorded with the "
+                                      "LM, so part of the run id")
     max_tokens: int | None = Field(None, ge=1, description="output token limit per call for --lm")
     lm_timeout: float | None = Field(None, gt=0, description="give up on an LM call after SECONDS (hosted LMs; default "
                                      "120; the failed call is recorded as that record's error). The embedded LM is "

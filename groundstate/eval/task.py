@@ -37,17 +37,20 @@ class RunContext:
     """What the runs of one command share besides their settings, each built once.
 
     Attributes:
-        lms: the LM options as given (a judge set to ``auto`` reads ``lms.lm``).
+        lms: the LM options as given.
         make_lms: ``() -> (default LM, LMConfig)``; default: DSPy's configured LM when ``lms`` names none, else
             ``lms.build()``. Called at most once, and only when a task needs an LM (simulated agents need none).
         note: where a task's notes to the user go (default: the log); the CLI prints them on stderr.
         judge: a built T2 judge every OffQuery run of this context uses (default: built once from the settings).
+        scoped: ``make_lms`` builds LMs that nobody made DSPy's global LM (``evaluate`` rebuilding the LM a
+            manifest names): each run sets them as DSPy's LM for its duration, as for LMs built from ``lms``.
     """
 
     lms: LMSettings = field(default_factory=LMSettings)
     make_lms: Callable[[], tuple[Any, Any]] | None = None
     note: Callable[[str], None] | None = None
     judge: Any = None
+    scoped: bool = False
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def lm_pair(self) -> tuple[Any, Any]:
@@ -74,9 +77,9 @@ class RunContext:
         return self.lm_pair()[1]
 
     def built_lms(self) -> bool:
-        """Whether the LMs were built by this context from ``lms`` (so a run sets them as DSPy's LM for its
-        duration)."""
-        return self.make_lms is None and "lms" in self._memo and "configured" not in self._memo
+        """Whether the LMs were built by this context from ``lms``, or by a ``scoped`` ``make_lms`` (so a run sets
+        them as DSPy's LM for its duration)."""
+        return (self.make_lms is None or self.scoped) and "lms" in self._memo and "configured" not in self._memo
 
     def once(self, key: Any, make: Callable[[], Any]) -> Any:
         """``make()`` the first time ``key`` is asked for; the same value afterwards."""
@@ -181,7 +184,8 @@ class ProgramTask(Task):
         inputs: ``settings -> (record -> kwargs)``; ``None``: ``record.inputs()``.
         outputs: ``prediction -> dict`` stored per record (default: every field but ``trace``).
         options: ``(settings, judge) -> dict``, the config's ``options`` (what changes results).
-        judge: ``(settings, lms) -> judge`` (the T2 judge); ``None``: the task scores without one.
+        judge: ``(settings, context) -> judge`` (the T2 judge; ``context`` is the :class:`RunContext`, whose LMs an
+            LM judge may use); ``None``: the task scores without one.
     """
 
     name: str
@@ -193,7 +197,7 @@ class ProgramTask(Task):
     inputs: Callable[[Any], Callable[[Any], dict[str, Any]]] | None = None
     outputs: Callable[[Any], dict[str, Any]] | None = None
     options: Callable[[Any, Any], dict[str, Any]] = field(default=lambda settings, judge: {})
-    judge: Callable[[Any, LMSettings], Any] | None = None
+    judge: Callable[[Any, RunContext], Any] | None = None
 
     def judge_for(self, settings: Any, context: RunContext) -> Any:
         """The context's judge, else one built from the settings (once per context and judge setting)."""
@@ -202,7 +206,7 @@ class ProgramTask(Task):
         if context.judge is not None:
             return context.judge
         key = ("judge", getattr(settings, "judge_lm", None))
-        return context.once(key, lambda: self.judge(settings, context.lms))
+        return context.once(key, lambda: self.judge(settings, context))
 
     def plan(self, settings: Any, context: RunContext, *, run: RunSettings | None = None, program: Any = None,
              source: Any = None) -> PlannedRun:

@@ -10,7 +10,14 @@ from typing import Any
 
 from groundstate.errors import LMSetupError, strip_userinfo
 from groundstate.lm.embedded import RUNTIME_KEY
-from groundstate.lm.specs import EMBEDDED_SPEC, LM_OPTIONS, RUNTIME_OPTIONS, check_lm_options, get_lm
+from groundstate.lm.specs import (
+    EMBEDDED_SPEC,
+    LM_OPTIONS,
+    RUNTIME_OPTIONS,
+    check_lm_options,
+    default_temperature,
+    get_lm,
+)
 
 
 @dataclass
@@ -141,9 +148,11 @@ class LMConfig:
     def describe(self) -> dict[str, Any]:
         """The settings to store and print (run configs, manifests): no key, and every ``api_base`` without its
         userinfo (``http://user:pass@host`` -> ``http://host``), so run ids, which fingerprint this, are the
-        same whoever's password reaches the server (see :func:`~groundstate.lm.specs.describe_lm`)."""
-        return {"default": _public(self.default, strip=True),
-                "roles": {k: _public(v, strip=True) for k, v in self.roles.items()}}
+        same whoever's password reaches the server (see :func:`~groundstate.lm.specs.describe_lm`). A hosted LM
+        that sets no temperature is described with the one it decodes at (:func:`~groundstate.lm.specs.
+        default_temperature`), so its decoding is part of the run id; embedded entries are described as given."""
+        return {"default": _decoded(_public(self.default, strip=True)),
+                "roles": {k: _decoded(_public(v, strip=True)) for k, v in self.roles.items()}}
 
     def worker_spec(self) -> dict[str, Any]:
         """:meth:`describe` for building the same LMs in another process (Ray workers): still no key (each
@@ -155,6 +164,14 @@ class LMConfig:
 def _role_matches(role: str, pattern: str) -> bool:
     parts = role.split(".")
     return any(fnmatch.fnmatchcase(".".join(parts[:i]), pattern) for i in range(len(parts), 0, -1))
+
+
+def _decoded(entry: dict[str, Any]) -> dict[str, Any]:
+    """A described entry with the temperature a hosted LM decodes at when it sets none (:func:`get_lm`'s default)."""
+    model = entry.get("model")
+    if model == EMBEDDED_SPEC or not isinstance(model, str) or entry.get("temperature") is not None:
+        return entry
+    return {**entry, "temperature": default_temperature(model)}
 
 
 def _public(entry: dict[str, Any], strip: bool = False) -> dict[str, Any]:

@@ -15,7 +15,11 @@ Such an LM is a :class:`~groundstate.lm.cache.KeyedLM`, and:
   described without them (:func:`describe_lm`);
 - DSPy's response cache is keyed by the LM's identity (model, ``api_base``, decoding settings), which DSPy
   itself leaves out of the key, so the same command pointed at another server never gets the first
-  server's answers back.
+  server's answers back;
+- its decoding is the papers' unless told otherwise: temperature 0 (:func:`default_temperature`) when neither
+  ``temperature`` nor an LM config sets one, where the provider's own default would apply (OpenAI's is 1.0). The
+  temperature is in :func:`describe_lm`'s description, so it is part of every run id. A program that sets its own
+  temperature per call (DHD's stages and judge) still wins: a call's ``config`` overrides the LM's default.
 
 Settings are checked when they are read (types and ranges, see :func:`check_lm_options`), with one line
 naming the file, the section and the field.
@@ -23,6 +27,7 @@ naming the file, the section and the field.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from groundstate.errors import LMSetupError, register_url_secrets, strip_userinfo
@@ -47,6 +52,23 @@ RUNTIME_OPTIONS = {"contexts"}
 
 DEFAULT_TIMEOUT_S = 120.0
 """Seconds a hosted LM call may take before it fails (DSPy's own default is 600)."""
+
+
+PAPER_TEMPERATURE = 0.0
+"""The decoding the papers report (ReGround: temperature 0): the default temperature of a hosted LM."""
+
+
+_FIXED_TEMPERATURE_FAMILIES = re.compile(
+    r"^(?:o[1345](?:-(?:mini|nano|pro))?(?:-\d{4}-\d{2}-\d{2})?|gpt-5(?:\.\d+)*(?!-chat)(?:-.*)?)$")
+"""OpenAI's reasoning families (o1, o3, o4-mini, gpt-5, ... but not gpt-5-chat), the rule DSPy 3.4's ``dspy.LM``
+applies: they accept only temperature 1."""
+
+
+def default_temperature(spec: str) -> float:
+    """The temperature a hosted LM ``spec`` decodes at when none is given: :data:`PAPER_TEMPERATURE` (0), except
+    for OpenAI's reasoning models, which accept only 1.0 (so 1.0 is what they get, and what is recorded)."""
+    family = str(spec).rsplit("/", 1)[-1].lower()
+    return 1.0 if _FIXED_TEMPERATURE_FAMILIES.match(family) else PAPER_TEMPERATURE
 
 
 def _is_number(value: Any) -> bool:
@@ -105,7 +127,9 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
 
     Args:
         spec: ``"embedded"`` or a LiteLLM model string ``provider/model``.
-        **options: ``temperature``, ``max_tokens``, ``api_base``, ``cache``, ``num_retries``, ``timeout``
+        **options: ``temperature`` (default 0, the papers' decoding, for every LM: the embedded one decodes
+            greedily, a hosted one gets :func:`default_temperature` instead of its provider's default),
+            ``max_tokens``, ``api_base``, ``cache``, ``num_retries``, ``timeout``
             (seconds per call, retries included, default :data:`DEFAULT_TIMEOUT_S`; ignored by ``embedded``,
             which is local);
             for ``embedded`` also ``model_path``, ``n_ctx``, ``threads`` (CPU threads per llama.cpp context;
@@ -158,6 +182,8 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     if bad:
         raise LMSetupError(f"option(s) {sorted(bad)} apply only to the embedded LM, not '{spec}'")
     options.setdefault("timeout", DEFAULT_TIMEOUT_S)
+    if options.get("temperature") is None:
+        options["temperature"] = default_temperature(spec)  # the papers' decoding, not the provider's default
     if has_userinfo(options.get("api_base")):
         register_url_secrets(options["api_base"])  # scrubbed from error text, logs and results from now on
         options["engine"] = "litellm"  # DSPy's native engine reads user:pass@ as part of the host name

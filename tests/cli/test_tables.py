@@ -113,7 +113,7 @@ def test_paper_tables_mark_cached_runs_and_print_as_rich(capsys):
     runs = [{"program": "standard", "lm": "gpt", "setting": "s", "options": {}, "summary": summary, "run_id": "a"}]
     header, body = cells("11", table11(runs))
     assert body[0][header.index("total")] == "0 (6 calls cached, not billed)"
-    assert cells("10", [])[1] == [[NO_RUNS, "", "", "", "", "", ""]]
+    assert cells("10", [])[1] == [[NO_RUNS, *[""] * 7]]  # LM, T2 judge, setting, candidates, T1-T3, n
     print_table(body, columns=header, out=console(width=160))
     out = capsys.readouterr().out
     assert "┏" in out and "cached, not billed" in out and "|" not in out

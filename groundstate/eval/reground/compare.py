@@ -2,7 +2,8 @@
 
 Each program's run is stored like any other run, so comparing again reuses the finished runs and costs
 nothing; :func:`compare_programs` returns every program's summary for the report
-(:mod:`groundstate.eval.report`).
+(:mod:`groundstate.eval.report`), and :func:`compared_with` what the report states beside the numbers: the LM, its
+decoding and the T2 judge, which are the same for every program of one comparison.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def compare_programs(names: Sequence[str], settings: CompareSettings, run: RunSe
     if unknown:
         raise ConfigError(f"unknown program '{unknown[0]}' for compare")
     if context.judge is None:
-        context.judge = offquery_judge(settings, context.lms)
+        context.judge = offquery_judge(settings, context)
     summaries, notes, run_ids = {}, {}, {}
     for name in dict.fromkeys(names):
         if on_start is not None:
@@ -63,3 +64,17 @@ def compare_programs(names: Sequence[str], settings: CompareSettings, run: RunSe
             notes[name] = ("upper bound; T1/T2 from ground truth" if settings.oracle_attribution == "gold"
                            else "upper bound; T2 from ground truth, T1 from a model")
     return summaries, notes, run_ids
+
+
+def compared_with(settings: CompareSettings, context: RunContext) -> dict[str, Any]:
+    """The LM, decoding and T2 judge of a comparison, in words
+    (:func:`~groundstate.eval.metric_spec.scoring_description`), from the context's LMs and judge (built when not
+    yet: call it after :func:`compare_programs`)."""
+    from groundstate.eval.metric_spec import scoring_description
+    from groundstate.eval.reground.tasks import judge_options, offquery_judge
+    from groundstate.lm.specs import describe_lm
+
+    lm, lm_config = context.lm_pair()
+    judge = context.judge if context.judge is not None else offquery_judge(settings, context)
+    return scoring_description({"lm": describe_lm(lm), "lm_config": lm_config.describe() if lm_config.roles else None,
+                                "options": judge_options(settings, judge)})

@@ -7,6 +7,18 @@ durably (one run each, resumable), through the one assembly path (:mod:`groundst
 its condition (unless one is given) and the program's options, which are validated into the task's settings
 model, so a manifest that lacks one is one line naming the file and the field.
 
+**The LM and the judge are the manifest's** unless told otherwise (:func:`evaluation_context`): the T2 judge is the
+metric spec the program was optimized under (``lexical`` for manifests that predate it) unless ``judge_lm``
+(``--judge-lm``) is given; the LM is the one it was optimized with (rebuilt from its recorded description, keys from
+the environment) unless an LM is given (``--lm`` or ``--lm-config``; in Python, LM settings or an LM DSPy is
+configured with). ``--api-base``, ``--temperature`` and ``--max-tokens`` without ``--lm`` change the manifest's LM.
+An embedded manifest LM is the default LM anyway. A manifest is a file like any other, so only its model and decoding
+are rebuilt: a program optimized on a server the manifest names (``api_base``) is evaluated there only when the
+caller gives ``--api-base`` (no request, and no API key, goes to a server a file alone names), and one optimized with
+per-role LMs only with the caller's ``--lm-config`` (or ``--lm``). Whenever the evaluation uses another LM or judge
+than the manifest names, one note says what it uses instead of what (stderr for the command, ``Evaluation.notes``),
+and ``evaluate.md``/``evaluate.json`` name the LM, its decoding and the judge.
+
 Example::
 
     import groundstate as gs
@@ -42,6 +54,9 @@ class Evaluation:
         title: the report's title.
         warnings: what the user should know (a program the optimizer left unchanged).
         run_ids: each label's run id.
+        scoring: the LM, its decoding and the T2 judge, in words
+            (:func:`~groundstate.eval.metric_spec.scoring_description`).
+        notes: where the evaluation departs from the manifest (the note it printed), else empty.
     """
 
     summaries: dict[str, dict[str, Any]]
@@ -49,6 +64,14 @@ class Evaluation:
     title: str
     warnings: list[str] = field(default_factory=list)
     run_ids: dict[str, str] = field(default_factory=dict)
+    scoring: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def report_lines(self) -> list[str]:
+        """The lines a report states above the table: LM, decoding, judge, then the notes."""
+        from groundstate.eval.metric_spec import header_lines
+
+        return [*header_lines(self.scoring), *self.notes] if self.scoring else list(self.notes)
 
     def rows(self) -> list[dict[str, Any]]:
         """The comparison rows the command prints (:func:`~groundstate.eval.report.comparison_rows`)."""
@@ -62,6 +85,105 @@ def evaluation_config(config: dict[str, Any], label: str) -> dict[str, Any]:
     options (how ``evaluate`` has always identified its runs, so their run ids stay what they were)."""
     return {**{k: v for k, v in config.items() if k != "lm_config"},
             "options": {**config.get("options", {}), "evaluate": label}}
+
+
+_COMPARED = ("model", "temperature", "max_tokens", "top_p", "api_base")
+_REBUILT = ("temperature", "max_tokens", "top_p", "api_version")
+"""What :func:`evaluation_context` takes from a manifest's LM besides its model (an allow-list: never a path)."""
+
+
+def _manifest_lm_entry(described: dict[str, Any] | None, lms: LMSettings) -> dict[str, Any] | None:
+    """The LM config entry that rebuilds a manifest's default LM from its description, with the decoding and timeout
+    the caller gave on top; ``None`` for the embedded LM (the default anyway) or a manifest that records none.
+
+    Raises:
+        ConfigError: the manifest's LM was served from an ``api_base`` and the caller gave none (a request, with
+            the user's API key, never goes to a server only a file names).
+    """
+    from groundstate.errors import ConfigError, one_line
+    from groundstate.lm.embedded import EMBEDDED_MODEL_NAME
+
+    model = (described or {}).get("model")
+    if not isinstance(model, str) or not model or model == EMBEDDED_MODEL_NAME:
+        return None
+    if described.get("api_base") is not None and lms.api_base is None:
+        raise ConfigError(one_line(f"the program was optimized with {model} at {described['api_base']}; evaluate "
+                                   "sends no request (and no API key) to a server a manifest names: give --api-base "
+                                   "URL to evaluate with it there, or --lm", None))
+    entry = {"model": model, **{k: described[k] for k in _REBUILT if described.get(k) is not None}}
+    entry.update({k: v for k, v in (("api_base", lms.api_base), ("temperature", lms.temperature),
+                                    ("max_tokens", lms.max_tokens), ("timeout", lms.lm_timeout)) if v is not None})
+    return entry
+
+
+def _lm_given(context: RunContext) -> bool:
+    """Whether the caller named an LM: ``--lm``/``--lm-config`` (``lms.lm``, ``lms.lm_config``), LMs built by the
+    caller (a Python ``make_lms``) or, for a Python caller without LM settings, the LM DSPy is configured with."""
+    import dspy
+
+    lms = context.lms
+    if lms.lm is not None or lms.lm_config is not None:
+        return True
+    return context.make_lms is None and lms == LMSettings() and dspy.settings.lm is not None
+
+
+def _lm_text(described: dict[str, Any]) -> str:
+    """An LM description in words for a note: ``model [at api_base] (decoding)``."""
+    from groundstate.eval.metric_spec import decoding_label, lm_label
+
+    where = f" at {described['api_base']}" if described.get("api_base") else ""
+    return f"{lm_label(described)}{where} ({decoding_label(described)})"
+
+
+def evaluation_context(checked: Any, data: EvaluationData, context: RunContext
+                       ) -> tuple[RunContext, str, list[str]]:
+    """``(context, judge, notes)`` an evaluation of a saved program runs with: the manifest's LM and judge unless the
+    caller named others (see the module docstring). The LMs of the returned context are built (a missing key or
+    an unknown model fails here, before any record is read). When the LM or the judge differs from the manifest's,
+    ``notes`` holds one line saying what is used instead of what, and the context tells it (``context.tell``).
+
+    Only the manifest's default model and decoding are rebuilt (:data:`_REBUILT`); its server only at the caller's
+    ``--api-base``; per-role LMs only from the caller's ``--lm-config``.
+
+    Raises:
+        ConfigError: the manifest's LM cannot be rebuilt here (give an LM), was served from a server the caller
+            did not name, or came with per-role LMs the caller did not give.
+    """
+    from groundstate.errors import ConfigError, GroundstateError, one_line
+    from groundstate.lm.config import LMConfig
+    from groundstate.lm.specs import describe_lm
+
+    tuned, tuned_roles = checked.lms.default, checked.lms.roles
+    given = _lm_given(context)
+    if tuned_roles and not given:
+        raise ConfigError(one_line("the program was optimized with per-role LMs (" + ", ".join(
+            f"{k} = {(v or {}).get('model')}" for k, v in tuned_roles.items()) + "): give them with --lm-config "
+            "FILE to evaluate with them (or --lm)", None))
+    entry = None if given else _manifest_lm_entry(tuned, context.lms)
+    if entry is not None:
+        config = LMConfig(default=entry)
+        context = RunContext(lms=context.lms, make_lms=lambda: (config.lm_for(None), config), note=context.note,
+                             judge=context.judge, scoped=True)
+        try:
+            context.lm_pair()
+        except GroundstateError as exc:
+            raise ConfigError(f"cannot rebuild the LM the program was optimized with ({exc}); give --lm") from None
+    lm, lm_config = context.lm_pair()
+    judge = data.judge_lm or checked.judge()
+    differences = []
+    used = describe_lm(lm)
+    if tuned and any(used.get(k) != tuned.get(k) for k in _COMPARED):
+        differences.append(f"LM {_lm_text(used)} instead of the manifest's {_lm_text(tuned)}")
+    used_roles = {k: v.get("model") for k, v in (getattr(lm_config, "roles", None) or {}).items()}
+    tuned_models = {k: (v or {}).get("model") for k, v in tuned_roles.items()}
+    if used_roles != tuned_models:
+        differences.append(f"per-role LMs {used_roles or 'none'} instead of the manifest's {tuned_models or 'none'}")
+    if judge != checked.judge():
+        differences.append(f"T2 judge '{judge}' instead of the manifest's '{checked.judge()}'")
+    notes = [one_line("evaluating with " + " and ".join(differences), None)] if differences else []
+    for note in notes:
+        context.tell(f"note: {note}")
+    return context, judge, notes
 
 
 def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunSettings | None = None,
@@ -80,18 +202,20 @@ def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunS
             data it was optimized on (without ``allow_overlap``).
     """
     from groundstate.eval.assemble import assemble, execute
+    from groundstate.eval.metric_spec import scoring_description
     from groundstate.eval.reground.optimize import check_no_overlap, read_optimized
     from groundstate.eval.reground.tasks import OFFQUERY_TASKS
     from groundstate.eval.runner import RunAborted, program_state_hash
     from groundstate.optimizers.artifacts import MANIFEST, build_saved, load_program
 
     manifest, checked = saved if saved is not None else read_optimized(directory)
-    context = context or RunContext()
+    context, judge, notes = evaluation_context(checked, data, context or RunContext())
     after = load_program(directory)
     before = build_saved(directory, manifest)
     task = OFFQUERY_TASKS[checked.task]
     condition = data.condition or checked.task_options.condition
-    values = {**data.model_dump(exclude={"allow_overlap"}), "condition": condition, **checked.build_values()}
+    values = {**data.model_dump(exclude={"allow_overlap"}), "condition": condition, **checked.build_values(),
+              "judge_lm": judge}
     settings = task.settings.parse({k: v for k, v in values.items() if k in task.settings.model_fields},
                                    file=Path(directory) / MANIFEST, loc=("build_args",))
     loaded = LoadedData(*task.load(settings, source))
@@ -101,7 +225,7 @@ def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunS
     if program_state_hash(before) == program_state_hash(after):
         warnings.append("the saved program's state equals the unoptimized program's (the optimizer changed "
                         "nothing): before and after will score the same")
-    summaries, run_ids = {}, {}
+    summaries, run_ids, config = {}, {}, {}
     for label, program in zip(LABELS, (before, after), strict=True):
         _, _, planned = assemble(task, settings, context, program=program, source=loaded)
         planned.config = evaluation_config(planned.config, label)
@@ -110,9 +234,9 @@ def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunS
             result = execute(planned, run, context)
         except RunAborted as exc:
             result = exc.result
-        summaries[label], run_ids[label] = result.summary, result.run_id
+        summaries[label], run_ids[label], config = result.summary, result.run_id, result.config
     title = f"{task.name} on {loaded.description.get('file', 'synthetic')} ({condition} shared context)"
-    return Evaluation(summaries, loaded.description, title, warnings, run_ids)
+    return Evaluation(summaries, loaded.description, title, warnings, run_ids, scoring_description(config), notes)
 
 
 def evaluate(saved_dir: str | os.PathLike, data: Any = "synthetic", *, run: RunSettings | None = None,
@@ -124,7 +248,7 @@ def evaluate(saved_dir: str | os.PathLike, data: Any = "synthetic", *, run: RunS
         data: an OffQuery file, ``"synthetic"``, an :class:`~groundstate.eval.reground.settings.EvaluationData`, or
             the records in memory (a list of dicts, a ``datasets.Dataset``, a pandas ``DataFrame``).
         run: the run settings (where the runs go, threads, limit, ...); default :class:`RunSettings`.
-        lms: the LM options (default: the embedded LM); ignored when ``context`` is given.
+        lms: the LM options (default: the LM the program was optimized with); ignored when ``context`` is given.
         context: a :class:`~groundstate.eval.task.RunContext` to share LMs and the judge with other runs.
         **options: the other fields of :class:`~groundstate.eval.reground.settings.EvaluationData` (``condition``,
             ``judge_lm``, ``allow_overlap``, ``n``, ...).

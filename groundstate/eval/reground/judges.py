@@ -301,22 +301,11 @@ class LMJudge:
 
 
 def make_judge(spec: str | None = "lexical", **lm_options: Any) -> Judge:
-    """A judge from a CLI spec: ``lexical`` (or ``None``) for :class:`LexicalJudge`, else an LM spec for
-    :class:`LMJudge` (``embedded``, ``openai/gpt-4o-mini``, ...; ``lm_options`` go to ``get_lm``)."""
+    """A judge from a model spec: ``lexical`` (or ``None``) for :class:`LexicalJudge`, else an LM spec for
+    :class:`LMJudge` (``embedded``, ``openai/gpt-4o-mini``, ...; ``lm_options`` go to ``get_lm``). Runs choose their
+    judge through their :class:`~groundstate.eval.metric_spec.MetricSpec` (``same-as-lm`` included)."""
     if spec is None or spec == "lexical":
         return LexicalJudge()
     from groundstate.lm.specs import get_lm
 
     return LMJudge(get_lm(spec, **lm_options))
-
-
-def judge_for(judge_lm: str | None, lm: str | None = None, **lm_options: Any) -> Judge:
-    """The T2 judge a command uses: ``judge_lm`` when it names one (``lexical`` or an LM spec); with ``auto``
-    (or ``None``), the paper's LM judge on ``lm`` when ``lm`` names a real model, and the deterministic lexical
-    judge otherwise (offline runs, the embedded plumbing LM). ``lm_options`` (``api_base``, ``timeout``) go to
-    the judge's LM when it is ``lm`` itself."""
-    if judge_lm not in (None, "auto"):
-        return make_judge(judge_lm)
-    if lm and lm != "embedded":
-        return make_judge(lm, **{k: v for k, v in lm_options.items() if v is not None})
-    return LexicalJudge()

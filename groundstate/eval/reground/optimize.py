@@ -5,7 +5,10 @@
 - :func:`examples_for`: instances as ``dspy.Example`` objects (program inputs plus the gold labels the metrics read).
 - :func:`optimize_task`: load the train/val files, build the task's program, tune it with
   :func:`~groundstate.optimizers.tune.tune` against :func:`~groundstate.eval.reground.metrics.offquery_metric`,
-  and return the result with the manifest to save beside it.
+  and return the result with the manifest to save beside it. The manifest records the metric spec
+  (``metric_spec``: the T2 judge, :class:`~groundstate.eval.metric_spec.MetricSpec`) and the LMs the program was
+  tuned with (``lms``: :func:`~groundstate.lm.specs.describe_lm` of the default LM, its decoding included, and
+  the per-role LMs), which ``evaluate`` uses unless told otherwise.
 - :func:`read_optimized` and :func:`check_no_overlap`: what ``evaluate`` (:mod:`groundstate.eval.reground.evaluate`)
   checks before it runs a saved program.
 """
@@ -17,6 +20,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from groundstate.errors import ConfigError, GroundstateError, one_line
+from groundstate.eval.metric_spec import JUDGE_HELP, JudgeSpec, MetricSpec
 from groundstate.eval.reground.saved import CONDITIONS
 from groundstate.eval.reground.settings import BaselineOptions, ReGroundOptions
 from groundstate.eval.settings import Settings
@@ -57,7 +61,12 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
     seed: int = Field(0, ge=0, description="the optimizer's seed (default 0)")
     condition: Literal[CONDITIONS] = Field("unreliable", description="which shared context programs see (default "
                                                                       "unreliable)")
-    judge_lm: str = Field("lexical", description="T2 judge: 'lexical' or an LM spec")
+    judge_lm: JudgeSpec = Field("lexical", description=JUDGE_HELP + "; recorded in the manifest, and `evaluate` "
+                                "uses it", json_schema_extra={"metavar": "JUDGE"})
+
+    def metric_spec(self) -> MetricSpec:
+        """The :class:`~groundstate.eval.metric_spec.MetricSpec` the metric is scored under."""
+        return MetricSpec(judge=self.judge_lm)
 
     def budget(self) -> Budget:
         """The optimizer's :class:`~groundstate.optimizers.tune.Budget`."""
@@ -116,7 +125,7 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
     lm, lm_config = context.lm_pair()
     lm_config.apply(program)
     inputs = task.inputs(task_settings)
-    judge = offquery_judge(settings, context.lms)
+    judge = offquery_judge(settings, context)
     timeout = {"timeout": context.lms.lm_timeout} if context.lms.lm_timeout is not None else {}
     try:
         reflection = get_lm(settings.reflection_lm, **timeout) if settings.reflection_lm else None
@@ -131,6 +140,7 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
         "task_options": {"condition": settings.condition, **task.options(task_settings, judge)},
         "optimizer": result.settings,
         "metric": {"spec": metric, "weights": weights, "judge": getattr(judge, "name", settings.judge_lm)},
+        "metric_spec": settings.metric_spec().model_dump(),
         "lms": {"default": describe_lm(lm), "roles": lm_config.describe()["roles"],
                 "reflection": describe_lm(reflection) if reflection else None},
         "data": {"train": {"file": settings.data, "ids": [x.id for x in train], "sha256": content_hash(train),

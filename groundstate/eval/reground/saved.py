@@ -3,7 +3,8 @@
 A program saved by ``optimize`` is an ordinary saved program (:mod:`groundstate.optimizers.artifacts`) whose
 manifest also names the OffQuery task it was tuned for (``task``), the task's options (``task_options``, with
 the ``condition``), the options the program and its scorer were built from (``build_args``) and the records it
-was tuned on (``data``). :class:`OptimizedManifest` is that part of the manifest; ``evaluate`` validates it when
+was tuned on (``data``), the metric spec it was scored under (``metric_spec``: its T2 judge) and the LMs it was
+tuned with (``lms``). :class:`OptimizedManifest` is that part of the manifest; ``evaluate`` validates it when
 it reads the manifest, before any LM is built or any record loaded, so a field of the wrong type or a missing
 one is one line naming the file and the field.
 
@@ -19,6 +20,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from groundstate.eval.metric_spec import MetricSpec, legacy_judge
 
 KEEP_RULES = ("authors", "strict")
 MODES = ("agent", "statement")
@@ -75,8 +78,29 @@ class TunedOn(BaseModel):
     val: SplitRecords | None = None
 
 
+class MetricRecord(BaseModel):
+    """``metric``: the metric the program was tuned against, and its T2 judge's name."""
+
+    model_config = ConfigDict(extra="allow")
+
+    judge: StrictStr | None = None
+
+
+class TunedWith(BaseModel):
+    """``lms``: the LMs the program was tuned with: ``default`` (:func:`~groundstate.lm.specs.describe_lm`, no key)
+    and the per-role LMs (``roles``, as :meth:`~groundstate.lm.config.LMConfig.describe` writes them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    default: dict[str, Any] | None = None
+    roles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
 class OptimizedManifest(BaseModel):
-    """The fields ``optimize`` writes into a saved program's manifest and ``evaluate`` reads (others allowed)."""
+    """The fields ``optimize`` writes into a saved program's manifest and ``evaluate`` reads (others allowed).
+
+    ``metric_spec`` (the T2 judge) is absent from manifests written before it existed: they were scored by the
+    judge their ``metric.judge`` names, ``lexical`` unless an LM judge was asked for (:meth:`judge`)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -84,6 +108,13 @@ class OptimizedManifest(BaseModel):
     task_options: TaskOptions = Field(default_factory=TaskOptions)
     build_args: BuildArgs
     data: TunedOn = Field(default_factory=TunedOn)
+    metric: MetricRecord = Field(default_factory=MetricRecord)
+    metric_spec: MetricSpec | None = None
+    lms: TunedWith = Field(default_factory=TunedWith)
+
+    def judge(self) -> str:
+        """The T2 judge the program was tuned with: the metric spec's, else the one ``metric.judge`` names."""
+        return self.metric_spec.judge if self.metric_spec is not None else legacy_judge(self.metric.judge)
 
     def split(self, name: str) -> SplitRecords | None:
         """The ``train`` or ``val`` split of ``data``."""

@@ -2,7 +2,8 @@
 ``evaluate``, ``optimize``).
 
 - :class:`OffQueryData`: the data every OffQuery task reads (a file, or ``synthetic`` with its generator
-  settings), the ``condition`` (which shared context programs see) and the T2 judge.
+  settings), the ``condition`` (which shared context programs see) and the T2 judge (``judge_lm``, the
+  :class:`~groundstate.eval.metric_spec.MetricSpec`'s judge: ``lexical`` by default, ``same-as-lm`` or a model).
 - :class:`ReGroundOptions` and :class:`BaselineOptions`: the options of ReGround and of the collaboration
   baselines; :class:`ReGroundSettings` and :class:`BaselineSettings` are a run's whole settings.
 - :class:`CompareSettings`: every program's options at once (``compare``; each program reads its own).
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from groundstate.eval.metric_spec import JUDGE_HELP, JUDGE_MEANING, JudgeSpec, MetricSpec
 from groundstate.eval.reground.saved import CONDITIONS, KEEP_RULES, MODES, ORACLE_ATTRIBUTIONS, ORDERINGS, TOPOLOGIES
 from groundstate.eval.settings import Settings, TaskSettings
 
@@ -49,9 +51,11 @@ class OffQueryData(Settings):
                                                      "seeds the run)")
     allow_empty: bool = Field(False, description="accept an input file with no records (by default that is an "
                                                  "error, exit 2)")
-    judge_lm: str = Field("auto", description="T2 judge: 'auto' (default: the LM judge on --lm when --lm names a real "
-                                              "model, as in the paper; else the lexical judge), 'lexical' "
-                                              "(deterministic, approximate) or an LM spec")
+    judge_lm: JudgeSpec = Field("lexical", description=JUDGE_HELP, json_schema_extra={"metavar": "JUDGE"})
+
+    def metric_spec(self) -> MetricSpec:
+        """The :class:`~groundstate.eval.metric_spec.MetricSpec` these settings name."""
+        return MetricSpec(judge=self.judge_lm)
 
 
 class ReGroundOptions(Settings):
@@ -135,8 +139,12 @@ class CompareSettings(BaselineOptions, ReGroundOptions, OffQueryData, TaskSettin
 
 class EvaluationData(OffQueryData):
     """What ``evaluate`` takes besides the saved program: the data (``condition``: ``None`` for the one the
-    program was optimized under), the T2 judge, and whether data that overlaps the training data is allowed."""
+    program was optimized under), the T2 judge (``None`` for the one the program was optimized with), and whether
+    data that overlaps the training data is allowed."""
 
+    judge_lm: JudgeSpec | None = Field(None, description=JUDGE_MEANING + "; default: the judge the program was "
+                                       "optimized with (its manifest's; 'lexical' for manifests that name none)",
+                                       json_schema_extra={"metavar": "JUDGE"})
     condition: Literal[CONDITIONS] | None = Field(None, description="which shared context programs see (default: "
                                                   "the condition the program was optimized under)")
     allow_overlap: bool = Field(False, description="evaluate even on data that shares instance ids or source cases "

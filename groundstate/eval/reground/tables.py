@@ -1,7 +1,9 @@
 """The paper's tables in their layout, built from stored OffQuery runs (``groundstate compare --paper-tables``).
 
 Every run under a runs directory is read once (its config says the program, the LM, the data and the options);
-runs are grouped by LM and *setting* (data file or synthetic settings, and the shared-context condition):
+runs are grouped by LM (with its decoding), *setting* (data file or synthetic settings, and the shared-context
+condition) and T2 judge (:func:`~groundstate.eval.metric_spec.judge_label`), so a gain over standard
+collaboration always compares runs scored by the same judge at the same decoding. Every row names them:
 
 - **Table 1** (main results): per LM and setting, T1/T2/T3 of every program, with the relative gain over standard
   collaboration, ``(score - standard) / standard`` in percent (``-`` where standard scores 0 or is absent).
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from groundstate.eval.metric_spec import decoding_label, judge_label, lm_label
 from groundstate.eval.report import pipe_lines
 from groundstate.eval.runs import list_runs
 from groundstate.eval.stats import format_ci
@@ -46,15 +49,22 @@ def setting_of(config: Mapping[str, Any]) -> str:
     return f"{where}, {(config.get('options') or {}).get('condition', '?')}"
 
 
+def lm_of(config: Mapping[str, Any]) -> str:
+    """A run's LM with its decoding: ``openai/gpt-4o (temperature 0)``."""
+    lm = config.get("lm") if isinstance(config.get("lm"), Mapping) else {}
+    return f"{lm_label(lm)} ({decoding_label(lm)})"
+
+
 def offquery_runs(out: str | Path, programs: Sequence[str]) -> list[dict[str, Any]]:
-    """The stored runs of OffQuery programs under ``out``, newest first, as ``{program, lm, setting, options,
-    summary, run_id}``."""
+    """The stored runs of OffQuery programs under ``out``, newest first, as ``{program, lm, judge, setting,
+    options, summary, run_id}`` (``lm``: the model with its decoding, :func:`lm_of`; ``judge``: the T2 judge in
+    words)."""
     found = []
     for run in list_runs(out):
         config = run["config"]
         if config.get("program") not in programs or config.get("shard"):
             continue
-        found.append({"program": config["program"], "lm": str((config.get("lm") or {}).get("model")),
+        found.append({"program": config["program"], "lm": lm_of(config), "judge": judge_label(config) or "-",
                       "setting": setting_of(config), "options": config.get("options") or {},
                       "summary": run["summary"], "run_id": run["run_id"]})
     return found
@@ -70,17 +80,18 @@ def _is_default_reground(options: Mapping[str, Any]) -> bool:
 
 
 def table1(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows ``{lm, setting, program, t1, t2, t3, gain_t1, gain_t2, gain_t3, n, run_id}``."""
-    chosen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-    for run in runs:  # newest first: keep the first run per (lm, setting, program)
+    """Rows ``{lm, judge, setting, program, t1, t2, t3, gain_t1, gain_t2, gain_t3, n, run_id}``; a gain compares
+    runs of the same LM, decoding, setting and judge."""
+    chosen: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+    for run in runs:  # newest first: keep the first run per (lm, judge, setting, program)
         if run["program"] == "reground" and not _is_default_reground(run["options"]):
             continue
-        chosen.setdefault((run["lm"], run["setting"], run["program"]), run)
+        chosen.setdefault((run["lm"], run.get("judge", "-"), run["setting"], run["program"]), run)
     rows = []
-    for (lm, setting, program), run in sorted(chosen.items()):
-        standard = chosen.get((lm, setting, "standard"))
-        row: dict[str, Any] = {"lm": lm, "setting": setting, "program": program, "n": run["summary"].get("n_done"),
-                               "run_id": run["run_id"]}
+    for (lm, judge, setting, program), run in sorted(chosen.items()):
+        standard = chosen.get((lm, judge, setting, "standard"))
+        row: dict[str, Any] = {"lm": lm, "judge": judge, "setting": setting, "program": program,
+                               "n": run["summary"].get("n_done"), "run_id": run["run_id"]}
         for metric in METRICS:
             row[metric] = (run["summary"].get("scores") or {}).get(metric)
             base = _mean(standard["summary"], metric) if standard else None
@@ -92,36 +103,40 @@ def table1(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def table10(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows ``{lm, setting, condition ("M = k" or "Oracle"), t1, t2, t3, n, run_id}``, M ascending, Oracle last."""
-    chosen: dict[tuple[str, str, Any], Mapping[str, Any]] = {}
+    """Rows ``{lm, judge, setting, condition ("M = k" or "Oracle"), t1, t2, t3, n, run_id}``, M ascending, Oracle
+    last."""
+    chosen: dict[tuple[str, str, str, Any], Mapping[str, Any]] = {}
     for run in runs:
         options = run["options"]
         if run["program"] != "reground" or options.get("multi_misleading") or options.get("mode", "agent") != "agent":
             continue
         key = "oracle" if options.get("oracle_t1") else int(options.get("max_candidates", DEFAULT_M))
-        chosen.setdefault((run["lm"], run["setting"], key), run)
-    order = sorted(chosen, key=lambda k: (k[0], k[1], 1 if k[2] == "oracle" else 0, 0 if k[2] == "oracle" else k[2]))
-    return [{"lm": lm, "setting": setting, "condition": "Oracle" if key == "oracle" else f"M = {key}",
-             **{m: (chosen[(lm, setting, key)]["summary"].get("scores") or {}).get(m) for m in METRICS},
-             "n": chosen[(lm, setting, key)]["summary"].get("n_done"), "run_id": chosen[(lm, setting, key)]["run_id"]}
-            for lm, setting, key in order]
+        chosen.setdefault((run["lm"], run.get("judge", "-"), run["setting"], key), run)
+    order = sorted(chosen, key=lambda k: (k[0], k[1], k[2], 1 if k[3] == "oracle" else 0,
+                                          0 if k[3] == "oracle" else k[3]))
+    return [{"lm": lm, "judge": judge, "setting": setting, "condition": "Oracle" if key == "oracle" else f"M = {key}",
+             **{m: (chosen[(lm, judge, setting, key)]["summary"].get("scores") or {}).get(m) for m in METRICS},
+             "n": chosen[(lm, judge, setting, key)]["summary"].get("n_done"),
+             "run_id": chosen[(lm, judge, setting, key)]["run_id"]}
+            for lm, judge, setting, key in order]
 
 
 def table11(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows ``{lm, setting, program, input, output, total, cached_calls}`` in tokens per instance (newest run per
-    key; ``cached_calls``: calls served from DSPy's cache, which bill no tokens)."""
-    chosen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    """Rows ``{lm, judge, setting, program, input, output, total, cached_calls}`` in tokens per instance (newest run
+    per key; ``cached_calls``: calls served from DSPy's cache, which bill no tokens). An LM judge's calls are part
+    of a run's tokens, so runs of different judges are different rows."""
+    chosen: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
     for run in runs:
         if run["program"] == "reground" and not _is_default_reground(run["options"]):
             continue
-        chosen.setdefault((run["lm"], run["setting"], run["program"]), run)
+        chosen.setdefault((run["lm"], run.get("judge", "-"), run["setting"], run["program"]), run)
     rows = []
-    for (lm, setting, program), run in sorted(chosen.items()):
+    for (lm, judge, setting, program), run in sorted(chosen.items()):
         summary = run["summary"]
         n = summary.get("n_done") or 0
         tokens = summary.get("tokens") or {}
         inp, out = (tokens.get("input", 0) / n, tokens.get("output", 0) / n) if n else (0.0, 0.0)
-        rows.append({"lm": lm, "setting": setting, "program": program, "input": inp, "output": out,
+        rows.append({"lm": lm, "judge": judge, "setting": setting, "program": program, "input": inp, "output": out,
                      "total": inp + out, "cached_calls": (summary.get("lm_calls") or {}).get("cached", 0), "n": n,
                      "run_id": run["run_id"]})
     return rows
@@ -147,16 +162,17 @@ def cells(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], lis
     """One of the tables (``table`` is ``1``, ``10`` or ``11``) as ``(header, cells)``, shared by the Markdown
     file and the terminal table; a table without runs gets one row saying so."""
     if table == "1":
-        header = ["LM", "setting", "program", "T1", "T2", "T3", "T1 gain", "T2 gain", "T3 gain", "n"]
-        body = [[r["lm"], r["setting"], r["program"], *(format_ci(r[m]) for m in METRICS),
+        header = ["LM", "T2 judge", "setting", "program", "T1", "T2", "T3", "T1 gain", "T2 gain", "T3 gain",
+                  "n"]
+        body = [[r["lm"], r.get("judge", "-"), r["setting"], r["program"], *(format_ci(r[m]) for m in METRICS),
                  *(_gain(r[f"gain_{m}"]) for m in METRICS), str(r["n"])] for r in rows]
     elif table == "10":
-        header = ["LM", "setting", "candidates", "T1", "T2", "T3", "n"]
-        body = [[r["lm"], r["setting"], r["condition"], *(format_ci(r[m]) for m in METRICS), str(r["n"])]
-                for r in rows]
+        header = ["LM", "T2 judge", "setting", "candidates", "T1", "T2", "T3", "n"]
+        body = [[r["lm"], r.get("judge", "-"), r["setting"], r["condition"], *(format_ci(r[m]) for m in METRICS),
+                 str(r["n"])] for r in rows]
     else:
-        header = ["LM", "setting", "program", "input", "output", "total", "n"]
-        body = [[r["lm"], r["setting"], r["program"], f"{r['input']:.0f}", f"{r['output']:.0f}",
+        header = ["LM", "T2 judge", "setting", "program", "input", "output", "total", "n"]
+        body = [[r["lm"], r.get("judge", "-"), r["setting"], r["program"], f"{r['input']:.0f}", f"{r['output']:.0f}",
                  _total(r), str(r["n"])] for r in rows]
     return header, body or [[NO_RUNS] + [""] * (len(header) - 1)]
 

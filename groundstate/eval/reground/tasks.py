@@ -1,9 +1,10 @@
 """OffQuery programs as runnable tasks: ``groundstate run reground|standard|oracle|... --data FILE|synthetic``.
 
 Every OffQuery task takes :class:`~groundstate.eval.reground.settings.OffQueryData` (a file, or ``synthetic``
-with its generator settings; the ``condition``, which shared context the program sees; the T2 judge: ``auto`` by
-default, the paper's LM judge on ``--lm`` when that is a real model and the lexical judge otherwise; or
-``lexical``, or an LM spec) plus its program's options. Scores per instance are T1, T2 (with its halves,
+with its generator settings; the ``condition``, which shared context the program sees; the T2 judge of its
+:class:`~groundstate.eval.metric_spec.MetricSpec`: ``lexical`` by default, ``same-as-lm`` or a model) plus its
+program's options. The run config records the judge where :mod:`groundstate.eval.metric_spec` says
+(``options.judge``, and ``options.metric_spec`` for an LM judge). Scores per instance are T1, T2 (with its halves,
 retention and exclusion) and T3 (:func:`groundstate.eval.reground.scores.offquery_scores`).
 
 :data:`OFFQUERY_TASKS` holds the tasks (``reground`` and every baseline of
@@ -16,8 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from groundstate.eval.reground.settings import BaselineSettings, OffQueryData, ReGroundSettings
-from groundstate.eval.settings import LMSettings
-from groundstate.eval.task import ProgramTask
+from groundstate.eval.task import ProgramTask, RunContext
 
 OFFQUERY_OUTPUTS = ("misleading_agent", "state", "kept_facts", "removed_facts", "answer")
 
@@ -57,12 +57,29 @@ def offquery_outputs(prediction: Any) -> dict[str, Any]:
     return out
 
 
-def offquery_judge(settings: OffQueryData, lms: LMSettings):
-    """The T2 judge of ``settings.judge_lm`` (:func:`~groundstate.eval.reground.judges.judge_for`): ``auto`` is the
-    LM judge on ``lms.lm`` when that names a real model, else the lexical judge."""
-    from groundstate.eval.reground.judges import judge_for
+def offquery_judge(settings: OffQueryData, context: RunContext):
+    """The T2 judge of ``settings.judge_lm`` (:meth:`~groundstate.eval.metric_spec.MetricSpec.judge_lm`): the
+    :class:`~groundstate.eval.reground.judges.LexicalJudge`, or an
+    :class:`~groundstate.eval.reground.judges.LMJudge` on the model under test (``same-as-lm``: the context's default
+    LM) or on the named model. Its ``spec`` attribute is the metric spec it was built from."""
+    from groundstate.eval.reground.judges import LexicalJudge, LMJudge
 
-    return judge_for(settings.judge_lm, lms.lm, api_base=lms.api_base, timeout=lms.lm_timeout)
+    spec = settings.metric_spec()
+    if spec.is_lexical:
+        spec.judge_lm(lm_config=context.lm_config if context.lms.lm_config else None, tell=context.tell)
+        judge = LexicalJudge()
+    else:
+        lm, lm_config = context.lm_pair()
+        judge = LMJudge(spec.judge_lm(lm, lm_config, timeout=context.lms.lm_timeout, tell=context.tell))
+    judge.spec = spec
+    return judge
+
+
+def judge_options(settings: OffQueryData, judge: Any) -> dict[str, Any]:
+    """The run options that name the T2 judge: ``judge`` (its name, as every version wrote it) and, for an LM
+    judge, ``metric_spec`` (:meth:`~groundstate.eval.metric_spec.MetricSpec.record`)."""
+    spec = getattr(judge, "spec", None) or settings.metric_spec()
+    return {"judge": getattr(judge, "name", settings.judge_lm), **spec.record(getattr(judge, "lm", None))}
 
 
 def offquery_scorer(settings: OffQueryData, judge: Any):
@@ -84,8 +101,7 @@ def offquery_task(name: str, help_text: str, settings: type[OffQueryData], build
     return ProgramTask(
         name=name, help=help_text, settings=settings, build=build, load=load_offquery_data,
         scorer=offquery_scorer, inputs=inputs or _condition_inputs, outputs=offquery_outputs,
-        options=lambda s, judge: {"condition": s.condition, "judge": getattr(judge, "name", s.judge_lm),
-                                  **options(s)},
+        options=lambda s, judge: {"condition": s.condition, **judge_options(s, judge), **options(s)},
         judge=offquery_judge)
 
 

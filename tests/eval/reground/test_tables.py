@@ -62,3 +62,17 @@ def test_compare_paper_tables_from_stored_runs(tmp_path, monkeypatch, capsys):
     table1_rows = json.loads((out / "paper-tables" / "table1.json").read_text())["rows"]
     assert {r["program"] for r in table1_rows} == {"standard", "reground"}
     assert main(["compare", "--runs-dir", str(out)]) == 2  # neither programs nor --paper-tables
+
+
+def test_a_run_scored_by_another_judge_is_never_the_baseline_of_a_gain():
+    """The issue's case: a standard run scored by another judge turned ReGround's T2 gain from +50% into +0%."""
+    lexical, judged = "lexical (approximate; the paper uses GPT-4o)", "openai/gpt-4o (LM judge, temperature 0)"
+    runs = [run("standard", 0.4, 0.8, 0.4) | {"judge": judged},  # the newest run: scored by another judge
+            run("reground", 0.5, 0.6, 0.5, max_candidates=3) | {"judge": lexical},
+            run("standard", 0.4, 0.4, 0.4) | {"judge": lexical}]
+    rows = {(r["judge"], r["program"]): r for r in table1(runs)}
+    assert rows[(lexical, "reground")]["gain_t2"] == pytest.approx(50.0)  # against the lexical standard run
+    assert rows[(judged, "standard")]["t2"]["mean"] == 0.8 and (judged, "reground") not in rows
+    assert {(r["judge"], r["program"]) for r in table11(runs)} == set(rows)  # tokens too: an LM judge's calls count
+    text = markdown("1", table1(runs))
+    assert "| T2 judge |" in text and lexical in text and judged in text
