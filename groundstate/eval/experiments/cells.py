@@ -75,8 +75,8 @@ class Cell:
 
 
 def lm_entry(model: Any, decoding: Decoding, what: str, spec: Spec) -> dict[str, Any]:
-    """An LM config entry (``model`` and options) from a model name or a table, with the decoding filled in where
-    the entry does not set it."""
+    """An LM config entry (``model`` and options) from a model name or a table, with the decoding and the spec's
+    ``lm_options`` filled in where the entry does not set them (``api_base`` only for hosted LMs)."""
     if isinstance(model, dict):
         if not isinstance(model.get("model"), str):
             raise InputError("a per-role LM table needs a string 'model'", file=spec.source, field=what)
@@ -86,7 +86,22 @@ def lm_entry(model: Any, decoding: Decoding, what: str, spec: Spec) -> dict[str,
     for name, value in decoding.model_dump().items():
         if value is not None:
             entry.setdefault(name, value)
+    options = spec.defaults.lm_options
+    if options.api_base is not None and entry.get("model") not in (None, EMBEDDED):
+        entry.setdefault("api_base", options.api_base)
+    if options.timeout is not None and entry.get("model") not in (None, EMBEDDED):
+        entry.setdefault("timeout", options.timeout)
     return entry
+
+
+def with_lm_options(spec: Spec, api_base: str | None = None, timeout: float | None = None) -> Spec:
+    """``spec`` with every hosted LM served from ``api_base`` and calls limited to ``timeout`` seconds (the command
+    line's ``--api-base`` and ``--lm-timeout``; ``None`` leaves the spec's own)."""
+    given = {k: v for k, v in {"api_base": api_base, "timeout": timeout}.items() if v is not None}
+    if not given:
+        return spec
+    options = spec.defaults.lm_options.model_copy(update=given)
+    return spec.model_copy(update={"defaults": spec.defaults.model_copy(update={"lm_options": options})})
 
 
 def with_models(spec: Spec, models: Sequence[str] | None) -> Spec:

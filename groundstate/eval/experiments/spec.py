@@ -38,6 +38,7 @@ Example (the layout of the ReGround paper's Table 1)::
     lm_roles = { "agent.0" = "openai/gpt-4o-mini" }   # per-role LMs (a model, or a table with model and options)
     judge = "openai/gpt-4o"               # the judge: passed through as the task's judge_lm setting
     decoding = { temperature = 0.0, max_tokens = 4096 }
+    lm_options = { api_base = "http://localhost:8000/v1", timeout = 300 }   # every hosted LM (--api-base)
     seeds = [0]                           # repeats: one run per seed (settings.seed), pooled in the table
     run = { threads = 4 }                 # run settings (how, never what: not part of any cell's identity)
 
@@ -136,6 +137,14 @@ class Decoding(Settings):
         return self.model_copy(update={k: v for k, v in other.model_dump().items() if v is not None})
 
 
+class LMOptions(Settings):
+    """Where every hosted LM of the spec is served and how long a call may take (``--api-base``, ``--lm-timeout``).
+    ``api_base`` is part of each hosted LM's description (so of the run ids); the embedded LM takes neither."""
+
+    api_base: str | None = Field(None, min_length=1, description="server URL of every hosted LM")
+    timeout: float | None = Field(None, gt=0, description="seconds an LM call may take")
+
+
 class ExperimentInfo(Settings):
     """What the table is: its name (a safe file name), title, paper, table and page, and notes."""
 
@@ -208,6 +217,7 @@ class Defaults(Settings):
     lm_roles: dict[str, str | dict[str, Any]] | None = None
     judge: str | None = None
     decoding: Decoding = Field(default_factory=Decoding)
+    lm_options: LMOptions = Field(default_factory=lambda: LMOptions())
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     run: dict[str, Any] = Field(default_factory=dict)
 
@@ -273,6 +283,18 @@ class Spec(Settings):
             return AxisValue(label=text, decoding=Decoding.parse({target: value}, file=self.source,
                                                                   loc=("axes", axis)))
         return AxisValue(label=text, settings={axis: value})
+
+    def run_settings(self, given: dict[str, Any] | None = None) -> Any:
+        """The :class:`~groundstate.eval.run_settings.RunSettings` of the spec's ``defaults.run`` with ``given``
+        (the command line's options that were given: not ``None``) replacing its values.
+
+        Raises:
+            InputError: a run setting that does not fit (naming the spec file and the field).
+        """
+        from groundstate.eval.run_settings import RunSettings
+
+        values = {**self.defaults.run, **{k: v for k, v in (given or {}).items() if v is not None}}
+        return RunSettings.parse(values, file=self.source, loc=("defaults", "run"))
 
     def dimensions(self) -> list[str]:
         """The table's dimensions: the axes, then ``sensitivity`` when the spec declares any."""
