@@ -82,7 +82,7 @@ def _selection(p: argparse.ArgumentParser) -> None:
 def load(args: argparse.Namespace) -> Any:
     """The spec the options name, with its inputs, models and LM options applied."""
     from groundstate.eval.experiments.cells import with_lm_options, with_models
-    from groundstate.eval.experiments.spec import load_spec, parse_assignments
+    from groundstate.eval.experiments.load import load_spec, parse_assignments
 
     spec = load_spec(args.spec, parse_assignments(args.inputs))
     return with_lm_options(with_models(spec, args.lm), args.api_base, args.lm_timeout)

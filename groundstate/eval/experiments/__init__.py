@@ -1,7 +1,8 @@
 """Experiments as data: a spec (TOML) names every run of one paper table; plan prices it, run executes exactly its
 cells, table tabulates exactly its cells beside the paper's published numbers.
 
-- :mod:`~groundstate.eval.experiments.spec`: the spec format (documented there) and :func:`load_spec`.
+- :mod:`~groundstate.eval.experiments.spec`: the spec format (documented there), its pydantic models and the judge
+  choices; :mod:`~groundstate.eval.experiments.load`: reading a spec (:func:`load_spec`), what a spec may not name.
 - :mod:`~groundstate.eval.experiments.cells`: the cells of a spec, resolved and planned through the one assembly
   path (:func:`groundstate.eval.assemble.assemble`).
 - :mod:`~groundstate.eval.experiments.counting`: what a cell will cost, from a dry run with a counting scripted LM.

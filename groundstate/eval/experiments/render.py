@@ -44,8 +44,8 @@ def ours(table: Table, value: Value) -> str:
     failed = int(entry.get("failed") or 0)
     if value.status == "not run":
         text = "not run"
-    elif value.status == "not reported":
-        text = "not reported"
+    elif value.status in ("not reported", "base"):
+        text = value.status
     elif entry.get("mean") is None:
         text = f"not measured ({failed} failed)" if failed else "not measured"
     else:

@@ -36,11 +36,11 @@ Example (the layout of the ReGround paper's Table 1)::
     data = "healthcare-s"                 # a [data] name
     lm = "openai/gpt-4o"                  # the model under test
     lm_roles = { "agent.0" = "openai/gpt-4o-mini" }   # per-role LMs (a model, or a table with model and options)
-    judge = "openai/gpt-4o"               # the judge: passed through as the task's judge_lm setting
+    judge = "openai/gpt-4o"               # a model, "lexical" (the default) or "same-as-lm" (see Judge)
     decoding = { temperature = 0.0, max_tokens = 4096 }
-    lm_options = { api_base = "http://localhost:8000/v1", timeout = 300 }   # every hosted LM (--api-base)
+    lm_options = { api_base = "{server}", timeout = 300 }   # every hosted LM (--api-base; see Trust)
     seeds = [0]                           # repeats: one run per seed (settings.seed), pooled in the table
-    run = { threads = 4 }                 # run settings (how, never what: not part of any cell's identity)
+    run = { threads = 4 }                 # how cells run (RunDefaults: never where; only limit is identity)
 
     [axes]                                # ordered; the cells are the product of the axes (times the seeds)
     model = ["openai/gpt-4o", "gemini/gemini-2.5-flash"]
@@ -59,6 +59,7 @@ Example (the layout of the ReGround paper's Table 1)::
     columns = ["data"]
     metrics = ["t1", "t2", "t3"]          # as the cell reader names them (run summaries: the scores' names)
     average = ["model"]                   # rows averaged over these row axes (per-value rows kept)
+    relative = [{ name = "gain_t1", metric = "t1", axis = "method", base = "Standard", kind = "gain" }]
     percent = true                        # fractions shown as percentages, as the paper prints them
     labels = { t1 = "T1" }                # how metrics are headed (default: eval.report.label)
 
@@ -69,7 +70,7 @@ Example (the layout of the ReGround paper's Table 1)::
     source = "Table 1, p. 7"
     quote = "86.2% on T3"                 # text of the paper that holds the value (a test checks it)
 
-    [runs]                                # adopt existing runs: cell selector -> run id (or directory)
+    [runs]                                # adopt existing runs: cell selector -> run id (--use-run: or a path)
     "model:openai/gpt-4o,method:Standard,data:healthcare-s" = "standard-3f2a9c1b04de"
 
     [sensitivity]                         # extra cells varying one task setting at a time
@@ -97,20 +98,33 @@ table cell.
 the table (a model the user did not run) is listed under the table. Cells without one say "not in the
 available text".
 
-Every error in a spec is one line naming the file and the field (:func:`load_spec`).
+**Relative metrics.** ``layout.relative`` defines table metrics computed from another metric of the same table
+cell and of its *base* cell (the same cell with ``axis`` at ``base``): ``gain`` is (ours - base) / base, ``drop``
+(base - ours) / base, ``difference`` ours - base. The base cell itself shows "base". Averaged rows average the
+per-value relative numbers (as the papers average relative gains over models).
+
+**Judge.** ``judge`` is what the metric spec takes: a model, ``lexical`` (the default for every task that takes a
+judge) or ``same-as-lm`` (the model under test judges itself; the table's header says so). ``auto`` is refused.
+:func:`groundstate.eval.experiments.cells.judge_settings` turns it into the task's own settings.
+
+**Trust.** A spec is a file that may be hostile, so it may name no place outside what the user gives:
+a string in ``[data]``, ``[defaults]``, ``[axes]`` or ``[sensitivity]`` may not be an absolute path or climb out
+with ``..`` unless it starts with an input the user gave with ``--set`` (an input's default in the spec is the
+spec's text, not the user's); an ``api_base`` (which would receive the user's API keys) must be exactly one such
+input, or come from ``--api-base``; ``[runs]`` names run ids under the runs directory, never paths; ``[defaults.run]``
+cannot choose the runs directory, the shard or a Ray cluster. The file itself is read as a regular file of at
+most 1 MiB (:func:`groundstate.files.read_toml`).
+
+Every error in a spec is one line naming the file and the field (:func:`groundstate.eval.experiments.load.load_spec`).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tomllib
-from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
-from groundstate.errors import ConfigError, InputError
 from groundstate.eval.settings import Settings
 from groundstate.schema import validate
 
@@ -118,6 +132,32 @@ NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 AVERAGE = "average"
 SENSITIVITY = "sensitivity"
+
+#: A run id as ``[runs]`` names it (a directory directly under the runs directory; never a path).
+RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._+=@-]*$"
+
+LEXICAL = "lexical"
+SAME_AS_LM = "same-as-lm"
+JUDGE_CHOICES = "a model (provider/model, e.g. openai/gpt-4o, or 'embedded'), 'lexical' or 'same-as-lm'"
+
+
+def check_judge(value: str) -> str:
+    """``value`` if it is a judge choice, as the metric spec takes them: ``lexical``, ``same-as-lm`` (the model
+    under test judges itself), ``embedded`` or a ``provider/model`` spec; a ``ValueError`` with one line naming the
+    three choices otherwise (``auto``, which made every model under test its own judge silently, included)."""
+    text = value.strip()
+    if text in (LEXICAL, SAME_AS_LM, "embedded"):
+        return text
+    if "/" in text.strip("/") and not text.startswith("/") and not any(c.isspace() for c in text):
+        return text
+    if text == "auto":
+        raise ValueError(f"must be {JUDGE_CHOICES}; 'auto' is refused (it made every model under test its own "
+                         "judge)")
+    raise ValueError(f"must be {JUDGE_CHOICES}")
+
+
+Judge = Annotated[str, AfterValidator(check_judge)]
+"""A spec's ``judge`` (defaults, axis values, a ``judge`` axis): checked by :func:`check_judge`."""
 
 #: Scalar axis values set these fields (any other axis name: the task setting of that name).
 SCALAR_FIELDS = {"model": "lm", "lm": "lm", "data": "data", "task": "task", "judge": "judge",
@@ -197,7 +237,7 @@ class AxisValue(Settings):
     data: str | None = None
     lm: str | None = None
     lm_roles: dict[str, str | dict[str, Any]] | None = None
-    judge: str | None = None
+    judge: Judge | None = None
     decoding: Decoding | None = None
     metrics: dict[str, str] = Field(default_factory=dict, description="table metric -> the run's metric")
     note: str | None = None
@@ -205,6 +245,20 @@ class AxisValue(Settings):
     @property
     def name(self) -> str:
         return self.key or self.label
+
+
+class RunDefaults(Settings):
+    """How the spec's runs are executed unless the command line says otherwise: how, never what, and never where
+    (the runs directory, the shard and a Ray cluster's address are the user's to give, on the command line).
+    ``limit`` is the one setting here that is part of the runs' identity (it selects the records)."""
+
+    threads: int | None = Field(None, ge=1, description="records worked on at once")
+    call_threads: int | None = Field(None, ge=1, description="LM calls at once inside one record")
+    max_error_rate: float | None = Field(None, ge=0, le=1, description="fail once this share of records failed")
+    backend: Literal["threads", "ray"] | None = Field(None, description="where records run")
+    ray_workers: int | None = Field(None, ge=1, description="with backend ray: worker processes")
+    max_inflight: int | None = Field(None, ge=1, description="with backend ray: concurrent requests per LM")
+    limit: int | None = Field(None, ge=0, description="run only the first N records of every cell")
 
 
 class Defaults(Settings):
@@ -215,11 +269,22 @@ class Defaults(Settings):
     data: str | None = None
     lm: str | None = None
     lm_roles: dict[str, str | dict[str, Any]] | None = None
-    judge: str | None = None
+    judge: Judge | None = Field(None, description="the judge of the metrics that need one (default: lexical)")
     decoding: Decoding = Field(default_factory=Decoding)
     lm_options: LMOptions = Field(default_factory=lambda: LMOptions())
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    run: dict[str, Any] = Field(default_factory=dict)
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [0], min_length=1)
+    run: RunDefaults = Field(default_factory=lambda: RunDefaults())
+
+
+class Relative(Settings):
+    """A table metric computed from another relative to a base cell (see the module docstring)."""
+
+    name: str = Field(pattern=NAME.pattern, description="the metric it defines (listed in layout.metrics)")
+    metric: str = Field(min_length=1, description="the metric it is computed from")
+    axis: str = Field(min_length=1, description="the axis whose value ``base`` is the base cell")
+    base: str = Field(min_length=1, description="the base value (its key or label)")
+    kind: Literal["gain", "drop", "difference"] = Field("gain", description="gain: (ours - base) / base; drop: "
+                                                        "(base - ours) / base; difference: ours - base")
 
 
 class Layout(Settings):
@@ -232,6 +297,7 @@ class Layout(Settings):
     percent: bool = False
     digits: int | None = Field(None, ge=0, le=8)
     labels: dict[str, str] = Field(default_factory=dict)
+    relative: list[Relative] = Field(default_factory=list)
 
 
 class Reference(Settings):
@@ -258,7 +324,8 @@ class Spec(Settings):
     axes: dict[str, list[AxisEntry]] = Field(default_factory=dict)
     layout: Layout
     reference: list[Reference] = Field(default_factory=list)
-    runs: dict[str, str] = Field(default_factory=dict)
+    runs: dict[str, Annotated[str, Field(pattern=RUN_ID)]] = Field(
+        default_factory=dict, description="cell selector -> a run id under the runs directory (never a path)")
     sensitivity: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
 
     #: the file the spec was read from (set by :func:`load_spec`; named in errors)
@@ -272,13 +339,13 @@ class Spec(Settings):
         """An axis entry as an :class:`AxisValue` (a scalar sets the axis' natural field)."""
         if isinstance(value, AxisValue):
             return value
-        text = _text(value)
+        text = as_text(value)
         target = SCALAR_FIELDS.get(axis)
         if target == "data":
             entry = self.data.get(text)
             return AxisValue(label=(entry.label if entry and entry.label else text), key=text, data=text)
         if target in ("lm", "task", "judge"):
-            return AxisValue(label=text, **{target: text})
+            return validate(AxisValue, {"label": text, target: text}, file=self.source, loc=("axes", axis))
         if target in ("temperature", "max_tokens"):
             return AxisValue(label=text, decoding=Decoding.parse({target: value}, file=self.source,
                                                                   loc=("axes", axis)))
@@ -293,7 +360,8 @@ class Spec(Settings):
         """
         from groundstate.eval.run_settings import RunSettings
 
-        values = {**self.defaults.run, **{k: v for k, v in (given or {}).items() if v is not None}}
+        values = {**self.defaults.run.model_dump(exclude_none=True),
+                  **{k: v for k, v in (given or {}).items() if v is not None}}
         return RunSettings.parse(values, file=self.source, loc=("defaults", "run"))
 
     def dimensions(self) -> list[str]:
@@ -301,157 +369,6 @@ class Spec(Settings):
         return [*self.axes, *([SENSITIVITY] if self.sensitivity else [])]
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """A scalar as a spec's text names it (``true``/``false`` for booleans)."""
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
-# -- reading a spec ---------------------------------------------------------------------------------------------
-
-
-def spec_path(spec: str | os.PathLike) -> Path:
-    """The file ``spec`` names: an existing path, else a shipped spec of that name.
-
-    Raises:
-        ConfigError: neither (the message lists the shipped specs).
-    """
-    from groundstate import experiments
-
-    path = Path(spec)
-    if os.path.lexists(path):
-        return path
-    text = str(spec)
-    if "/" not in text and os.sep not in text:
-        try:
-            return Path(experiments.path(text))
-        except FileNotFoundError:
-            pass
-    raise ConfigError(f"no experiment spec '{text}': not a file, and not a shipped spec (shipped: "
-                      f"{', '.join(experiments.names()) or 'none'})")
-
-
-def parse_assignments(items: list[str] | None) -> dict[str, Any]:
-    """``NAME=VALUE`` items (``--set``) as a dict; a value is read as a TOML value when it is one (``20``,
-    ``true``, ``"text"``), else kept as text (a path).
-
-    Raises:
-        ConfigError: an item without ``=`` or with a bad name.
-    """
-    out: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not NAME.match(name.strip()):
-            raise ConfigError(f"--set takes NAME=VALUE, got '{item}'")
-        try:
-            out[name.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            out[name.strip()] = value
-    return out
-
-
-def substitute(value: Any, values: dict[str, Any]) -> Any:
-    """``value`` with every ``{NAME}`` of ``values`` replaced in its strings (at any depth); a string that is one
-    placeholder alone becomes the value itself (so ``n = "{n}"`` stays a number)."""
-    if isinstance(value, dict):
-        return {k: substitute(v, values) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute(v, values) for v in value]
-    if not isinstance(value, str):
-        return value
-    whole = PLACEHOLDER.fullmatch(value)
-    if whole and whole.group(1) in values:
-        return values[whole.group(1)]
-    return PLACEHOLDER.sub(lambda m: _text(values[m.group(1)]) if m.group(1) in values else m.group(0), value)
-
-
-#: Tables of a spec whose strings take ``{NAME}`` inputs (the experiment's text and the references do not).
-SUBSTITUTED = ("data", "defaults", "axes", "runs", "sensitivity")
-
-
-def load_spec(spec: str | os.PathLike, values: dict[str, Any] | None = None) -> Spec:
-    """The spec ``spec`` names (a path or a shipped name), its inputs filled from ``values`` (``--set``) and their
-    defaults, validated.
-
-    Raises:
-        ConfigError: no such spec, or a value for an input the spec does not declare.
-        InputError: an unreadable file, a field that does not fit, a missing required input, or a layout,
-            reference or selector that names something the spec does not have (one line naming the file and
-            the field).
-    """
-    from groundstate.files import read_toml
-
-    path = spec_path(spec)
-    raw = read_toml(path)
-    raw_inputs = raw.get("inputs", {})
-    if not isinstance(raw_inputs, dict):
-        raise InputError("must be a table of inputs", file=str(path), field="inputs")
-    inputs = {name: validate(InputSpec, entry, file=path, loc=("inputs", name)) for name, entry in raw_inputs.items()}
-    values = dict(values or {})
-    unknown = sorted(set(values) - set(inputs))
-    if unknown:
-        raise ConfigError(f"--set {unknown[0]}: the spec {path.name} has no input '{unknown[0]}' (its inputs: "
-                          f"{', '.join(inputs) or 'none'})")
-    for name, entry in inputs.items():
-        if name not in values:
-            if entry.default is None:
-                raise InputError(f"is required ({entry.description}); give it with --set {name}=VALUE",
-                                 file=str(path), field=f"inputs.{name}")
-            values[name] = entry.default
-    filled = {k: substitute(v, values) if k in SUBSTITUTED else v for k, v in raw.items()}
-    parsed = validate(Spec, filled, file=path)
-    parsed.source = str(path)
-    check_spec(parsed)
-    return parsed
-
-
-def check_spec(spec: Spec) -> None:
-    """What pydantic cannot check alone: names exist and the layout covers the axes.
-
-    Raises:
-        InputError: the first problem, naming the file and the field.
-    """
-    from groundstate.eval.experiments.selectors import check_references
-
-    def fail(message: str, field: str) -> None:
-        raise InputError(message, file=spec.source, field=field)
-
-    values = spec.axis_values()
-    for axis, entries in values.items():
-        if not NAME.match(axis):
-            fail("is not a valid axis name (letters, digits, . _ + -)", f"axes.{axis}")
-        if axis == SENSITIVITY:
-            fail("is reserved for the [sensitivity] cells", f"axes.{axis}")
-        if not entries:
-            fail("has no values", f"axes.{axis}")
-        names = [v.name for v in entries]
-        if len(set(names)) != len(names):
-            twice = next(n for n in names if names.count(n) > 1)
-            fail(f"has the value '{twice}' twice (give each value its own label or key)", f"axes.{axis}")
-        for i, value in enumerate(entries):
-            if value.data is not None and value.data not in spec.data:
-                fail(f"names no [data] entry '{value.data}' (data: {', '.join(spec.data) or 'none'})",
-                     f"axes.{axis}[{i}].data")
-    if spec.defaults.data is not None and spec.defaults.data not in spec.data:
-        fail(f"names no [data] entry '{spec.defaults.data}'", "defaults.data")
-    for name in spec.data:
-        if not NAME.match(name):
-            fail("is not a valid data name (letters, digits, . _ + -)", f"data.{name}")
-    dims = spec.dimensions()
-    placed = [*spec.layout.rows, *spec.layout.columns]
-    for where, names in (("layout.rows", spec.layout.rows), ("layout.columns", spec.layout.columns),
-                         ("layout.average", spec.layout.average)):
-        for name in names:
-            if name not in dims:
-                fail(f"names no axis '{name}' (axes: {', '.join(dims) or 'none'})", where)
-    if len(set(placed)) != len(placed):
-        fail("names an axis twice", "layout")
-    for name in dims:
-        many = len(spec.sensitivity) > 0 if name == SENSITIVITY else len(values[name]) > 1
-        if many and name not in placed and name != SENSITIVITY:
-            fail(f"axis '{name}' has several values but is neither a row nor a column", "layout")
-    for name in spec.layout.average:
-        if name not in spec.layout.rows:
-            fail(f"'{name}' is averaged but is not a row axis", "layout.average")
-    for i, reference in enumerate(spec.reference):
-        if reference.metric not in spec.layout.metrics:
-            fail(f"names the metric '{reference.metric}', which the layout does not show", f"reference[{i}].metric")
-    check_references(spec)

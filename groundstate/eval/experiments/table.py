@@ -30,8 +30,9 @@ from groundstate.eval.run_settings import RunSettings
 @dataclass
 class Value:
     """One number of the table: the entry (``mean``, ``low``, ``high``, ``n``, ``failed``), its status
-    (``measured``, ``not measured``, ``not run``, ``not reported``), the paper's reference, and a note (a partly
-    run cell, an average over fewer values than the axis has)."""
+    (``measured``, ``not measured``, ``not run``, ``not reported``, or ``base``: the base cell of a relative
+    metric), the paper's reference, and a note (a partly run cell, an average over fewer values than the axis
+    has)."""
 
     entry: dict[str, Any] | None
     status: str
@@ -129,6 +130,7 @@ def build_table(spec: Spec, run: RunSettings, *, lms: LMFactory | None = None, u
     for cell, stored in zip(cells, loaded, strict=True):
         groups.setdefault(cell.cell.group, []).append((cell, stored))
     values = {key: _group_values(spec, members) for key, members in groups.items()}
+    add_relative(spec, values)
     return _layout(spec, cells, values, loaded)
 
 
@@ -137,7 +139,7 @@ def _group_values(spec: Spec, members: list[tuple[PlannedCell, Any]]) -> dict[st
     runs = [stored for _, stored in members if stored is not None]
     cell = members[0][0]
     if not runs:
-        return {m: Value(None, "not run") for m in spec.layout.metrics}
+        return {m: Value(None, "not run") for m in measured_metrics(spec)}
     numbers = read_cell(cell.task.name, runs)
     notes = []
     if len(runs) < len(members):
@@ -147,7 +149,7 @@ def _group_values(spec: Spec, members: list[tuple[PlannedCell, Any]]) -> dict[st
     if done < selected:
         notes.append(f"{done} of {selected} records")
     out = {}
-    for metric in spec.layout.metrics:
+    for metric in measured_metrics(spec):
         entry = numbers.get(cell.cell.metrics.get(metric, metric))
         if entry is None:
             out[metric] = Value(None, "not reported", note="; ".join(notes) or None)
@@ -157,9 +159,46 @@ def _group_values(spec: Spec, members: list[tuple[PlannedCell, Any]]) -> dict[st
     return out
 
 
+def measured_metrics(spec: Spec) -> list[str]:
+    """The metrics read from the runs: the layout's, without its relative metrics, with their sources."""
+    relative = {r.name for r in spec.layout.relative}
+    out = [m for m in spec.layout.metrics if m not in relative]
+    return out + [r.metric for r in spec.layout.relative if r.metric not in out]
+
+
+def _relative_value(kind: str, ours: Value, base: Value) -> Value:
+    if "not run" in (ours.status, base.status):
+        return Value(None, "not run", note=None if ours.status == "not run" else "its base cell is not run")
+    a, b = (ours.entry or {}).get("mean"), (base.entry or {}).get("mean")
+    if a is None or b is None:
+        return Value(None, "not measured", note=None if a is None else "its base cell is not measured")
+    if kind != "difference" and b == 0:
+        return Value(None, "not measured", note="its base cell is 0")
+    number = a - b if kind == "difference" else (a - b) / b if kind == "gain" else (b - a) / b
+    return Value({"mean": number, "low": None, "high": None, "n": 1, "failed": 0}, "measured")
+
+
+def add_relative(spec: Spec, values: dict[tuple, dict[str, Value]]) -> None:
+    """Each table cell's relative metrics (``layout.relative``), from its value and its base cell's."""
+    axes = spec.axis_values()
+    for relative in spec.layout.relative:
+        base = next(v.name for v in axes[relative.axis] if relative.base in (v.name, v.label))
+        for key, metrics in values.items():
+            base_key = tuple((d, base if d == relative.axis else k) for d, k in key)
+            if base_key == key:
+                metrics[relative.name] = Value(None, "base")
+            elif base_key not in values:
+                metrics[relative.name] = Value(None, "not run", note="no base cell")
+            else:
+                metrics[relative.name] = _relative_value(relative.kind, metrics[relative.metric],
+                                                         values[base_key][relative.metric])
+
+
 def _average(values: list[Value], axis: str, size: int) -> Value:
     """The mean of the measured values of ``axis`` (each value weighs the same, as the papers average models)."""
     means = [v.entry["mean"] for v in values if v.entry and v.entry.get("mean") is not None]
+    if values and all(v.status == "base" for v in values):
+        return Value(None, "base")
     if not means:
         return Value(None, "not run" if all(v.status == "not run" for v in values) else "not measured",
                      note=f"no {axis} measured")

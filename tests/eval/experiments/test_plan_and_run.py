@@ -7,8 +7,8 @@ import pytest
 
 from groundstate.eval.experiments.cells import with_lm_options, with_models
 from groundstate.eval.experiments.execute import run_experiment
+from groundstate.eval.experiments.load import load_spec
 from groundstate.eval.experiments.plan import plan_experiment
-from groundstate.eval.experiments.spec import load_spec
 from groundstate.eval.run_settings import RunSettings
 from tests.eval.experiments.scripted import ScriptedLMs
 

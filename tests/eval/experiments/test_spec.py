@@ -11,8 +11,8 @@ import pytest
 from groundstate import experiments
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.experiments.cells import resolve_cells, with_lm_options, with_models
+from groundstate.eval.experiments.load import load_spec, parse_assignments
 from groundstate.eval.experiments.plan import plan_experiment
-from groundstate.eval.experiments.spec import load_spec, parse_assignments
 from groundstate.eval.run_settings import RunSettings
 
 MINIMAL = """

@@ -14,8 +14,8 @@ from groundstate.errors import ConfigError
 from groundstate.eval.experiments.cells import resolve_cells
 from groundstate.eval.experiments.checks import check_across, varying_axes
 from groundstate.eval.experiments.execute import run_experiment
+from groundstate.eval.experiments.load import load_spec
 from groundstate.eval.experiments.render import NOT_IN_TEXT, cells, markdown, ours, paper, write_table
-from groundstate.eval.experiments.spec import load_spec
 from groundstate.eval.experiments.table import Value, build_table
 from groundstate.eval.run_settings import RunSettings
 from tests.eval.experiments.scripted import ScriptedLMs
