@@ -1,5 +1,6 @@
 """``groundstate experiment plan|run|table SPEC``: a paper table as data (:mod:`groundstate.eval.experiments`).
 
+    groundstate experiment list                                              # the shipped specs
     groundstate experiment plan reground-table1-synthetic --set n=5          # calls, tokens, dollars, stored
     groundstate experiment run reground-table1-synthetic --lm openai/gpt-4o   # exactly the spec's cells
     groundstate experiment table reground-table1-synthetic --lm openai/gpt-4o # beside the paper's numbers
@@ -24,6 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     group = sub.add_parser("experiment", help="paper tables as data: plan, run and tabulate a spec's cells")
     cmds = group.add_subparsers(dest="experiment_command", metavar="COMMAND", parser_class=type(group))
     cmds.required = True
+
+    p = cmds.add_parser("list", help="the shipped specs: name, paper table, whether it runs offline, its inputs",
+                        description="List the experiment specs shipped with groundstate (one per paper table it can "
+                        "reproduce); give a name to plan, run or table.")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.set_defaults(func=cmd_list)
 
     p = cmds.add_parser("plan", help="per cell, without any LM call: run id, records, stored state, LM calls, "
                         "tokens and dollars", description="Plan every cell of the spec and count what it will cost "
@@ -111,6 +118,21 @@ def _number(value: Any) -> str:
 
 def _dollars(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:.4f}"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from groundstate.cli.tables import console, print_table
+    from groundstate.eval.experiments.load import shipped_specs
+
+    specs = shipped_specs()
+    if args.json:
+        print(json.dumps(specs, indent=2))
+        return 0
+    rows = [[s["name"], f"{s['paper']} {s['table']}".strip(), "yes" if s["offline"] else "no",
+             ", ".join(s["required"]) or "-", str(s["references"]), s["title"]] for s in specs]
+    header = ["name", "paper table", "offline", "--set required", "paper values", "title"]
+    print_table(rows, columns=header, headers=header, title="shipped experiment specs", out=console())
+    return 0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

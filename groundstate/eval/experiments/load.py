@@ -2,7 +2,7 @@
 (see **Trust** in :mod:`~groundstate.eval.experiments.spec`), validation, and the checks pydantic cannot make alone.
 
 - :func:`load_spec`: a spec, its inputs filled, validated and checked (one line naming the file and the field).
-- :func:`spec_path`: the file of a path or of a shipped spec's name.
+- :func:`spec_path`: the file of a path or of a shipped spec's name; :func:`shipped_specs`: what is shipped.
 - :func:`parse_assignments`: ``--set NAME=VALUE`` items.
 - :func:`substitute`: ``{NAME}`` placeholders filled; :func:`check_trust`: no path or server the user did not give.
 """
@@ -232,6 +232,29 @@ def check_spec(spec: Spec) -> None:
         if not any(relative.base in (v.name, v.label) for v in values[relative.axis]):
             fail(f"is not a value of the axis '{relative.axis}'", f"{where}.base")
     for i, reference in enumerate(spec.reference):
-        if reference.metric not in spec.layout.metrics:
-            fail(f"names the metric '{reference.metric}', which the layout does not show", f"reference[{i}].metric")
+        for metric, _ in reference.items():
+            if metric not in spec.layout.metrics:
+                fail(f"names the metric '{metric}', which the layout does not show",
+                     f"reference[{i}].{'metric' if reference.metric else 'values'}")
     check_references(spec)
+
+
+def shipped_specs() -> list[dict[str, Any]]:
+    """Every shipped spec (``groundstate experiment list``): ``name``, ``title``, ``paper``, ``table``, ``offline``,
+    ``required`` (the inputs without a default) and ``references`` (how many published numbers it carries), read
+    from the files without filling any input (nothing is validated beyond the file's TOML)."""
+    from groundstate import experiments
+    from groundstate.files import read_toml
+
+    out = []
+    for name in experiments.names():
+        raw = read_toml(experiments.path(name), MAX_SPEC_BYTES)
+        info = raw.get("experiment") if isinstance(raw.get("experiment"), dict) else {}
+        inputs = raw.get("inputs") if isinstance(raw.get("inputs"), dict) else {}
+        references = raw.get("reference") if isinstance(raw.get("reference"), list) else []
+        count = sum(len(r.get("values") or {}) or 1 for r in references if isinstance(r, dict))
+        out.append({"name": name, "title": str(info.get("title", "")), "paper": str(info.get("paper") or ""),
+                    "table": str(info.get("table") or ""), "offline": bool(info.get("offline", False)),
+                    "required": [k for k, v in inputs.items() if not (isinstance(v, dict) and "default" in v)],
+                    "references": count})
+    return out

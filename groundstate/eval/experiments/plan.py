@@ -128,5 +128,11 @@ def plan_experiment(spec: Spec, run: RunSettings, *, lms: LMFactory | None = Non
     chosen = select(resolve_cells(spec), cells, spec.dimensions())
     planned = plan_cells(spec, chosen, run, lms=lms, note=note)
     memo: dict[str, Any] = {}
-    rows = [PlanRow(cell, stored(cell.planned.out(run), cell.run_id), count_cell(cell, run, memo)) for cell in planned]
+    rows = []
+    for cell in planned:
+        count = count_cell(cell, run, memo)
+        found = stored(cell.planned.out(run), cell.run_id)
+        if found.state not in ("complete", "not run") and found.selected < max(found.done, count.records):
+            found.selected = max(found.done, count.records)  # a run killed before its first summary
+        rows.append(PlanRow(cell, found, count))
     return ExperimentPlan(spec, run, rows)

@@ -69,6 +69,7 @@ Example (the layout of the ReGround paper's Table 1)::
     value = 0.862                         # on the metric's scale (a fraction); shown as the table shows ours
     source = "Table 1, p. 7"
     quote = "86.2% on T3"                 # text of the paper that holds the value (a test checks it)
+    # or several numbers of one cell: values = { t1 = 0.109, t3 = 0.862 }, with a quote holding them all
 
     [runs]                                # adopt existing runs: cell selector -> run id (--use-run: or a path)
     "model:openai/gpt-4o,method:Standard,data:healthcare-s" = "standard-3f2a9c1b04de"
@@ -123,7 +124,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from groundstate.eval.settings import Settings
 from groundstate.schema import validate
@@ -301,14 +302,34 @@ class Layout(Settings):
 
 
 class Reference(Settings):
-    """A number the paper publishes, with where it is and the text that holds it."""
+    """Numbers the paper publishes for one cell: ``metric`` and ``value``, or several at once as
+    ``values = { metric = value, ... }`` (one row of the paper's table), with where they are and the text of the
+    paper that holds them (``quote``: every value occurs in it, as the paper prints it)."""
 
     cell: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    metric: str
-    value: float
+    metric: str | None = Field(None, min_length=1)
+    value: float | None = None
+    values: dict[str, float] = Field(default_factory=dict)
     source: str = Field(min_length=1)
     quote: str = Field(min_length=1)
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Reference:
+        single = self.metric is not None and self.value is not None
+        if single == bool(self.values) or (not single and (self.metric is not None or self.value is not None)):
+            raise ValueError("give metric and value, or values = { metric = value, ... }")
+        return self
+
+    def items(self) -> list[tuple[str, float]]:
+        """``(metric, value)`` of every number this reference gives."""
+        return [(self.metric, self.value)] if self.metric is not None else list(self.values.items())
+
+    def single(self) -> list[Reference]:
+        """One reference per number (``metric`` and ``value`` set): how the table places them."""
+        if self.metric is not None:
+            return [self]
+        return [self.model_copy(update={"metric": m, "value": v, "values": {}}) for m, v in self.values.items()]
 
 
 AxisEntry = AxisValue | str | int | float | bool
@@ -363,6 +384,10 @@ class Spec(Settings):
         values = {**self.defaults.run.model_dump(exclude_none=True),
                   **{k: v for k, v in (given or {}).items() if v is not None}}
         return RunSettings.parse(values, file=self.source, loc=("defaults", "run"))
+
+    def references(self) -> list[Reference]:
+        """The spec's references, one per number (:meth:`Reference.single`)."""
+        return [one for reference in self.reference for one in reference.single()]
 
     def dimensions(self) -> list[str]:
         """The table's dimensions: the axes, then ``sensitivity`` when the spec declares any."""

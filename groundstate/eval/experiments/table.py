@@ -267,7 +267,7 @@ def _place_references(spec: Spec, rows: list[Row], columns: list[dict[str, tuple
                       fixed: dict[str, tuple[str, str]]) -> list[Reference]:
     """Each reference beside its value; the ones whose cell is not in the table are returned."""
     unplaced = []
-    for reference in spec.reference:
+    for reference in spec.references():
         placed = False
         for row in rows:
             for index, column in enumerate(columns):

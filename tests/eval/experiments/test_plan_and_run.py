@@ -3,6 +3,9 @@ run makes no new call for finished cells; a failed cell is reported while the ot
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from groundstate.eval.experiments.cells import with_lm_options, with_models
@@ -92,3 +95,53 @@ def test_simulated_agents_cost_nothing_and_share_runs_of_equal_settings(tmp_path
     runs = {r.cell.run_id for r in plan.rows}
     assert len(runs) < len(plan.rows) == 20  # the preset's own attention limit (3) is one of the sensitivity values
     assert plan.totals()["runs"] == len(runs)
+
+
+def test_plan_says_per_cell_what_is_stored(spec, tmp_path):
+    run = RunSettings(out=tmp_path / "runs")
+    run_experiment(spec, run, lms=ScriptedLMs(), cells=["method:Standard,data:healthcare", "method:ReGround"])
+    plan = plan_experiment(spec, run, lms=ScriptedLMs())
+    partial = next(r for r in plan.rows if r.label.endswith("data:healthcare,method:ReGround"))
+    run_dir = Path(partial.stored.run_dir)
+    results = (run_dir / "results.jsonl").read_text().splitlines()
+    (run_dir / "results.jsonl").write_text(results[0] + "\n")  # killed after one of its two records
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "finished": False, "n_done": 1}))
+    plan = plan_experiment(spec, run, lms=ScriptedLMs())
+    states = {r.label.split(",", 1)[1]: r.stored.describe() for r in plan.rows}
+    assert states == {"data:healthcare,method:Standard": "complete", "data:healthcare,method:ReGround":
+                      "1 of 2 done (killed)", "data:disaster,method:Standard": "not run",
+                      "data:disaster,method:ReGround": "complete"}
+    left = plan.totals(only_to_run=True)
+    calls = {r.label.split(",", 1)[1]: r.count.calls for r in plan.rows}
+    assert left["runs"] == 2  # the partial cell counts its remaining half
+    assert left["calls"] == calls["data:disaster,method:Standard"] + round(calls["data:healthcare,method:ReGround"] / 2)
+
+
+def test_shards_run_their_part_and_the_table_reads_the_merged_run(spec, tmp_path):
+    from groundstate.eval.experiments.table import build_table
+    from groundstate.eval.runs import merge_runs
+
+    runs = tmp_path / "runs"
+    cell = "method:ReGround,data:healthcare"
+    dirs = []
+    for i in range(2):
+        shard = RunSettings(out=runs, shard=(i, 2))
+        plan = plan_experiment(spec, shard, lms=ScriptedLMs(), cells=[cell])
+        assert [r.count.records for r in plan.rows] == [1]
+        outcome = run_experiment(spec, shard, lms=ScriptedLMs(), cells=[cell])
+        assert [o.summary["n_done"] for o in outcome.outcomes] == [1]
+        dirs.append(runs / outcome.outcomes[0].run_id)
+    whole = RunSettings(out=runs)
+    label = "model:embedded,data:healthcare,method:ReGround"
+
+    def value():
+        table = build_table(spec, whole, lms=ScriptedLMs())
+        row = next(r for r in table.rows if r.keys["method"] == "ReGround")
+        return table.runs.get(label), row.values[(0, "t3")]
+
+    assert value()[1].status == "not run"  # a shard is not the cell's run
+    merged = merge_runs(dirs, runs)
+    run_id, t3 = value()
+    assert run_id == merged["run_id"] and run_id.endswith("-merged")
+    assert t3.status == "measured" and t3.entry["n"] == 2

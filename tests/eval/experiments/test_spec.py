@@ -103,6 +103,13 @@ def test_inputs_are_substituted_typed_and_required(tmp_path):
     (lambda t: t + '\n[[reference]]\nmetric = "rounds"\nvalue = 0.5\nsource = "T"\nquote = "q"\n',
      "reference[0].metric"),
     (lambda t: t.replace('name = "mini"', 'name = "../up"'), "experiment.name"),
+    (lambda t: t.replace('metrics = ["task_accuracy"]', 'metrics = ["task_accuracy"]\nrelative = [{ name = "g", '
+                         'metric = "task_accuracy", axis = "data", base = "travel" }]'), "layout.relative[0].name"),
+    (lambda t: t.replace('[layout]', '[axes]\nmethod = ["a", "b"]\n\n[layout]\nrows = ["method"]').replace(
+        'metrics = ["task_accuracy"]', 'metrics = ["task_accuracy", "g"]\nrelative = [{ name = "g", '
+        'metric = "task_accuracy", axis = "method", base = "c" }]'), "layout.relative[0].base"),
+    (lambda t: t + '\n[[reference]]\nmetric = "task_accuracy"\nvalues = { task_accuracy = 0.5 }\nsource = "T"\n'
+                   'quote = "q"\n', "reference[0]"),
 ])
 def test_a_bad_spec_is_one_line_naming_the_file_and_the_field(tmp_path, edit, field):
     path = write(tmp_path, edit(MINIMAL))

@@ -182,8 +182,9 @@ settings = { program = "rules" }
 
 [layout]
 rows = ["sim_preset", "method"]
-metrics = ["task_accuracy", "vote_accuracy", "rounds"]
+metrics = ["task_accuracy", "vote_accuracy", "rounds", "gain"]
 average = ["sim_preset"]
+relative = [{ name = "gain", metric = "task_accuracy", axis = "method", base = "Hidden-Post", kind = "difference" }]
 
 [[reference]]
 cell = { sim_preset = "average", method = "Rules" }
@@ -209,6 +210,13 @@ def test_averages_over_an_axis_keep_the_per_value_rows_and_seeds_are_pooled(tmp_
         for metric in ("task_accuracy", "vote_accuracy", "rounds"):
             means = [rows[(p, method)].values[(0, metric)].entry["mean"] for p in ("ideal", "limited")]
             assert rows[("average", method)].values[(0, metric)].entry["mean"] == pytest.approx(sum(means) / 2)
+    for preset in ("ideal", "limited"):  # the relative metric: ours minus the base cell's, the base says so
+        rules, post = (rows[(preset, m)].values[(0, "task_accuracy")].entry["mean"] for m in ("Rules", "Hidden-Post"))
+        assert rows[(preset, "Rules")].values[(0, "gain")].entry["mean"] == pytest.approx(rules - post)
+        assert ours(table, rows[(preset, "Hidden-Post")].values[(0, "gain")]) == "base"
+    gains = [rows[(p, "Rules")].values[(0, "gain")].entry["mean"] for p in ("ideal", "limited")]
+    assert rows[("average", "Rules")].values[(0, "gain")].entry["mean"] == pytest.approx(sum(gains) / 2)
+    assert ours(table, rows[("average", "Hidden-Post")].values[(0, "gain")]) == "base"
     assert rows[("ideal", "Rules")].values[(0, "task_accuracy")].entry["n"] == 6  # 3 tasks x 2 seeds, pooled
     assert rows[("average", "Rules")].values[(0, "task_accuracy")].reference.value == 0.5
     assert rows[("ideal", "Rules")].values[(0, "task_accuracy")].reference is None
