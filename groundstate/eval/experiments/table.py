@@ -300,6 +300,8 @@ def header_lines(cells: Sequence[PlannedCell], loaded: Sequence[Any]) -> list[st
                       f"{lm.get('max_tokens', 'default')}"] = True
         for pattern, entry in ((config.get("lm_config") or {}).get("roles") or {}).items():
             lms[f"{entry.get('model')} (role {pattern})"] = True
+            decodings[f"{entry.get('model')} (role {pattern}): temperature {entry.get('temperature', 'default')}, "
+                      f"max tokens {entry.get('max_tokens', 'default')}"] = True
         options = config.get("options") or {}
         described = options.get("agents") if isinstance(options.get("agents"), dict) else None
         if described and described.get("kind") == "sim":

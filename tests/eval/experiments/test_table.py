@@ -26,8 +26,8 @@ CELL = "model:embedded,data:healthcare,method:Standard"
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
-    """The spec run with a scripted LM, and three runs of its Standard/healthcare cell that each differ from the
-    cell in one thing only: the judge, Standard's rounds, the temperature."""
+    """The spec run with a scripted LM, and runs of its Standard/healthcare cell that each differ from the cell in
+    one thing only: the judge, Standard's rounds, the temperature, the data, the model."""
     from groundstate.eval.assemble import run_task
     from groundstate.eval.reground.judges import LexicalJudge
     from groundstate.eval.task import RunContext
@@ -41,7 +41,9 @@ def stored(tmp_path_factory):
     variants = {}
     for name, lms, changes, judge in (("judge", ScriptedLMs(), {}, LexicalJudge(threshold=0.5)),
                                       ("rounds", ScriptedLMs(), {"rounds": 1}, None),
-                                      ("temperature", ScriptedLMs(temperature=0.7), {}, None)):
+                                      ("temperature", ScriptedLMs(temperature=0.7), {}, None),
+                                      ("data", ScriptedLMs(), {"n": 3}, None),
+                                      ("lm", ScriptedLMs(model="openai/gpt-4o-mini"), {}, None)):
         context = RunContext(make_lms=lambda lms=lms: lms(None), judge=judge)
         with dspy.context(lm=lms.lm, adapter=json_adapter()):
             variants[name] = run_task("standard", {**settings, **changes}, run, context=context).run_id
@@ -50,7 +52,9 @@ def stored(tmp_path_factory):
 
 @pytest.mark.parametrize("variant, field, kind", [("judge", "options.judge", "judge"),
                                                   ("rounds", "options.rounds", "protocol options"),
-                                                  ("temperature", "lm.temperature", "decoding")])
+                                                  ("temperature", "lm.temperature", "decoding"),
+                                                  ("data", "data.synthetic.n", "data"),
+                                                  ("lm", "lm.model", "LM")])
 def test_an_adopted_run_that_differs_from_its_cell_refuses_the_table_in_one_line(stored, variant, field, kind):
     spec, run, variants = stored
     with pytest.raises(ConfigError) as caught:
@@ -221,3 +225,21 @@ def test_averages_over_an_axis_keep_the_per_value_rows_and_seeds_are_pooled(tmp_
     assert rows[("average", "Rules")].values[(0, "task_accuracy")].reference.value == 0.5
     assert rows[("ideal", "Rules")].values[(0, "task_accuracy")].reference is None
     assert "average (sim_preset)" in markdown(table)
+
+
+def test_the_header_names_the_judge_the_lms_the_decoding_and_a_self_judging_model():
+    from groundstate.eval.experiments.table import header_lines
+
+    def config(model, judge, temperature=0.0, roles=None):
+        return {"config": {"lm": {"model": model, "temperature": temperature, "max_tokens": 512},
+                           "options": {"judge": judge}, "lm_config": {"roles": roles or {}}}}
+
+    lines = header_lines([], [config("openai/gpt-4o", "lm:openai/gpt-4o"), config("gemini/x", "lm:gemini/x")])
+    assert lines[0] == ("judge: lm:openai/gpt-4o (judge = model under test); lm:gemini/x (judge = model under "
+                        "test)")
+    assert lines[1] == "LM: openai/gpt-4o; gemini/x"
+    assert lines[2] == ("decoding: openai/gpt-4o: temperature 0.0, max tokens 512; gemini/x: temperature 0.0, max "
+                        "tokens 512")
+    lines = header_lines([], [config("openai/gpt-4o", "lm:openai/gpt-4o-2", roles={"agent.0": {"model": "m/a"}})])
+    assert "model under test" not in lines[0] and lines[1] == "LM: openai/gpt-4o; m/a (role agent.0)"
+    assert lines[2].endswith("m/a (role agent.0): temperature default, max tokens default")
