@@ -219,8 +219,8 @@ def check_spec(spec: Spec) -> None:
         if many and name not in placed and name != SENSITIVITY:
             fail(f"axis '{name}' has several values but is neither a row nor a column", "layout")
     for name in spec.layout.average:
-        if name not in spec.layout.rows:
-            fail(f"'{name}' is averaged but is not a row axis", "layout.average")
+        if name not in placed or name == SENSITIVITY:
+            fail(f"'{name}' is averaged but is not a row or column axis", "layout.average")
     for i, relative in enumerate(spec.layout.relative):
         where = f"layout.relative[{i}]"
         if relative.name not in spec.layout.metrics:

@@ -58,7 +58,7 @@ Example (the layout of the ReGround paper's Table 1)::
     rows = ["model", "method"]            # every axis with more than one value is a row or a column
     columns = ["data"]
     metrics = ["t1", "t2", "t3"]          # as the cell reader names them (run summaries: the scores' names)
-    average = ["model"]                   # rows averaged over these row axes (per-value rows kept)
+    average = ["model"]                   # averaged over these row/column axes (per-value rows/columns kept)
     relative = [{ name = "gain_t1", metric = "t1", axis = "method", base = "Standard", kind = "gain" }]
     percent = true                        # fractions shown as percentages, as the paper prints them
     labels = { t1 = "T1" }                # how metrics are headed (default: eval.report.label)

@@ -221,8 +221,11 @@ def _layout(spec: Spec, cells: Sequence[PlannedCell], values: dict[tuple, dict[s
         row_dims.insert(0, SENSITIVITY)
     col_dims = list(spec.layout.columns)
     fixed = {d: keys_of[d][0] for d in dims if d not in row_dims and d not in col_dims}
-    columns = [dict(zip(col_dims, combo, strict=True)) for combo in itertools.product(*(keys_of[d] for d in col_dims))]
-    row_choices = [keys_of[d] + ([(AVERAGE, AVERAGE)] if d in spec.layout.average else []) for d in row_dims]
+    def choices(d: str) -> list[tuple[str, str]]:
+        return keys_of[d] + ([(AVERAGE, AVERAGE)] if d in spec.layout.average else [])
+
+    columns = [dict(zip(col_dims, combo, strict=True)) for combo in itertools.product(*map(choices, col_dims))]
+    row_choices = [choices(d) for d in row_dims]
     rows = []
     for combo in itertools.product(*row_choices):
         row_keys = dict(zip(row_dims, combo, strict=True))
@@ -230,8 +233,9 @@ def _layout(spec: Spec, cells: Sequence[PlannedCell], values: dict[tuple, dict[s
         row = Row({d: k for d, (k, _) in row_keys.items()}, {d: lab for d, (_, lab) in row_keys.items()},
                   average=",".join(averaged) or None)
         for index, column in enumerate(columns):
+            over = averaged + [d for d, (k, _) in column.items() if k == AVERAGE]
             for metric in spec.layout.metrics:
-                row.values[(index, metric)] = _value(spec, values, dims, {**fixed, **row_keys, **column}, averaged,
+                row.values[(index, metric)] = _value(spec, values, dims, {**fixed, **row_keys, **column}, over,
                                                      keys_of, metric)
         rows.append(row)
     paper_only = _place_references(spec, rows, columns, fixed)

@@ -225,6 +225,16 @@ def test_averages_over_an_axis_keep_the_per_value_rows_and_seeds_are_pooled(tmp_
     assert rows[("average", "Rules")].values[(0, "task_accuracy")].reference.value == 0.5
     assert rows[("ideal", "Rules")].values[(0, "task_accuracy")].reference is None
     assert "average (sim_preset)" in markdown(table)
+    # the same runs with the methods as columns, averaged too: the corner averages all four cells
+    path.write_text(AVERAGED.replace('rows = ["sim_preset", "method"]', 'rows = ["sim_preset"]\ncolumns = ["method"]')
+                    .replace('average = ["sim_preset"]', 'average = ["sim_preset", "method"]'))
+    crossed = build_table(load_spec(path), run)
+    assert [c["method"][1] for c in crossed.columns] == ["Hidden-Post", "Rules", "average"]
+    corner = crossed.rows[-1].values[(2, "task_accuracy")]
+    every = [rows[(p, m)].values[(0, "task_accuracy")].entry["mean"] for p in ("ideal", "limited")
+             for m in ("Hidden-Post", "Rules")]
+    assert crossed.rows[-1].keys["sim_preset"] == "average" and corner.entry["mean"] == pytest.approx(sum(every) / 4)
+    assert "average · task accuracy" in " ".join(cells(crossed)[0])
 
 
 def test_the_header_names_the_judge_the_lms_the_decoding_and_a_self_judging_model():
