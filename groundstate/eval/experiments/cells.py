@@ -189,6 +189,9 @@ def _cell(spec: Spec, combo: Sequence[AxisValue], keys: dict[str, str], labels: 
                 source = generated[data] = generate_records(entry.generate, data)
             settings.setdefault("data", source.label)
     settings.update(overrides)
+    for override in spec.override:
+        if all(_text(v) in (keys.get(a), labels.get(a)) for a, v in override.cell.items()):
+            settings.update(override.settings)
     lm = lm_entry(model, decoding, "defaults.lm", spec)
     role_entries = {pattern: lm_entry(value, decoding, f"lm_roles.{pattern}", spec)
                     for pattern, value in (roles or {}).items()}

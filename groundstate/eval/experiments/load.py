@@ -78,10 +78,10 @@ def substitute(value: Any, values: dict[str, Any]) -> Any:
 
 
 #: Tables of a spec whose strings take ``{NAME}`` inputs (the experiment's text and the references do not).
-SUBSTITUTED = ("data", "defaults", "axes", "runs", "sensitivity")
+SUBSTITUTED = ("data", "defaults", "axes", "runs", "sensitivity", "override")
 
 #: Tables whose strings :func:`check_trust` checks (``[runs]`` is checked by its own pattern: run ids only).
-CHECKED = ("data", "defaults", "axes", "sensitivity")
+CHECKED = ("data", "defaults", "axes", "sensitivity", "override")
 
 ABSOLUTE = re.compile(r"^([/\\]|[A-Za-z]:)")
 
@@ -231,6 +231,16 @@ def check_spec(spec: Spec) -> None:
             fail(f"names no axis '{relative.axis}' (axes: {', '.join(values) or 'none'})", f"{where}.axis")
         if not any(relative.base in (v.name, v.label) for v in values[relative.axis]):
             fail(f"is not a value of the axis '{relative.axis}'", f"{where}.base")
+    if isinstance(spec.layout.percent, list):
+        for metric in spec.layout.percent:
+            if metric not in spec.layout.metrics:
+                fail(f"names the metric '{metric}', which layout.metrics does not list", "layout.percent")
+    for i, override in enumerate(spec.override):
+        for axis, wanted in override.cell.items():
+            if axis not in values:
+                fail(f"names no axis '{axis}' (axes: {', '.join(values) or 'none'})", f"override[{i}].cell")
+            if not any(as_text(wanted) in (v.name, v.label) for v in values[axis]):
+                fail(f"'{as_text(wanted)}' is not a value of the axis '{axis}'", f"override[{i}].cell.{axis}")
     for i, reference in enumerate(spec.reference):
         for metric, _ in reference.items():
             if metric not in spec.layout.metrics:

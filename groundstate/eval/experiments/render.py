@@ -27,19 +27,19 @@ def metric_label(table: Table, metric: str) -> str:
     return table.spec.layout.labels.get(metric, label(metric))
 
 
-def _digits(table: Table) -> int:
+def _digits(table: Table, metric: str | None = None) -> int:
     layout = table.spec.layout
-    return layout.digits if layout.digits is not None else (1 if layout.percent else 3)
+    return layout.digits if layout.digits is not None else (1 if layout.scale(metric) == 100 else 3)
 
 
-def scaled(table: Table, number: float | None) -> float | None:
-    """``number`` in the table's units (``percent``: times 100)."""
-    return None if number is None else number * (100 if table.spec.layout.percent else 1)
+def scaled(table: Table, number: float | None, metric: str | None = None) -> float | None:
+    """``number`` in the table's units for ``metric`` (a percentage: times 100; ``Layout.scale``)."""
+    return None if number is None else number * table.spec.layout.scale(metric)
 
 
-def ours(table: Table, value: Value) -> str:
+def ours(table: Table, value: Value, metric: str | None = None) -> str:
     """Our number as text: ``mean [low, high]``, with failures and notes; or why there is none."""
-    digits = _digits(table)
+    digits = _digits(table, metric)
     entry = value.entry or {}
     failed = int(entry.get("failed") or 0)
     if value.status == "not run":
@@ -49,29 +49,30 @@ def ours(table: Table, value: Value) -> str:
     elif entry.get("mean") is None:
         text = f"not measured ({failed} failed)" if failed else "not measured"
     else:
-        text = f"{scaled(table, entry['mean']):.{digits}f}"
+        text = f"{scaled(table, entry['mean'], metric):.{digits}f}"
         if entry.get("low") is not None and entry.get("high") is not None:
-            text += f" [{scaled(table, entry['low']):.{digits}f}, {scaled(table, entry['high']):.{digits}f}]"
+            text += (f" [{scaled(table, entry['low'], metric):.{digits}f}, "
+                     f"{scaled(table, entry['high'], metric):.{digits}f}]")
         if failed:
             text += f" ({failed} failed)"
     return text + (f" ({value.note})" if value.note else "")
 
 
-def difference(table: Table, value: Value) -> float | None:
+def difference(table: Table, value: Value, metric: str | None = None) -> float | None:
     """Ours minus the paper's, in the table's units (``None`` without both)."""
     mean = (value.entry or {}).get("mean")
     if value.reference is None or mean is None:
         return None
-    return scaled(table, mean) - scaled(table, value.reference.value)
+    return scaled(table, mean, metric) - scaled(table, value.reference.value, metric)
 
 
-def paper(table: Table, value: Value) -> str:
+def paper(table: Table, value: Value, metric: str | None = None) -> str:
     """The paper's number and the difference, or "not in the available text"."""
     if value.reference is None:
         return NOT_IN_TEXT
-    digits = _digits(table)
-    text = f"{scaled(table, value.reference.value):.{digits}f}"
-    delta = difference(table, value)
+    digits = _digits(table, metric)
+    text = f"{scaled(table, value.reference.value, metric):.{digits}f}"
+    delta = difference(table, value, metric)
     return text + (f" (Δ {delta:+.{digits}f})" if delta is not None else "")
 
 
@@ -96,7 +97,7 @@ def cells(table: Table) -> tuple[list[str], list[list[str]]]:
         for index in range(len(table.columns)):
             for metric in table.metrics:
                 value = row.values[(index, metric)]
-                line += [ours(table, value), paper(table, value)]
+                line += [ours(table, value, metric), paper(table, value, metric)]
         body.append(line)
     return header, body
 
@@ -106,7 +107,7 @@ def paper_only_lines(table: Table) -> list[str]:
     out = []
     for reference in table.paper_only:
         where = ", ".join(f"{k} {v}" for k, v in reference.cell.items())
-        number = f"{scaled(table, reference.value):.{_digits(table)}f}"
+        number = f"{scaled(table, reference.value, reference.metric):.{_digits(table, reference.metric)}f}"
         out.append(f"{where}: {metric_label(table, reference.metric)} {number} ({reference.source})"
                    + (f"; {reference.note}" if reference.note else ""))
     return out
@@ -130,10 +131,10 @@ def markdown(table: Table) -> str:
 
 def as_json(table: Table) -> dict[str, Any]:
     """The table as JSON: the experiment, the header, the columns, every value with its reference and difference."""
-    def value(v: Value) -> dict[str, Any]:
+    def value(v: Value, metric: str) -> dict[str, Any]:
         reference = v.reference.model_dump() if v.reference else None
-        return {"entry": v.entry, "status": v.status, "note": v.note, "shown": ours(table, v), "reference": reference,
-                "difference": difference(table, v), "paper": paper(table, v)}
+        return {"entry": v.entry, "status": v.status, "note": v.note, "shown": ours(table, v, metric),
+                "reference": reference, "difference": difference(table, v, metric), "paper": paper(table, v, metric)}
 
     return {
         "experiment": table.spec.experiment.model_dump(), "title": title(table), "header": table.header,
@@ -141,7 +142,7 @@ def as_json(table: Table) -> dict[str, Any]:
         "columns": [{d: {"key": k, "label": lab} for d, (k, lab) in c.items()} for c in table.columns],
         "metrics": table.metrics,
         "rows": [{"keys": r.keys, "labels": r.labels, "average": r.average,
-                  "values": [{"column": i, "metric": m, **value(v)} for (i, m), v in r.values.items()]}
+                  "values": [{"column": i, "metric": m, **value(v, m)} for (i, m), v in r.values.items()]}
                  for r in table.rows],
         "paper_only": [r.model_dump() for r in table.paper_only], "notes": table.notes, "runs": table.runs,
         "spec": table.spec.source}
@@ -164,15 +165,16 @@ def chart(table: Table, path: str | Path) -> str:
         xs, means, lows, highs = [], [], [], []
         for g, row in enumerate(table.rows):
             entry = row.values[(index, metric)].entry or {}
-            mean = scaled(table, entry.get("mean"))
+            mean = scaled(table, entry.get("mean"), metric)
             x = g - 0.4 + width * (s + 0.5)
             reference = row.values[(index, metric)].reference
             if reference is not None:
-                ax.plot([x - width / 2, x + width / 2], [scaled(table, reference.value)] * 2, color="black", lw=2)
+                ax.plot([x - width / 2, x + width / 2], [scaled(table, reference.value, metric)] * 2, color="black",
+                        lw=2)
             if mean is None:
                 ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6, color="grey", rotation=90)
                 continue
-            low, high = scaled(table, entry.get("low")), scaled(table, entry.get("high"))
+            low, high = scaled(table, entry.get("low"), metric), scaled(table, entry.get("high"), metric)
             xs.append(x)
             means.append(mean)
             lows.append(mean - low if low is not None else 0.0)
@@ -183,7 +185,7 @@ def chart(table: Table, path: str | Path) -> str:
     names = [" / ".join(r.labels[d] if r.keys[d] != "average" else "average" for d in table.row_dims)
              for r in table.rows]
     ax.set_xticks(range(groups), [textwrap.shorten(n, 40) for n in names], rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("%" if table.spec.layout.percent else "value")
+    ax.set_ylabel("%" if table.spec.layout.percent is True else "value")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=min(3, len(series)), frameon=False)
     chars = max(30, int(fig_width * 10))
     ax.set_title("\n".join(textwrap.wrap(title(table) + " (black: the paper)", chars)), fontsize=9)

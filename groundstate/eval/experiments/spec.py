@@ -87,8 +87,10 @@ key or the label is accepted. ``metrics`` maps a table metric to the run metric 
 (``{ task_accuracy = "initial_task_accuracy" }``: HiddenBench's Hidden-Pre is the initial votes of its run).
 
 **Precedence.** A cell's settings are the defaults' ``settings``, then its data entry's fields, then each axis
-value's ``settings`` in axis order, then a sensitivity value; ``lm``, ``lm_roles``, ``judge``, ``task`` and
-``data`` are replaced by the last axis value that sets them, and ``decoding`` is merged field by field.
+value's ``settings`` in axis order, then each ``[[override]]`` whose ``cell`` it matches (``cell = { data =
+"distributed", method = "ReGround" }``, ``settings = { mode = "statement" }``), then a sensitivity value;
+``lm``, ``lm_roles``, ``judge``, ``task`` and ``data`` are replaced by the last axis value that sets them, and
+``decoding`` is merged field by field.
 
 **Selectors.** A cell is named by ``axis:key`` pairs joined by commas (``model:embedded,method:Standard``, plus
 ``seed:N`` with several seeds and ``sensitivity:FIELD=VALUE`` for a sensitivity cell); a selector may leave out
@@ -295,10 +297,16 @@ class Layout(Settings):
     columns: list[str] = Field(default_factory=list)
     metrics: list[str] = Field(min_length=1)
     average: list[str] = Field(default_factory=list)
-    percent: bool = False
+    percent: bool | list[str] = Field(False, description="fractions shown as percentages: every metric, or those "
+                                      "listed")
     digits: int | None = Field(None, ge=0, le=8)
     labels: dict[str, str] = Field(default_factory=dict)
     relative: list[Relative] = Field(default_factory=list)
+
+    def scale(self, metric: str | None = None) -> float:
+        """How a metric's fractions are shown: 100 for a percentage (``percent`` true, or listing the metric)."""
+        listed = isinstance(self.percent, list) and metric in self.percent
+        return 100.0 if self.percent is True or listed else 1.0
 
 
 class Reference(Settings):
@@ -332,6 +340,15 @@ class Reference(Settings):
         return [self.model_copy(update={"metric": m, "value": v, "values": {}}) for m, v in self.values.items()]
 
 
+class Override(Settings):
+    """Task settings for the cells one axis value alone cannot give: every cell that has all of ``cell``'s axis
+    values (key or label) gets ``settings`` after its axes' (ReGround's statement mode on the distributed
+    misinformation data only, say)."""
+
+    cell: dict[str, str | int | float | bool] = Field(min_length=1, description="axis -> value")
+    settings: dict[str, Any] = Field(min_length=1, description="the task settings these cells take")
+
+
 AxisEntry = AxisValue | str | int | float | bool
 
 
@@ -345,6 +362,7 @@ class Spec(Settings):
     axes: dict[str, list[AxisEntry]] = Field(default_factory=dict)
     layout: Layout
     reference: list[Reference] = Field(default_factory=list)
+    override: list[Override] = Field(default_factory=list)
     runs: dict[str, Annotated[str, Field(pattern=RUN_ID)]] = Field(
         default_factory=dict, description="cell selector -> a run id under the runs directory (never a path)")
     sensitivity: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)

@@ -13,8 +13,9 @@ class ScriptedLMs:
         from groundstate.testing import AsyncScriptedEngine, ScriptedEngine
 
         self.engine = ScriptedEngine(fail, input_tokens=None, output_tokens=None)
-        self.lm = dspy.LM(model or EMBEDDED_MODEL_NAME, engine=self.engine, async_engine=AsyncScriptedEngine(self.engine),
-                          cache=False, temperature=temperature, max_tokens=512)
+        self.lm = dspy.LM(model or EMBEDDED_MODEL_NAME, engine=self.engine,
+                          async_engine=AsyncScriptedEngine(self.engine), cache=False, temperature=temperature,
+                          max_tokens=512)
 
     @property
     def calls(self) -> int:

@@ -110,6 +110,9 @@ def test_inputs_are_substituted_typed_and_required(tmp_path):
         'metric = "task_accuracy", axis = "method", base = "c" }]'), "layout.relative[0].base"),
     (lambda t: t + '\n[[reference]]\nmetric = "task_accuracy"\nvalues = { task_accuracy = 0.5 }\nsource = "T"\n'
                    'quote = "q"\n', "reference[0]"),
+    (lambda t: t + '\n[[override]]\ncell = { data = "elsewhere" }\nsettings = { rounds = 2 }\n', "override[0].cell"),
+    (lambda t: t.replace('metrics = ["task_accuracy"]', 'metrics = ["task_accuracy"]\npercent = ["rounds"]'),
+     "layout.percent"),
 ])
 def test_a_bad_spec_is_one_line_naming_the_file_and_the_field(tmp_path, edit, field):
     path = write(tmp_path, edit(MINIMAL))
@@ -149,7 +152,9 @@ def test_cells_are_the_product_of_the_axes_times_the_seeds_in_order(tmp_path):
                                        'columns = ["max_rounds"]')
     text = text.replace('settings = { agents = "sim", program = "hidden-post" }',
                         'settings = { agents = "sim", program = "hidden-post" }\nseeds = [0, 1]')
+    text += '\n[[override]]\ncell = { method = "Rules", max_rounds = 4 }\nsettings = { sim_attention = 2 }\n'
     cells = resolve_cells(load_spec(write(tmp_path, text)))
+    assert [c.settings.get("sim_attention") for c in cells] == [None] * 6 + [2, 2]  # only the cells it names
     assert [c.label for c in cells][:3] == ["max_rounds:2,method:Post,seed:0", "max_rounds:2,method:Post,seed:1",
                                             "max_rounds:2,method:Rules,seed:0"]
     assert len(cells) == 8
