@@ -282,7 +282,8 @@ class CellContext(RunContext):
 @dataclass
 class PlannedCell:
     """A cell planned: its task and validated settings, the planned run and its run id, the context it runs in,
-    and whether planning asked for its LMs (``uses_lms``: the run needs them; simulated agents do not)."""
+    and whether planning asked for its context's LMs (``uses_lms``: the run needs them; simulated agents do not;
+    a task that prepares its LMs once per context asks only in the first of the cells sharing it)."""
 
     cell: Cell
     task: Task
@@ -336,10 +337,10 @@ def plan_cells(spec: Spec, cells: Sequence[Cell], run: RunSettings, *, lms: LMFa
         if cell.lm_key() not in contexts:
             contexts[cell.lm_key()] = context_for(cell, lms, note)
         context = contexts[cell.lm_key()]
-        before = context.lm_requests
         task, settings, planned = assemble(task, settings, context, run=run, source=cell.source)
-        out.append(PlannedCell(cell, task, settings, planned, planned.run_id(run), context,
-                               context.lm_requests > before))
+        # a task may prepare its LMs once per context (the hidden-profile teams): a cell sharing the context of
+        # one that asked uses them too
+        out.append(PlannedCell(cell, task, settings, planned, planned.run_id(run), context, context.lm_requests > 0))
     return out
 
 

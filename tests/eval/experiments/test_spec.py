@@ -61,7 +61,7 @@ def test_every_shipped_spec_validates_and_offline_ones_plan_offline(name, tmp_pa
     cells = resolve_cells(spec)
     assert cells and len({c.label for c in cells}) == len(cells)
     if not spec.experiment.offline:
-        pytest.skip(f"{name} needs data the user supplies (not offline)")
+        pytest.skip(f"{name} needs data the user supplies: test_shipped plans it with stand-ins of that data")
     runs = tmp_path / "runs"
     plan = plan_experiment(spec, RunSettings(out=runs, limit=2))
     assert len(plan.rows) == len(cells)
