@@ -37,7 +37,8 @@ class Cell:
         lm: the default LM's settings (``model`` and decoding; ``model`` ``None``: the LM the caller configured,
             else the embedded one); roles: per-role LM settings (``--lm-config`` roles).
         judge: the judge as the spec names it (passed through as the task's ``judge_lm``), or ``None``.
-        metrics: table metric -> the run metric that fills it (when they differ).
+        metrics: table metric -> the run metric that fills it (when they differ); scope: the run metrics read are
+            ``<scope>:<metric>`` (:attr:`AxisValue.scope`).
         source: records generated in memory (``None``: the settings' data file).
         seeds: how many seeds the spec has (the seed is part of the label only when it has several).
     """
@@ -51,6 +52,7 @@ class Cell:
     roles: dict[str, dict[str, Any]]
     judge: str | None
     metrics: dict[str, str] = field(default_factory=dict)
+    scope: str | None = None
     source: Any = None
     seeds: int = 1
 
@@ -168,7 +170,9 @@ def _cell(spec: Spec, combo: Sequence[AxisValue], keys: dict[str, str], labels: 
     task, data, model, roles, judge, decoding = d.task, d.data, d.lm, d.lm_roles, d.judge, d.decoding
     overrides: dict[str, Any] = {}
     metrics: dict[str, str] = {}
+    scope = None
     for value in combo:
+        scope = value.scope or scope
         task, data, model, judge = value.task or task, value.data or data, value.lm or model, value.judge or judge
         roles = value.lm_roles if value.lm_roles is not None else roles
         decoding = decoding.merged(value.decoding)
@@ -196,7 +200,7 @@ def _cell(spec: Spec, combo: Sequence[AxisValue], keys: dict[str, str], labels: 
     role_entries = {pattern: lm_entry(value, decoding, f"lm_roles.{pattern}", spec)
                     for pattern, value in (roles or {}).items()}
     return Cell(keys=keys, labels=labels, seed=seed, task=task, settings=settings, lm=lm, roles=role_entries,
-                judge=judge, metrics=metrics, source=source, seeds=len(spec.defaults.seeds))
+                judge=judge, metrics=metrics, scope=scope, source=source, seeds=len(spec.defaults.seeds))
 
 
 def _seed_and_judge(spec: Spec, cell: Cell, task: Task) -> None:

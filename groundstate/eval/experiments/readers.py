@@ -1,10 +1,10 @@
 """Cell readers: per task, how the stored runs of one table cell (one run per seed) become the table's numbers.
 
 A reader takes the cell's loaded runs (:class:`~groundstate.eval.runs.Run`: ``config``, ``summary``, ``rows``)
-and returns ``{metric: entry}``, each entry a dict with ``mean``, ``low``, ``high`` (``None`` without an
-interval), ``n`` (what it is over) and ``failed`` (records it could not be measured on): the shape of a run
-summary's scores, which :func:`groundstate.eval.stats.format_ci` prints ("not measured (N failed)" when nothing
-was measured). Runs of several seeds are pooled record by record.
+and its validated task settings, and returns ``{metric: entry}``, each entry a dict with ``mean``, ``low``,
+``high`` (``None`` without an interval), ``n`` (what it is over) and ``failed`` (records it could not be measured
+on): the shape of a run summary's scores, which :func:`groundstate.eval.stats.format_ci` prints ("not measured
+(N failed)" when nothing was measured). Runs of several seeds are pooled record by record.
 
 - :func:`summary_reader` (the default): every score of the runs' summaries, plus ``tokens_input``,
   ``tokens_output``, ``tokens_total``, ``lm_calls`` and ``cost_usd`` per record (the paper's token tables).
@@ -12,8 +12,10 @@ was measured). Runs of several seeds are pooled record by record.
   accuracy over tasks and vote accuracy pooled over every agent's vote (§4.2 of the Consilience paper), each with
   a Wilson interval, for the final and (HiddenBench's discussion) the initial votes.
 
-A task registers its own with :func:`register_reader` (DHD's numbers come from the analysis of its replay runs,
-not from a summary: its reader reads those).
+- ``dhd-replay`` and ``dhd-mask``: the DHD analysis of the cell's replay run (Tables 17-19, 24-26) and the
+  masking run's table (Table 23), :mod:`~groundstate.eval.experiments.dhd_readers`.
+
+A task registers its own with :func:`register_reader`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-Reader = Callable[[Sequence[Mapping[str, Any]]], dict[str, dict[str, Any]]]
+Reader = Callable[[Sequence[Mapping[str, Any]], Any], dict[str, dict[str, Any]]]
+"""``(runs, settings) -> {metric: entry}``: the cell's runs and its validated task settings."""
 
 #: Per-record figures every run has, besides its scores.
 COST_METRICS = ("tokens_input", "tokens_output", "tokens_total", "lm_calls", "cost_usd")
@@ -48,7 +51,7 @@ def cost_entries(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
             {"mean": None, "low": None, "high": None, "n": 0, "failed": 0}}
 
 
-def summary_reader(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def summary_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
     """Every score of the runs (one run: its summary as stored; several: the records pooled) and the per-record
     costs (see the module docstring)."""
     from groundstate.eval.results import summarize
@@ -58,13 +61,13 @@ def summary_reader(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any
     return {**{k: dict(v) for k, v in scores.items()}, **cost_entries(rows)}
 
 
-def hidden_profile_reader(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def hidden_profile_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
     """The summary reader's numbers, with task and vote accuracy as the Consilience paper reports them (§4.2)."""
     from groundstate.eval.consilience.metrics import pooled_vote_accuracy
     from groundstate.eval.stats import wilson_ci
 
     rows = _rows(runs)
-    out = summary_reader(runs)
+    out = summary_reader(runs, settings)
     for prefix in ("", "initial_"):
         key = f"{prefix}task_accuracy"
         hits = [float(v) for r in rows if (v := (r.get("scores") or {}).get(key)) is not None]
@@ -75,8 +78,23 @@ def hidden_profile_reader(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[s
     return out
 
 
+def dhd_replay_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
+    """DHD's Tables 17-19 and 24-26 (:func:`groundstate.eval.experiments.dhd_readers.replay_reader`)."""
+    from groundstate.eval.experiments.dhd_readers import replay_reader
+
+    return replay_reader(runs, settings)
+
+
+def dhd_mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
+    """DHD's Table 23 (:func:`groundstate.eval.experiments.dhd_readers.mask_reader`)."""
+    from groundstate.eval.experiments.dhd_readers import mask_reader
+
+    return mask_reader(runs, settings)
+
+
 #: Readers by task name (default :func:`summary_reader`).
-READERS: dict[str, Reader] = {"consilience": hidden_profile_reader, "hidden-protocol": hidden_profile_reader}
+READERS: dict[str, Reader] = {"consilience": hidden_profile_reader, "hidden-protocol": hidden_profile_reader,
+                              "dhd-replay": dhd_replay_reader, "dhd-mask": dhd_mask_reader}
 
 
 def register_reader(task: str, reader: Reader) -> Reader:
@@ -85,6 +103,6 @@ def register_reader(task: str, reader: Reader) -> Reader:
     return reader
 
 
-def read_cell(task: str, runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The numbers of one table cell from its runs (one per seed), by its task's reader."""
-    return READERS.get(task, summary_reader)(runs)
+def read_cell(task: str, runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
+    """The numbers of one table cell from its runs (one per seed) and its task settings, by its task's reader."""
+    return READERS.get(task, summary_reader)(runs, settings)

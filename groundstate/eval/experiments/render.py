@@ -49,6 +49,7 @@ def ours(table: Table, value: Value, metric: str | None = None) -> str:
     elif entry.get("mean") is None:
         text = f"not measured ({failed} failed)" if failed else "not measured"
     else:
+        digits = 0 if entry.get("integer") else digits  # a count
         text = f"{scaled(table, entry['mean'], metric):.{digits}f}"
         if entry.get("low") is not None and entry.get("high") is not None:
             text += (f" [{scaled(table, entry['low'], metric):.{digits}f}, "

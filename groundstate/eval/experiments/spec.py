@@ -78,13 +78,15 @@ Example (the layout of the ReGround paper's Table 1)::
     sim_attention = ["all", 5, 3, 2]
 
 **Axis values.** A table value is :class:`AxisValue` (``label`` and any of ``task``, ``settings``, ``data``,
-``lm``, ``lm_roles``, ``judge``, ``decoding``, ``metrics``, ``note``, ``key``). A scalar sets the field its axis
-is named after: ``model``/``lm`` the LM, ``data`` the data name, ``task`` the task, ``judge`` the judge,
+``lm``, ``lm_roles``, ``judge``, ``decoding``, ``metrics``, ``scope``, ``note``, ``key``). A scalar sets the field
+its axis is named after: ``model``/``lm`` the LM, ``data`` the data name, ``task`` the task, ``judge`` the judge,
 ``temperature``/``max_tokens`` the decoding, and any other axis name the task setting of that name
 (``max_candidates = [1, 2]`` sets ``settings.max_candidates``). A value's ``key`` (default: its label; a data
 value's key is its data name) is how references, ``[runs]``, ``--cells`` and ``--use-run`` name it; either the
 key or the label is accepted. ``metrics`` maps a table metric to the run metric that fills it
-(``{ task_accuracy = "initial_task_accuracy" }``: HiddenBench's Hidden-Pre is the initial votes of its run).
+(``{ task_accuracy = "initial_task_accuracy" }``: HiddenBench's Hidden-Pre is the initial votes of its run);
+``scope`` reads every metric as ``<scope>:<metric>`` (a DHD benchmark's row of its cell's analysis). Values that
+change no setting are views of one run: cells with the same configuration share their run.
 
 **Precedence.** A cell's settings are the defaults' ``settings``, then its data entry's fields, then each axis
 value's ``settings`` in axis order, then each ``[[override]]`` whose ``cell`` it matches (``cell = { data =
@@ -243,6 +245,8 @@ class AxisValue(Settings):
     judge: Judge | None = None
     decoding: Decoding | None = None
     metrics: dict[str, str] = Field(default_factory=dict, description="table metric -> the run's metric")
+    scope: str | None = Field(None, min_length=1, description="read the run's metrics named '<scope>:<metric>' "
+                              "(a view of one run: a DHD benchmark, say)")
     note: str | None = None
 
     @property

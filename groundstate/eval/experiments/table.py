@@ -129,18 +129,24 @@ def build_table(spec: Spec, run: RunSettings, *, lms: LMFactory | None = None, u
     groups: dict[tuple, list[tuple[PlannedCell, Any]]] = {}
     for cell, stored in zip(cells, loaded, strict=True):
         groups.setdefault(cell.cell.group, []).append((cell, stored))
-    values = {key: _group_values(spec, members) for key, members in groups.items()}
+    memo: dict[tuple, dict[str, dict[str, Any]]] = {}
+    values = {key: _group_values(spec, members, memo) for key, members in groups.items()}
     add_relative(spec, values)
     return _layout(spec, cells, values, loaded)
 
 
-def _group_values(spec: Spec, members: list[tuple[PlannedCell, Any]]) -> dict[str, Value]:
-    """The values of one table cell (its seeds' runs pooled) per metric."""
+def _group_values(spec: Spec, members: list[tuple[PlannedCell, Any]], memo: dict[tuple, Any]) -> dict[str, Value]:
+    """The values of one table cell (its seeds' runs pooled) per metric; ``memo`` keeps what each set of runs
+    read as (table cells that are views of the same runs read them once)."""
     runs = [stored for _, stored in members if stored is not None]
     cell = members[0][0]
     if not runs:
         return {m: Value(None, "not run") for m in measured_metrics(spec)}
-    numbers = read_cell(cell.task.name, runs)
+    key = (cell.task.name, tuple(str(r["run_id"]) for r in runs))
+    if key not in memo:
+        memo[key] = read_cell(cell.task.name, runs, cell.settings)
+    numbers = memo[key]
+    scope = cell.cell.scope
     notes = []
     if len(runs) < len(members):
         notes.append(f"{len(runs)} of {len(members)} seeds run")
@@ -150,7 +156,7 @@ def _group_values(spec: Spec, members: list[tuple[PlannedCell, Any]]) -> dict[st
         notes.append(f"{done} of {selected} records")
     out = {}
     for metric in measured_metrics(spec):
-        entry = numbers.get(cell.cell.metrics.get(metric, metric))
+        entry = numbers.get(cell.cell.metrics.get(metric, f"{scope}:{metric}" if scope else metric))
         if entry is None:
             out[metric] = Value(None, "not reported", note="; ".join(notes) or None)
             continue
