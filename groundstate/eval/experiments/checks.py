@@ -49,8 +49,10 @@ def normalized(config: Mapping[str, Any]) -> dict[str, Any]:
 def category(path: str) -> str:
     """What a differing field is, for the one-line message (``options.judge`` -> ``judge``)."""
     parts = path.split(".")
-    if parts[0] == "options" and len(parts) > 1 and parts[1] == "judge":
+    if (parts[0] == "options" and len(parts) > 1 and parts[1] == "judge") or parts[0] in ("evaluator", "judge_lm"):
         return "judge"
+    if parts[0] == "temperatures":  # the DHD steps' per-stage temperatures
+        return "decoding"
     if parts[0] in ("lm", "lm_config"):
         return "decoding" if parts[-1] in DECODING else "LM"
     return {"options": "protocol options", "data": "data", "program": "program", "program_state": "program",
@@ -103,14 +105,21 @@ def check_run(cell: str, planned: Mapping[str, Any], stored: Mapping[str, Any], 
 
 
 def judge_of(config: Mapping[str, Any]) -> Any:
-    """The judge a run configuration records (``None``: the task has none)."""
-    return (config.get("options") or {}).get("judge")
+    """The judge a run configuration records (``None``: the task has none): the OffQuery tasks' ``options.judge``
+    (``lexical(threshold=0.75)``, ``lm:<model>``), or a DHD step's evaluator (``rules``, ``lm:<model>``)."""
+    judge = (config.get("options") or {}).get("judge")
+    if judge is None and "evaluator" in config:
+        judge_lm = config.get("judge_lm") if isinstance(config.get("judge_lm"), Mapping) else {}
+        judge = "rules (no LM)" if config.get("evaluator") == "rules" else f"lm:{judge_lm.get('model')}"
+    return judge
 
 
 def decoding_of(config: Mapping[str, Any]) -> dict[str, Any]:
     """The decoding a run configuration records: each LM's temperature and max tokens, by LM."""
     lm = config.get("lm") or {}
     out = {"default": {k: lm.get(k) for k in DECODING if k in lm}}
+    if isinstance(config.get("temperatures"), Mapping):
+        out["stages"] = dict(config["temperatures"])
     for pattern, entry in ((config.get("lm_config") or {}).get("roles") or {}).items():
         out[pattern] = {k: entry.get(k) for k in DECODING if k in entry}
     return out

@@ -29,7 +29,8 @@ def metric_label(table: Table, metric: str) -> str:
 
 def _digits(table: Table, metric: str | None = None) -> int:
     layout = table.spec.layout
-    return layout.digits if layout.digits is not None else (1 if layout.scale(metric) == 100 else 3)
+    given = layout.digits.get(metric) if isinstance(layout.digits, dict) else layout.digits
+    return given if given is not None else (1 if layout.scale(metric) == 100 else 3)
 
 
 def scaled(table: Table, number: float | None, metric: str | None = None) -> float | None:

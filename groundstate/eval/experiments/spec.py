@@ -303,7 +303,9 @@ class Layout(Settings):
     average: list[str] = Field(default_factory=list)
     percent: bool | list[str] = Field(False, description="fractions shown as percentages: every metric, or those "
                                       "listed")
-    digits: int | None = Field(None, ge=0, le=8)
+    digits: Annotated[int, Field(ge=0, le=8)] | dict[str, Annotated[int, Field(ge=0, le=8)]] | None = Field(
+        None, description="decimals shown: for every metric, or per metric (default 1 for a percentage, "
+        "else 3)")
     labels: dict[str, str] = Field(default_factory=dict)
     relative: list[Relative] = Field(default_factory=list)
 

@@ -17,7 +17,7 @@ PAPER_FILES = {"reground": "000_9fd50a72e9adc048.txt", "dhd": "001_fc999c1b8bdfe
 
 #: A number as a paper prints it: a sign (ASCII or the minus sign), digits with thousands commas, decimals, and
 #: a K (thousands) suffix.
-NUMBER = re.compile(r"([-\u2212]?)\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(K?)")
+NUMBER = re.compile(r"([-\u2212]?)\s*((?<!\[)\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+)?(K?)")
 
 
 def papers_dir() -> Path | None:
