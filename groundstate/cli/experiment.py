@@ -48,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add_execution_options(p)
     add_call_threads(p)
-    p.set_defaults(threads=None, backend=None, max_error_rate=None, call_threads=None)  # None: the spec's own
-    p.set_defaults(func=cmd_run)
+    # the spec's [defaults.run] applies where the command line leaves an option at its usual default
+    p.set_defaults(func=cmd_run, usual={a.dest: a.default for a in p._actions if a.dest in SPEC_RUN_OPTIONS})
 
     p = cmds.add_parser("table", help="the table of exactly the spec's cells, beside the paper's numbers "
                         "(Markdown, JSON, PNG, terminal)", description="Tabulate each cell from the run its plan "
@@ -95,14 +95,21 @@ def load(args: argparse.Namespace) -> Any:
     return with_lm_options(with_models(spec, args.lm), args.api_base, args.lm_timeout)
 
 
+#: Run options a spec's ``[defaults.run]`` may set (``groundstate.eval.experiments.spec.RunDefaults``).
+SPEC_RUN_OPTIONS = ("threads", "call_threads", "max_error_rate", "backend", "ray_workers", "max_inflight")
+
+
 def run_settings(spec: Any, args: argparse.Namespace) -> Any:
-    """The run settings: the spec's ``defaults.run`` with the options that were given."""
+    """The run settings: the spec's ``defaults.run``, replaced by every option given on the command line with
+    another value than its usual default (an option left at its usual default keeps the spec's value)."""
     from groundstate.eval.identity import parse_shard
 
-    given: dict[str, Any] = {"out": args.runs_dir, "limit": args.limit, "shard": parse_shard(args.shard)}
-    for name in ("threads", "call_threads", "max_error_rate", "backend", "ray_address", "ray_workers",
-                 "max_inflight"):
-        given[name] = getattr(args, name, None)
+    given: dict[str, Any] = {"out": args.runs_dir, "limit": args.limit, "shard": parse_shard(args.shard),
+                             "ray_address": getattr(args, "ray_address", None)}
+    usual = getattr(args, "usual", {})
+    for name in SPEC_RUN_OPTIONS:
+        value = getattr(args, name, None)
+        given[name] = None if name in usual and value == usual[name] else value
     if hasattr(args, "no_progress"):
         given["progress"] = not args.no_progress
     return spec.run_settings(given)
