@@ -1,6 +1,7 @@
 """The experiment specs shipped inside the package: one TOML file per paper table (package data).
 
-``groundstate experiment plan|run|table NAME`` finds ``groundstate/experiments/NAME.toml`` here; in Python,
+``groundstate experiment list`` lists them; ``groundstate experiment plan|run|table NAME`` finds
+``groundstate/experiments/NAME.toml`` here; in Python,
 ``groundstate.experiments.path("NAME")``. The format of a spec, and the code that reads and runs one, live in
 :mod:`groundstate.eval.experiments` (this folder holds only the files, so it imports nothing of the library).
 """
