@@ -25,11 +25,15 @@ SCRIPTED_MODEL_NAME = "scripted/engine"
 
 @dataclass
 class ScriptedRequest:
-    """What the responder sees: the chat messages, their joined text and the JSON schema (if any)."""
+    """What the responder sees: the chat messages, their joined text and the JSON schema (if any). Once answered,
+    the request also holds the ``reply`` text and the ``input_tokens``/``output_tokens`` the engine reported."""
 
     messages: list[dict[str, str]]
     schema: dict | None
     index: int
+    reply: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
     @property
     def text(self) -> str:
@@ -155,6 +159,7 @@ class ScriptedEngine:
         prompt_chars = sum(len(m.get("content") or "") for m in messages)
         inp = self.input_tokens if self.input_tokens is not None else -(-prompt_chars // CHARS_PER_TOKEN)
         out = self.output_tokens if self.output_tokens is not None else -(-len(text) // CHARS_PER_TOKEN)
+        scripted.reply, scripted.input_tokens, scripted.output_tokens = text, inp, out
         return Response(id=None, model=SCRIPTED_MODEL_NAME, message=Message.assistant(text), finish_reason="stop",
                         usage=Usage(input_tokens=inp, output_tokens=out))
 

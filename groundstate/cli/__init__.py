@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 
-from groundstate.cli import consilience, data, dhd, hidden, lm, optimize, reground, run, runs
+from groundstate.cli import consilience, data, dhd, experiment, hidden, lm, optimize, reground, run, runs
 from groundstate.cli.options import Parser, add_verbose_options
 from groundstate.cli.outputs import check_outputs
 from groundstate.errors import GroundstateError, install_log_scrubbing, one_line, scrub_secrets
@@ -22,7 +22,7 @@ from groundstate.errors import GroundstateError, install_log_scrubbing, one_line
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 #: The command groups, in the order ``--help`` lists them.
-GROUPS = (lm, run, runs, data, reground, optimize, hidden, consilience, dhd)
+GROUPS = (lm, run, runs, data, reground, optimize, hidden, consilience, dhd, experiment)
 
 
 def build_parser() -> argparse.ArgumentParser:

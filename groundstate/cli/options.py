@@ -135,11 +135,25 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--runs-dir``, ``--max-error-rate``,
     ``--no-progress``, ``--backend``, ``--ray-address``, ``--ray-workers``, ``--max-inflight`` and ``--allow-empty``."""
     add_lm_options(parser)
-    parser.add_argument("--limit", type=count, default=None, help="run only the first N records")
     parser.add_argument("--seed", type=seed, default=0, help="seed for anything random (default 0)")
+    add_execution_options(parser)
+    add_allow_empty(parser)
+
+
+def add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """``--limit``, ``--shard`` and ``--runs-dir``: which records a run covers and where its directory is (part of
+    the run id: the commands that find stored runs take them too)."""
+    parser.add_argument("--limit", type=count, default=None, help="run only the first N records")
     parser.add_argument("--shard", default=None, metavar="i/N",
                         help="run the deterministic shard i of N (0 <= i < N); merge with `groundstate runs merge`")
     add_runs_dir(parser)
+
+
+def add_execution_options(parser: argparse.ArgumentParser) -> None:
+    """The run options besides the LM options, ``--seed`` and ``--allow-empty``: :func:`add_selection_options`,
+    ``--max-error-rate``, ``--no-progress`` and the backend options (what ``experiment run`` takes, whose LMs and
+    seeds come from its spec)."""
+    add_selection_options(parser)
     parser.add_argument("--max-error-rate", type=share, default=0.5, metavar="X",
                         help="fail (exit 1, keeping results) once the share of failed records (program error or a "
                              "metric not measured) exceeds X (0-1; default 0.5); a run where every record failed "
@@ -148,7 +162,6 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="no progress display (a bar on a terminal; otherwise a line on stderr every 30 s, "
                              "GROUNDSTATE_PROGRESS_INTERVAL seconds if set, and at the end)")
     add_backend_options(parser)
-    add_allow_empty(parser)
 
 
 def add_runs_dir(parser: argparse.ArgumentParser, default: str | None = "runs",

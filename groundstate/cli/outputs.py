@@ -77,6 +77,9 @@ OUTPUTS: dict[str, list[tuple[Any, str, Writes]]] = {
     "groundstate.cli.dhd_crossfit.cmd_crossfit": [REPORT, RUNS],
     "groundstate.cli.dhd_simulate.cmd_simulate": [("cache", "dir", None)],
     "groundstate.cli.dhd_tables.cmd_tables": [REPORT],
+    "groundstate.cli.experiment.cmd_plan": [],  # reads the runs directory (what is stored), writes nothing
+    "groundstate.cli.experiment.cmd_run": [RUNS],
+    "groundstate.cli.experiment.cmd_table": [REPORT],
 }
 
 

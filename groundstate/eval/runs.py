@@ -186,19 +186,31 @@ def list_runs(out: str | Path = "runs") -> list[dict[str, Any]]:
     for run_dir in sorted(out.iterdir(), key=lambda p: p.lstat().st_mtime, reverse=True):
         if not run_dir.is_dir() or not os.path.lexists(run_dir / CONFIG):
             continue
-        config = _read_config(run_dir)
-        summary = _read_summary(run_dir)
-        results = run_dir / RESULTS
-        stale = summary is None or summary.get("finished") is False or (
-            os.path.lexists(results) and check_entry(results, "results")
-            and (run_dir / SUMMARY).stat().st_mtime_ns < results.stat().st_mtime_ns)
-        if stale:
-            counted = count_results(results)
-            selected = summary["n_selected"] if summary else counted["n_done"]
-            summary = {**(summary or {}), **counted, "n_selected": selected}
-        entries.append({"run_id": str(config.get("run_id", run_dir.name)), "dir": str(run_dir), "config": config,
-                        "summary": summary, "state": run_state(run_dir, summary)})
+        entries.append(run_entry(run_dir))
     return entries
+
+
+def run_entry(run_dir: str | Path) -> dict[str, Any]:
+    """What :func:`list_runs` says about one run directory: ``run_id``, ``dir``, ``config``, ``summary`` (its
+    counts: ``n_done``, ``n_error``, ``n_selected``) and ``state`` (:func:`run_state`), reading ``config.json`` and
+    ``summary.json`` and, only when the run has no final summary, streaming ``results.jsonl`` to count its records.
+
+    Raises:
+        InputError: not a run directory, or a corrupt file (one line).
+    """
+    run_dir = Path(run_dir)
+    config = _read_config(run_dir)
+    summary = _read_summary(run_dir)
+    results = run_dir / RESULTS
+    stale = summary is None or summary.get("finished") is False or (
+        os.path.lexists(results) and check_entry(results, "results")
+        and (run_dir / SUMMARY).stat().st_mtime_ns < results.stat().st_mtime_ns)
+    if stale:
+        counted = count_results(results)
+        selected = summary["n_selected"] if summary else counted["n_done"]
+        summary = {**(summary or {}), **counted, "n_selected": selected}
+    return {"run_id": str(config.get("run_id", run_dir.name)), "dir": str(run_dir), "config": config,
+            "summary": summary, "state": run_state(run_dir, summary)}
 
 
 def merge_runs(run_dirs: list[str | Path], out: str | Path = "runs") -> dict[str, Any]:
