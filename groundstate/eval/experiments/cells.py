@@ -216,13 +216,13 @@ def _seed_and_judge(spec: Spec, cell: Cell, task: Task) -> None:
 def judge_settings(judge: str | None, model: str | None, fields: Any, cell: str = "cell",
                    source: str | None = None) -> dict[str, Any]:
     """The task settings that give a cell the spec's judge: the one place where a spec's judge (a model,
-    ``lexical`` or ``same-as-lm``; :func:`~groundstate.eval.experiments.spec.check_judge`) meets the tasks'
+    ``lexical`` or ``same-as-lm``; :func:`~groundstate.eval.metric_spec.check_judge`) meets the tasks'
     own settings (``fields``: the task settings model's fields).
 
     - A task with a T2 judge (``judge_lm``, the OffQuery tasks): ``lexical`` when the spec names none (the metric
-      spec's default), the model as given, and for ``same-as-lm`` the cell's own model (today's ``auto`` setting,
-      which builds the judge on the cell's LM with its server; ``embedded`` for the embedded LM), so the run
-      records the model under test as its judge (and the table's header says so).
+      spec's default), the model as given, and for ``same-as-lm`` the cell's own model (``same-as-lm`` in the
+      task settings: :class:`groundstate.eval.metric_spec.MetricSpec` builds the judge on the cell's LM with its
+      server), so the run records the model under test as its judge (and the table's header says so).
     - A task with an answer evaluator (``evaluator``, the DHD steps): ``lexical`` is the rule evaluator (no LM), a
       model or ``same-as-lm`` the LM judge on that model; nothing when the spec names no judge (the step's own
       default).
@@ -232,7 +232,7 @@ def judge_settings(judge: str | None, model: str | None, fields: Any, cell: str 
         InputError: a judge for a task without one, or ``same-as-lm`` for a cell whose model the spec leaves to
             the caller (one line naming ``source``, the cell and the field).
     """
-    from groundstate.eval.experiments.spec import LEXICAL, SAME_AS_LM
+    from groundstate.eval.metric_spec import LEXICAL, SAME_AS_LM
 
     if "judge_lm" not in fields:
         if judge is not None:
@@ -242,9 +242,9 @@ def judge_settings(judge: str | None, model: str | None, fields: Any, cell: str 
         if model is None:
             raise InputError(f"{cell}: judge 'same-as-lm' needs the cell's model (set defaults.lm, a model axis or "
                              "--lm)", file=source, field="judge")
-        if "evaluator" not in fields and model != EMBEDDED:
-            return {"judge_lm": "auto"}  # until the metric spec is wired in: the LM judge on the cell's own model,
-            # with its server and timeout (an explicit model would be built without them)
+        if "evaluator" not in fields:
+            return {"judge_lm": SAME_AS_LM}  # the metric spec builds the judge on the cell's own LM (its server,
+            # decoding and timeout), and the run records the model under test as its judge
         judge = model
     if "evaluator" in fields:
         if judge is None:

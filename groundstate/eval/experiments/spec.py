@@ -128,8 +128,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from groundstate.eval.metric_spec import JudgeSpec
 from groundstate.eval.settings import Settings
 from groundstate.schema import validate
 
@@ -141,28 +142,9 @@ SENSITIVITY = "sensitivity"
 #: A run id as ``[runs]`` names it (a directory directly under the runs directory; never a path).
 RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._+=@-]*$"
 
-LEXICAL = "lexical"
-SAME_AS_LM = "same-as-lm"
-JUDGE_CHOICES = "a model (provider/model, e.g. openai/gpt-4o, or 'embedded'), 'lexical' or 'same-as-lm'"
-
-
-def check_judge(value: str) -> str:
-    """``value`` if it is a judge choice, as the metric spec takes them: ``lexical``, ``same-as-lm`` (the model
-    under test judges itself), ``embedded`` or a ``provider/model`` spec; a ``ValueError`` with one line naming the
-    three choices otherwise (``auto``, which made every model under test its own judge silently, included)."""
-    text = value.strip()
-    if text in (LEXICAL, SAME_AS_LM, "embedded"):
-        return text
-    if "/" in text.strip("/") and not text.startswith("/") and not any(c.isspace() for c in text):
-        return text
-    if text == "auto":
-        raise ValueError(f"must be {JUDGE_CHOICES}; 'auto' is refused (it made every model under test its own "
-                         "judge)")
-    raise ValueError(f"must be {JUDGE_CHOICES}")
-
-
-Judge = Annotated[str, AfterValidator(check_judge)]
-"""A spec's ``judge`` (defaults, axis values, a ``judge`` axis): checked by :func:`check_judge`."""
+#: A spec's ``judge`` (defaults, axis values, a ``judge`` axis) is the metric spec's judge, checked by the same
+#: function (:func:`groundstate.eval.metric_spec.check_judge`).
+Judge = JudgeSpec
 
 #: Scalar axis values set these fields (any other axis name: the task setting of that name).
 SCALAR_FIELDS = {"model": "lm", "lm": "lm", "data": "data", "task": "task", "judge": "judge",

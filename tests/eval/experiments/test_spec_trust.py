@@ -102,7 +102,7 @@ def test_runs_are_run_ids_and_run_defaults_never_choose_where(tmp_path):
     assert spec.run_settings({"threads": 3}).threads == 3 and spec.run_settings().limit == 5
 
 
-@pytest.mark.parametrize("judge, message", [("auto", "'auto' is refused"), ("gpt4", "'lexical' or 'same-as-lm'"),
+@pytest.mark.parametrize("judge, message", [("auto", "'auto' is gone"), ("gpt4", "'lexical' or 'same-as-lm'"),
                                             ("open ai/gpt", "'lexical' or 'same-as-lm'")])
 def test_a_judge_is_a_model_lexical_or_same_as_lm(tmp_path, judge, message):
     refused(write(tmp_path, BASE.replace('judge = "lexical"', f'judge = "{judge}"')), {"root": "/d"},
@@ -115,8 +115,9 @@ def test_judge_settings_are_the_one_place_a_judge_meets_the_tasks(tmp_path):
     fields = ReGroundSettings.model_fields
     assert judge_settings(None, "openai/gpt-4o", fields) == {"judge_lm": "lexical"}  # the metric spec's default
     assert judge_settings("openai/gpt-4o", "x/y", fields) == {"judge_lm": "openai/gpt-4o"}
-    assert judge_settings("same-as-lm", "embedded", fields) == {"judge_lm": "embedded"}
-    assert judge_settings("same-as-lm", "openai/gpt-4o", fields) == {"judge_lm": "auto"}  # today's spelling
+    # the metric spec builds the judge on the cell's own LM, embedded or hosted, and records it as self-judging
+    assert judge_settings("same-as-lm", "embedded", fields) == {"judge_lm": "same-as-lm"}
+    assert judge_settings("same-as-lm", "openai/gpt-4o", fields) == {"judge_lm": "same-as-lm"}
     dhd = {"evaluator": None, "judge_lm": None}
     assert judge_settings("lexical", "m/x", dhd) == {"evaluator": "rules"}
     assert judge_settings("same-as-lm", "m/x", dhd) == {"evaluator": "judge", "judge_lm": "m/x"}
@@ -126,7 +127,7 @@ def test_judge_settings_are_the_one_place_a_judge_meets_the_tasks(tmp_path):
     with pytest.raises(InputError, match="takes no judge"):
         judge_settings("lexical", None, {"seed": 0}, "cell a:b", "spec.toml")
     spec = load_spec(write(tmp_path, BASE.replace('judge = "lexical"', 'judge = "same-as-lm"')), {"root": "/d"})
-    assert resolve_cells(spec)[0].settings["judge_lm"] == "auto"
+    assert resolve_cells(spec)[0].settings["judge_lm"] == "same-as-lm"
 
 
 def test_an_oversized_spec_and_bad_input_names_are_one_line(tmp_path):
