@@ -28,15 +28,14 @@ demo: setup
 	$(BIN)/groundstate data validate --data runs/demo/synthetic.jsonl
 	$(BIN)/groundstate data stats --data runs/demo/synthetic.jsonl
 	$(BIN)/groundstate run reground --data runs/demo/synthetic.jsonl --limit 3 --runs-dir runs/demo --threads 2
-	$(BIN)/groundstate hidden generate travel --n 60 --seed 0 --out runs/demo/travel.jsonl
-	$(BIN)/groundstate consilience table --data runs/demo/travel.jsonl --agents sim --sim-preset limited \
-		--controllers rules --report-dir runs/demo/consilience --runs-dir runs/demo --no-progress
+	$(BIN)/groundstate experiment run consilience-table2-sim --runs-dir runs/demo --no-progress
+	$(BIN)/groundstate experiment table consilience-table2-sim --runs-dir runs/demo --report-dir runs/demo/consilience
 	rm -rf runs/demo/dhd
 	$(BIN)/groundstate dhd simulate --cache runs/demo/dhd --n 200 --blocks 5 --seed 0 --effects W+:0.05:0.6 C-:0.05:0.6
 	$(BIN)/groundstate dhd analyze --cache runs/demo/dhd --label simulated --permutations 2000 --multiplicity-permutations 20000
 	@echo
 	@echo "You saw: ReGround run end to end on the embedded 135M plumbing LM (its T1/T3 are near chance: it checks the pipeline, not quality);"
-	@echo "hidden-profile protocols and the Consilience rule controller on 60 travel tasks with simulated agents (runs/demo/consilience/table.md, table.png);"
+	@echo "the shipped spec of the Consilience paper's Table 2 run offline with simulated agents, beside the paper's numbers (runs/demo/consilience/consilience-table2-sim.md, .png);"
 	@echo "and a DHD calibration study on a simulated replay cache (runs/demo/dhd/analysis/tables.md). For real numbers add --lm openai/gpt-4o-mini (or --lm hosted_vllm/MODEL --api-base URL)."
 
 test: setup
