@@ -13,11 +13,14 @@ and print the paper's tables.
     groundstate consilience generalize --data hiddenbench.json --agents sim --train-size 5 --splits 5
     groundstate consilience table --data hiddenbench.json --agents sim --preset hiddenbench --controllers rules
 
-``table`` runs the reference protocols and the controllers (durably, like ``evaluate``) and writes the
-layout of the paper's Tables 1/2 (Markdown, JSON, PNG); with ``--sensitivity`` (simulated agents) it runs them
-again at attention limits unlimited, 5, 3 and 2 and adds a row per limit with the ordering of the methods. Every
-table and chart names the agents (the simulated preset and its limits, or the LMs); on design-default support
-(HiddenBench without an annotation) the titles say the results are fixed by construction. ``routing``,
+``table`` is a front-end of the experiment layer (:mod:`groundstate.eval.consilience.table_spec`): it builds an
+experiment spec from its options (one ``method`` value per reference protocol and controller), runs exactly its
+cells (durably, resumable: a finished cell makes no new call) and tabulates exactly those cells, each from the run
+its options name (never "the newest run"), as ``table.md``, ``table.json`` and ``table.png`` in the layout of the
+paper's Tables 1/2; with ``--sensitivity`` (simulated agents) the spec adds the cells at attention limits
+unlimited, 5, 3 and 2, and the files a section with each limit's ordering of the methods. Every table and chart
+names the agents (the simulated preset and its limits, or the LMs); on design-default support (HiddenBench without
+an annotation) the titles say the results are fixed by construction. ``routing``,
 ``ablate`` and ``generalize`` run in memory (meant for simulated agents and small LM studies) and print their
 table; ``--json-out`` keeps it.
 """
