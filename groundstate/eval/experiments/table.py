@@ -8,8 +8,11 @@ newest run"), checks every run against its cell and the cells against each other
 kept) and places each reference of the paper beside the number it belongs to. It returns a :class:`Table`, which
 :mod:`~groundstate.eval.experiments.render` writes as Markdown, JSON and PNG and the command line prints.
 
-A front-end (``compare --paper-tables``, ``consilience table``, ``dhd tables``) builds a :class:`Spec` in memory
-from its options (``Spec.model_validate({...})``) and calls :func:`build_table` with it.
+A front-end (``compare --paper-tables``: :mod:`groundstate.eval.reground.tables`; ``consilience table``:
+:mod:`groundstate.eval.consilience.table_spec`) builds a :class:`Spec` in memory from its options
+(``Spec.model_validate({...})``) and calls :func:`build_table` with it, its LMs given by ``lms`` (the command's);
+it may set the table's ``subtitle`` and turn off its paper columns (``show_paper``). A cell that two stored runs
+claim (its run directory and its merged shards beside it) is refused in one line (:func:`refuse_two_runs`).
 """
 
 from __future__ import annotations
