@@ -166,14 +166,24 @@ def paper_tables(settings: CompareSettings, programs: Sequence[str] | None, run:
 def stray_runs(out: str | Path, tables: Mapping[str, Any]) -> list[str]:
     """The stored OffQuery runs under ``out`` (shards left out) that are no cell of ``tables``: runs of another LM,
     decoding, judge, data or options, which a table built from "every run in the directory" would have mixed in.
-    In name order."""
-    from groundstate.eval.runs import list_runs
+    In name order; a directory that is not a readable run is skipped (no table reads it)."""
+    from groundstate.errors import InputError
+    from groundstate.eval.runs import run_entry
     from groundstate.eval.tasks import offquery_names
 
     used = {run_id for table in tables.values() for run_id in table.runs.values()}
     names = set(offquery_names())
-    return sorted(r["run_id"] for r in list_runs(out)
-                  if r["config"].get("program") in names and not r["config"].get("shard") and r["run_id"] not in used)
+    found = []
+    for run_dir in sorted(Path(out).iterdir()) if Path(out).is_dir() else []:
+        if not run_dir.is_dir() or not (run_dir / "config.json").is_file():
+            continue
+        try:
+            config = run_entry(run_dir)["config"]
+        except InputError:
+            continue
+        if config.get("program") in names and not config.get("shard") and str(config.get("run_id")) not in used:
+            found.append(str(config.get("run_id", run_dir.name)))
+    return found
 
 
 def write_tables(tables: Mapping[str, Any], out_dir: str | Path, png: bool = True) -> dict[str, str]:

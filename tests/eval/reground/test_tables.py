@@ -203,3 +203,16 @@ def test_written_files_keep_their_names(stored, tmp_path):
     paths = write_tables(tables, tmp_path / "t", png=False)
     assert sorted(p.rsplit("/", 1)[1] for p in paths.values()) == ["table1.json", "table1.md", "table10.json",
                                                                    "table10.md", "table11.json", "table11.md"]
+
+
+def test_a_corrupt_run_directory_that_is_no_cell_does_not_stop_the_tables(stored, tmp_path):
+    _, run, others = stored
+    runs = tmp_path / "runs"
+    shutil.copytree(run.out, runs)
+    (runs / "broken").mkdir()
+    (runs / "broken" / "config.json").write_text("{not json")
+    copy = RunSettings(out=runs)
+    tables = paper_tables(SETTINGS, PROGRAMS, copy, lms=ScriptedLMs(), model="embedded")
+    assert _value(tables["1"], "method", "standard", "t1").status == "measured"
+    strays = stray_runs(runs, tables)
+    assert "broken" not in strays and set(others.values()) <= set(strays)
