@@ -13,11 +13,14 @@ and print the paper's tables.
     groundstate consilience generalize --data hiddenbench.json --agents sim --train-size 5 --splits 5
     groundstate consilience table --data hiddenbench.json --agents sim --preset hiddenbench --controllers rules
 
-``table`` runs the reference protocols and the controllers (durably, like ``evaluate``) and writes the
-layout of the paper's Tables 1/2 (Markdown, JSON, PNG); with ``--sensitivity`` (simulated agents) it runs them
-again at attention limits unlimited, 5, 3 and 2 and adds a row per limit with the ordering of the methods. Every
-table and chart names the agents (the simulated preset and its limits, or the LMs); on design-default support
-(HiddenBench without an annotation) the titles say the results are fixed by construction. ``routing``,
+``table`` is a front-end of the experiment layer (:mod:`groundstate.eval.consilience.table_spec`): it builds an
+experiment spec from its options (one ``method`` value per reference protocol and controller), runs exactly its
+cells (durably, resumable: a finished cell makes no new call) and tabulates exactly those cells, each from the run
+its options name (never "the newest run"), as ``table.md``, ``table.json`` and ``table.png`` in the layout of the
+paper's Tables 1/2; with ``--sensitivity`` (simulated agents) the spec adds the cells at attention limits
+unlimited, 5, 3 and 2, and the files a section with each limit's ordering of the methods. Every table and chart
+names the agents (the simulated preset and its limits, or the LMs); on design-default support (HiddenBench without
+an annotation) the titles say the results are fixed by construction. ``routing``,
 ``ablate`` and ``generalize`` run in memory (meant for simulated agents and small LM studies) and print their
 table; ``--json-out`` keeps it.
 """
@@ -313,54 +316,46 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import agent_settings, context_for, run_settings
+    from groundstate.cli.experiment import print_built_table
+    from groundstate.cli.options import agent_settings, context_for, note, run_settings
     from groundstate.cli.output import report_failed_runs
-    from groundstate.cli.tables import print_table
+    from groundstate.cli.tables import console, print_table
     from groundstate.errors import ConfigError
     from groundstate.eval.consilience import sensitivity as sens
-    from groundstate.eval.consilience.evaluate import evaluate_programs
-    from groundstate.eval.consilience.provenance import provenance, warned_title
     from groundstate.eval.consilience.settings import EvaluationSettings
-    from groundstate.eval.consilience.tables import HEADER, rows_from_runs, table_cells, write_table
+    from groundstate.eval.consilience.table_spec import BASELINES, table_spec, tabulate
+    from groundstate.eval.experiments.execute import run_experiment
+    from groundstate.eval.experiments.render import write_table
     from groundstate.eval.runner import fingerprint
 
-    baselines = ["hiddenbench", "hiddenbench-full"] if args.preset == "hiddenbench" else \
-        ["hidden-pre", "hidden-post", "full-info"]
-    settings = agent_settings(EvaluationSettings, args, baselines=baselines)
-    if args.sensitivity:
-        if settings.agents != "sim":
-            raise ConfigError("--sensitivity varies the simulated agents' attention limit; it needs --agents sim")
-        sens.sensitivity_variants(settings)  # a bad combination is refused before anything runs
+    settings = agent_settings(EvaluationSettings, args, baselines=BASELINES[args.preset])
+    if args.sensitivity and settings.agents != "sim":
+        raise ConfigError("--sensitivity varies the simulated agents' attention limit; it needs --agents sim")
+    spec = table_spec(settings, args.preset, args.sensitivity)  # a bad combination is refused before anything runs
     context, run = context_for(args), run_settings(args)
-    evaluation = evaluate_programs(settings, run, context)
-    setup = evaluation.setup
-    about = provenance(setup.agents, setup.lm)
-    table = rows_from_runs(evaluation.rows, evaluation.rounds)
-    title = warned_title(f"{setup.data['file']}: task accuracy / vote accuracy ({setup.agents['kind']} agents, "
-                         f"{'HiddenBench' if args.preset == 'hiddenbench' else 'groundstate'} protocols, "
-                         f"{len(setup.tasks)} tasks)", setup.agents)
-    sensitivity, summaries = None, dict(evaluation.summaries)
-    if args.sensitivity:
-        results = sens.evaluate_sensitivity(settings, run=run, context=context)
-        sensitivity = sens.sensitivity_rows([(v, rows_from_runs(e.rows, e.rounds)) for v, e in results])
-        summaries.update({f"{name} [{v.label}]": s for v, e in results for name, s in e.summaries.items()})
+
+    def lms(cell):  # the command's LMs, built when a cell first needs them (simulated agents never do)
+        return context.lm_pair()
+
+    outcome = run_experiment(spec, run, lms=lms, note=note)
+    built = tabulate(spec, settings, run, preset=args.preset, lms=lms, note=note)
+    table, about = built.table, built.provenance
     report_dir = Path(args.report_dir or Path(args.runs_dir) / f"consilience-table-"
-                      f"{fingerprint(evaluation.labels, 10)}")
-    paths = write_table(table, report_dir, title, config={"tasks": setup.data, "agents": setup.agents,
-                                                         "preset": args.preset, "programs": evaluation.options},
-                        png=not args.no_png, provenance=about, sensitivity=sensitivity)
-    print_table(table_cells(table), columns=HEADER, headers=HEADER, title=title, caption=about["agents"])
-    if sensitivity:
-        header, body = sens.sensitivity_cells(sensitivity)
-        print_table(body, columns=header, headers=header, title=sens.sensitivity_title(sensitivity),
-                    caption=f"{about['agents']}; the attention limit varies by row")
-        print(sens.holds_line(sensitivity))
+                      f"{fingerprint(spec.model_dump(mode='json'), 10)}")
+    paths = write_table(table, report_dir, stem="table", png=not args.no_png, extra_markdown=built.extra_markdown(),
+                        extra_json=built.extra_json())
+    out = console()
+    print_built_table(table, out)
+    if built.sensitivity:
+        header, body = sens.sensitivity_cells(built.sensitivity)
+        print_table(body, columns=header, headers=header, title=sens.sensitivity_title(built.sensitivity),
+                    caption=f"{about['agents']}; the attention limit varies by row", out=out)
+        print(sens.holds_line(built.sensitivity))
     elif about["simulated"]:
         print("note: with simulated agents the ordering of the methods may be a property of the preset; "
               "--sensitivity adds rows at attention limits unlimited, 5, 3 and 2 (same seeds)")
     print("wrote " + ", ".join(paths.values()))
-    uncertified = [r["method"] for r in table if "uncertified" in r.get("note", "")]
-    if uncertified:
-        print("note: " + ", ".join(uncertified) + " ran without a calibrator (no conformal acceptance); pass "
+    if built.uncertified:
+        print("note: " + ", ".join(built.uncertified) + " ran without a calibrator (no conformal acceptance); pass "
               "--calibrator NAME=DIR for the certified configuration")
-    return report_failed_runs(summaries)
+    return report_failed_runs(outcome.summaries())

@@ -97,6 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="model name in the paper-layout tables (default: the cache directory's name)")
     p.add_argument("--no-tables", action="store_true",
                    help="skip the cross-fit and the paper-layout tables (tables.md, tables.json, two charts)")
+    p.add_argument("--mask-run", default=None, metavar="RUN",
+                   help="the masking run whose Table 23 the tables show (a run id; default: the cache's only one; "
+                        "with several, name one)")
     p.set_defaults(func=cmd_analyze)
 
     p = dhd_sub.add_parser("mask", help="component masking (the paper's Table 23) on messages labelled by repeated "
@@ -229,7 +232,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     report = analyze(MessageCache(args.cache), args.report_dir, runs_dir=args.runs_dir, run_ids=args.run, k=args.k,
                      seed=args.seed, n_permutations=args.permutations, n_resamples=args.resamples, q=args.q,
                      method=args.method, full=args.full, null=args.null,
-                     n_multiplicity=args.multiplicity_permutations, label=args.label, with_tables=not args.no_tables)
+                     n_multiplicity=args.multiplicity_permutations, label=args.label, with_tables=not args.no_tables,
+                     mask_run=args.mask_run)
     from groundstate.cli.tables import print_table
 
     rows = []

@@ -202,13 +202,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     return report_failed_runs(outcome.summaries())
 
 
+def print_built_table(table: Any, out: Any = None) -> None:
+    """Print a built table (:class:`groundstate.eval.experiments.table.Table`) in the terminal: its header lines, a
+    rich table (the subtitle as its caption), the paper's values for cells not in it, and its notes. Shared by
+    ``experiment table`` and the front-ends (``compare --paper-tables``, ``consilience table``)."""
+    from groundstate.cli.output import cell
+    from groundstate.cli.tables import console, print_table
+    from groundstate.eval.experiments.render import cells as table_cells
+    from groundstate.eval.experiments.render import paper_only_lines, title
+
+    out = out or console()
+    for line in table.header:
+        out.print(cell(line, None))
+    header, body = table_cells(table)
+    print_table(body, columns=header, headers=header, title=title(table), out=out, caption=table.subtitle)
+    if table.paper_only:
+        out.print(cell("paper values for cells not in this table:", None))
+        for line in paper_only_lines(table):
+            out.print(cell(f"  {line}", None))
+    for note in table.notes:
+        out.print(cell(f"note: {note}", None))
+
+
 def cmd_table(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from groundstate.cli.output import cell
-    from groundstate.cli.tables import console, print_table
-    from groundstate.eval.experiments.render import cells as table_cells
-    from groundstate.eval.experiments.render import paper_only_lines, title, write_table
+    from groundstate.cli.tables import console
+    from groundstate.eval.experiments.render import write_table
     from groundstate.eval.experiments.table import build_table
 
     spec = load(args)
@@ -216,15 +237,6 @@ def cmd_table(args: argparse.Namespace) -> int:
     report_dir = Path(args.report_dir or Path(args.runs_dir) / f"experiment-{spec.experiment.name}")
     paths = write_table(table, report_dir, png=not args.no_png)
     out = console()
-    for line in table.header:
-        out.print(cell(line, None))
-    header, body = table_cells(table)
-    print_table(body, columns=header, headers=header, title=title(table), out=out)
-    if table.paper_only:
-        out.print(cell("paper values for cells not in this table:", None))
-        for line in paper_only_lines(table):
-            out.print(cell(f"  {line}", None))
-    for note in table.notes:
-        out.print(cell(f"note: {note}", None))
+    print_built_table(table, out)
     out.print(cell("wrote " + ", ".join(paths.values()), None))
     return 0

@@ -1,4 +1,11 @@
-"""``groundstate compare``: several OffQuery programs on the same instances and LM, in one table."""
+"""``groundstate compare``: several OffQuery programs on the same instances and LM, in one table.
+
+``--paper-tables`` also writes the paper's Tables 1, 10 and 11 (:mod:`groundstate.eval.reground.tables`): experiment
+specs built in memory from the same options, so each cell is the run of exactly those options, tabulated by the
+experiment layer. Without PROGRAM names nothing runs: the tables plan the paper's programs with the options given
+and show what is stored (cells not stored say "not run"); stored runs of other options are named in a note, never
+mixed in.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_report_dir(p, "where to write the report (default <runs-dir>/compare-<id>)")
     p.add_argument("--paper-tables", action="store_true",
                    help="also write the paper's Table 1 (T1/T2/T3 and gains over standard), Table 10 (M = 1..5 and "
-                        "oracle) and Table 11 (tokens) layouts from every stored OffQuery run under --runs-dir "
-                        "(run the programs first, or name them here)")
+                        "oracle) and Table 11 (tokens) layouts: each cell is the run of exactly these options (LM, "
+                        "data, judge, program options, seed; 'not run' when none is stored), never the newest run; "
+                        "with no PROGRAM it runs nothing and plans the paper's programs")
     add_settings(p, CompareSettings, skip=RUN_OPTIONS, aliases=ALIASES)
     add_run_options(p)
     p.set_defaults(func=cmd_compare)
@@ -46,13 +54,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     console = tables_console()
     if not args.programs and not args.paper_tables:
-        raise ConfigError("compare needs PROGRAM names (or --paper-tables to tabulate the stored runs)")
+        raise ConfigError("compare needs PROGRAM names (or --paper-tables to tabulate the stored runs of the paper's "
+                          "programs)")
     paths: dict[str, str] = {}
     summaries: dict = {}
     settings = settings_from(CompareSettings, args)
+    context = context_for(args)
     if args.programs:
         run = run_settings(args)
-        context = context_for(args)
         summaries, notes, run_ids = compare_programs(args.programs, settings, run, context, on_start=lambda name:
                                                      console.print(name, style="bold", markup=False))
         metrics = ("t1", "t2", "t2_retention", "t2_exclusion", "t3")
@@ -66,18 +75,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"), notes=lines)
         print_comparison(rows, metrics, title=title, out=console, notes=lines)
     if args.paper_tables:
-        from groundstate.cli.tables import print_table
-        from groundstate.eval.reground.tables import TITLES, built_tables, cells, offquery_runs, write_tables
-        from groundstate.eval.tasks import offquery_names
-
-        runs = offquery_runs(args.runs_dir, offquery_names())
-        tables_dir = Path(args.report_dir or Path(args.runs_dir) / "paper-tables")
-        if args.programs and args.report_dir:
-            tables_dir = tables_dir / "paper-tables"
-        written = write_tables(runs, tables_dir)
-        for name, rows in built_tables(runs).items():
-            header, body = cells(name, rows)
-            print_table(body, columns=header, title=TITLES[name], out=console)
-        paths.update(written)
+        paths.update(_paper_tables(args, settings, context, console))
     console.print("wrote " + ", ".join(paths.values()), markup=False)
     return report_failed_runs(summaries)
+
+
+def _paper_tables(args: argparse.Namespace, settings, context, console) -> dict[str, str]:
+    """Tables 1, 10 and 11 of exactly compare's options (:mod:`groundstate.eval.reground.tables`), printed and
+    written; the stored OffQuery runs that are no cell of them are named in a note."""
+    from pathlib import Path
+
+    from groundstate.cli.experiment import print_built_table
+    from groundstate.cli.options import note, run_settings
+    from groundstate.eval.reground.tables import paper_tables, stray_runs, write_tables
+    from groundstate.lm.specs import describe_lm
+
+    model = describe_lm(context.lm)["model"] or "configured"
+    tables = paper_tables(settings, args.programs, run_settings(args), lms=lambda cell: context.lm_pair(),
+                          model=model, note=note)
+    tables_dir = Path(args.report_dir or Path(args.runs_dir) / "paper-tables")
+    if args.programs and args.report_dir:
+        tables_dir = tables_dir / "paper-tables"
+    written = write_tables(tables, tables_dir)
+    for table in tables.values():
+        print_built_table(table, console)
+    strays = stray_runs(args.runs_dir, tables)
+    if strays:
+        shown = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
+        console.print(f"note: {len(strays)} stored OffQuery run(s) under {args.runs_dir} are no cell of these tables "
+                      f"(another LM, decoding, judge, data, seed or program option): {shown}", markup=False)
+    return written

@@ -163,6 +163,7 @@ def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str
         summary = read_json(summary_path)
     if not summary_path.is_file() or not isinstance(summary, dict) or summary.get("finished") is False:
         return "killed"
+    # one run's own files: results appended after its summary mean it was stopped mid-way (no choice among runs)
     if results_path.is_file() and summary_path.stat().st_mtime_ns < results_path.stat().st_mtime_ns:
         return "killed"
     if summary.get("stopped_reason"):
@@ -183,6 +184,8 @@ def list_runs(out: str | Path = "runs") -> list[dict[str, Any]]:
     if not out.is_dir():
         return []
     entries = []
+    # newest first is the order `runs list` shows them in, nothing more: no table or report chooses a run by it (a
+    # table's cell is the run its plan names, groundstate.eval.experiments.table)
     for run_dir in sorted(out.iterdir(), key=lambda p: p.lstat().st_mtime, reverse=True):
         if not run_dir.is_dir() or not os.path.lexists(run_dir / CONFIG):
             continue

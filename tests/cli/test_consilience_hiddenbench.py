@@ -107,7 +107,8 @@ def test_the_whole_consilience_workflow_on_a_hiddenbench_file(hb, tmp_path, caps
     assert main(["consilience", "table", "--data", str(hb), "--preset", "hiddenbench", "--controllers", "rules",
                  "mlp", "--mlp", str(mlp), *cal, "--report-dir", str(tmp_path / "table"), *runs, *sim]) == 0
     table = json.loads((tmp_path / "table" / "table.json").read_text())
-    assert [r["method"] for r in table["rows"]] == ["Hidden-Pre", "Hidden-Post", "Full-Info", "Rules", "MLP"]
+    assert [r["labels"]["method"] for r in table["rows"]] == ["Hidden-Pre", "Hidden-Post", "Full-Info", "Rules",
+                                                              "MLP"]
     assert (tmp_path / "table" / "table.md").read_text().count("|") > 20
     assert main(["consilience", "routing", "--data", str(parts["test"]), *sim]) == 0
     out = capsys.readouterr().out

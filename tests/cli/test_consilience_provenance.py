@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from groundstate.cli import main
-from groundstate.eval.consilience import tables
 from groundstate.eval.consilience.provenance import FIXED_BY_CONSTRUCTION
 from groundstate.programs.consilience.simulated import SIM_PRESETS
 from tests.helpers import DATA
@@ -20,6 +19,15 @@ L = SIM_PRESETS["limited"]
 LIMITED = (f"simulated agents, preset 'limited' (attention {L.attention} facts, salience {L.salience:g}, recency "
            f"{L.recency:g}, weight noise {L.weight_noise:g})")
 IDEAL = "simulated agents, preset 'ideal' (attention unlimited, salience 0, recency 1, weight noise 0)"
+
+
+def value(row: dict, metric: str) -> dict:
+    """One value of a row of the experiment layer's table JSON (its first column)."""
+    return next(v for v in row["values"] if v["metric"] == metric and v["column"] == 0)
+
+
+def data_rows(report: Path) -> list[dict]:
+    return json.loads((report / "table.json").read_text())["rows"]
 
 
 def flat(text: str) -> str:
@@ -36,16 +44,18 @@ def travel(tmp_path_factory) -> Path:
 
 @pytest.fixture()
 def titles(monkeypatch) -> list[str]:
-    """The titles of the table charts as drawn (read back from the figure before it is saved)."""
+    """The titles of the charts as drawn (read back from each figure as it is saved: the table's chart is the
+    experiment layer's, :func:`groundstate.eval.experiments.render.chart`)."""
+    import matplotlib.figure
+
     seen: list[str] = []
-    draw = tables.table_figure
+    save = matplotlib.figure.Figure.savefig
 
-    def record(*args, **kwargs):
-        fig = draw(*args, **kwargs)
+    def record(fig, *args, **kwargs):
         seen.append(fig.axes[0].get_title())
-        return fig
+        return save(fig, *args, **kwargs)
 
-    monkeypatch.setattr(tables, "table_figure", record)
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", record)
     return seen
 
 
@@ -58,6 +68,7 @@ def test_a_simulated_table_names_the_preset_and_its_limits_everywhere(travel, tm
     assert "--sensitivity adds rows at attention limits unlimited, 5, 3 and 2" in out
     lines = (report / "table.md").read_text().splitlines()
     assert lines[0].startswith("### travel.jsonl") and lines[2].startswith(LIMITED)  # the line under the title
+    assert "paper (Δ)" not in lines[0] and data_rows(report)  # a front-end table: no paper columns, rows as built
     data = json.loads((report / "table.json").read_text())
     assert data["provenance"]["agents"].startswith(LIMITED) and data["provenance"]["preset"] == "limited"
     assert not data["provenance"]["fixed_by_construction"] and "sensitivity" not in data
@@ -75,7 +86,8 @@ def test_sensitivity_rows_vary_the_attention_limit_with_the_same_seeds(travel, t
     assert [r["changes"] for r in rows] == [{"sim_attention": v} for v in ("all", 5, 3, 2)]
     means = [tuple(entry["mean"] for entry in r["scores"].values()) for r in rows]
     assert len(set(means)) > 1 and means[0] != means[3]  # the preset's limit changes the results
-    base = {r["method"]: r["task_accuracy"]["mean"] for r in data["rows"]}
+    base = {r["labels"]["method"]: value(r, "task_accuracy")["entry"]["mean"] for r in data["rows"]
+            if r["keys"]["sensitivity"] == "base"}
     assert rows[2]["scores"] and {m: e["mean"] for m, e in rows[2]["scores"].items()} == base  # limited = 3 facts
     for title in ("attention unlimited", "attention 5 facts", "attention 3 facts", "attention 2 facts"):
         assert f"│ {title} " in out and f"| {title} |" in (report / "table.md").read_text()

@@ -99,8 +99,11 @@ def test_same_as_lm_says_the_model_judges_itself_in_the_paper_tables(tmp_path, l
     code, out, err = run_cli(argv, tmp_path)
     assert code == 0, err[-2000:]
     table1 = (tmp_path / "report" / "paper-tables" / "table1.md").read_text()
-    assert "| T2 judge |" in table1 and table1.count(f"{SELF_LABEL} (openai/under-test)") == 2  # both programs
-    assert "openai/under-test (temperature 0, max tokens 512)" in table1
+    # the table's header names the judge of its cells' runs (the experiment layer's header, one line for the table)
+    assert "- judge: lm:openai/under-test (judge = model under test)" in table1
+    assert "- decoding: openai/under-test: temperature 0.0, max tokens 512" in table1
+    assert "| openai/under-test | Standard |" in table1 and "| openai/under-test | ReGround |" in table1
+    assert "| not run |" not in table1  # both programs' cells are compare's own runs
     compare = (tmp_path / "report" / "compare.md").read_text()
     assert f"- judge = {SELF_LABEL} (openai/under-test)" in compare
 

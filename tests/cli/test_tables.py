@@ -106,17 +106,36 @@ def test_dhd_charts_without_data_say_so(tmp_path, monkeypatch):
     assert texts[-1] == "no data"
 
 
-def test_paper_tables_mark_cached_runs_and_print_as_rich(capsys):
-    from groundstate.eval.reground.tables import NO_RUNS, cells, table11
+def test_paper_tables_count_cached_calls_and_print_as_rich(capsys):
+    """Table 11 of ``compare --paper-tables`` shows the calls served from DSPy's cache (they bill no tokens) beside
+    the tokens, read from the run's records (:func:`groundstate.eval.experiments.readers.cost_entries`)."""
+    from groundstate.cli.experiment import print_built_table
+    from groundstate.eval.experiments.readers import cost_entries
 
-    summary = {"n_done": 2, "scores": {}, "tokens": {}, "lm_calls": {"cached": 6}}
-    runs = [{"program": "standard", "lm": "gpt", "setting": "s", "options": {}, "summary": summary, "run_id": "a"}]
-    header, body = cells("11", table11(runs))
-    assert body[0][header.index("total")] == "0 (6 calls cached, not billed)"
-    assert cells("10", [])[1] == [[NO_RUNS, *[""] * 7]]  # LM, T2 judge, setting, candidates, T1-T3, n
-    print_table(body, columns=header, out=console(width=160))
+    rows = [{"input_tokens": 0, "output_tokens": 0, "lm_calls": 3, "cached_calls": 3},
+            {"input_tokens": 100, "output_tokens": 20, "lm_calls": 3, "cached_calls": 0}]
+    entries = cost_entries(rows)
+    assert entries["cached_calls"]["mean"] == 1.5 and entries["tokens_total"]["mean"] == 60.0
+    table = _token_table(entries)
+    print_built_table(table, console(width=160))
     out = capsys.readouterr().out
-    assert "┏" in out and "cached, not billed" in out and "|" not in out
+    assert "┏" in out and "cached calls (not billed)" in out and "|" not in out and "1.5" in out
+
+
+def _token_table(entries: dict):
+    """A built Table 11 with one cell holding ``entries`` (no run behind it: the layout alone)."""
+    from groundstate.eval.experiments.table import Row, Table, Value
+    from groundstate.eval.reground.settings import CompareSettings
+    from groundstate.eval.reground.tables import paper_specs
+
+    spec = paper_specs(CompareSettings(), ["standard"], "m")["11"]
+    metrics = list(spec.layout.metrics)
+    row = Row({"model": "m", "method": "standard"}, {"model": "m", "method": "Standard"},
+              {(0, m): Value(entries[m], "measured") for m in metrics})
+    table = Table(spec, ["judge: lexical"], ["model", "method"], ["data"], [{"data": ("setting", "setting")}],
+                  metrics, [row], [], {})
+    table.show_paper = False
+    return table
 
 
 def test_an_unscored_program_is_marked_not_drawn_as_zero():

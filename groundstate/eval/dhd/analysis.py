@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.dhd.blocks import collect_pairs, replay_run_dirs, replay_run_settings
+from groundstate.eval.dhd.blocks import MASK_TABLE, choose_mask_run, collect_pairs, replay_run_settings
 from groundstate.eval.dhd.cache import MessageCache
 from groundstate.eval.dhd.replay import arm_accuracy, repeat_pairs
 from groundstate.eval.dhd.table_inputs import read_mask_table
@@ -66,12 +66,16 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
             run_ids: Sequence[str] | None = None, k: int | None = None, seed: int = 0, n_permutations: int = 5000,
             n_resamples: int = 2000, q: float = 0.05, confidence: float = 0.95,
             method: str = "bootstrap", full: str = "mean", null: str = "block",
-            n_multiplicity: int = 100_000, label: str | None = None, with_tables: bool = True) -> dict[str, Any]:
+            n_multiplicity: int = 100_000, label: str | None = None, with_tables: bool = True,
+            mask_run: str | None = None) -> dict[str, Any]:
     """Compute the DHD statistics and write the labels, the report and the charts (see the module notes).
 
     With ``with_tables`` (default) it also cross-fits the LOO replays (:func:`crossfit`, same seed and resamples) and
     writes the paper-layout tables (:mod:`~groundstate.eval.dhd.tables`) with the model name ``label`` (default:
     the cache directory's name); a cache too small to cross-fit gets its tables without Tables 24-26 and a note.
+    Table 23 is the cache's masking run named ``mask_run`` (a run id), else its only one
+    (:func:`~groundstate.eval.dhd.blocks.choose_mask_run`; several and none named: refused before anything is
+    written), and left out when it has none.
 
     ``full`` is the LOO block effect (``"mean"``: ``(A + B) / 2 - removal``, the paper's; ``"a"``: replicate A
     only), ``null`` the permutation null of the counts (``"block"`` or the miscalibrated ``"sign-flip"``) and
@@ -83,6 +87,7 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
         InputError: a replay block without one of its arms, an old cache without the second full-pool call and
             ``full="mean"``, or malformed pair rows (one line naming the problem, message and block), before
             anything is written.
+        ConfigError: with tables, several masking runs of the cache and none named (before anything is written).
     """
     from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
     from groundstate.eval.dhd.completeness import replay_inventory
@@ -100,6 +105,7 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
 
     cache.require()
     out = Path(out) if out is not None else cache.dir / "analysis"
+    mask_dir = choose_mask_run(cache, runs_dir, [mask_run] if mask_run else (), own=True) if with_tables else None
     rows, blocks = collect_pairs(cache, runs_dir, run_ids)
     _need_rows(cache, rows)
     entries = cache.entries()
@@ -172,7 +178,8 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
     report = jsonable(report)
     if with_tables:
         report["paths"].update(_write_tables(cache, out, report, label=label, runs_dir=runs_dir, run_ids=run_ids,
-                                             k=k, seed=seed, n_resamples=n_resamples, confidence=confidence))
+                                             k=k, seed=seed, n_resamples=n_resamples, confidence=confidence,
+                                             mask_dir=mask_dir))
     write_json(paths["json"], report)
     paths["markdown"].write_text(report_markdown(report), encoding="utf-8")
     return report
@@ -206,18 +213,9 @@ def _by_benchmark(table: Any, values: Any, blocks: Sequence[Mapping[str, Any]], 
     return out
 
 
-def _latest_mask_table(cache: MessageCache, runs_dir: str | Path | None) -> dict[str, Any] | None:
-    """The ``mask_table.json`` of the cache's most recent masking run, or ``None``."""
-    found = [path / "mask_table.json" for paths in replay_run_dirs(cache, runs_dir, None, "dhd-mask").values()
-             for path in paths if (path / "mask_table.json").is_file()]
-    if not found:
-        return None
-    return read_mask_table(max(found, key=lambda p: p.stat().st_mtime))
-
-
 def _write_tables(cache: MessageCache, out: Path, report: Mapping[str, Any], *, label: str | None,
                   runs_dir: str | Path | None, run_ids: Sequence[str] | None, k: int | None, seed: int,
-                  n_resamples: int, confidence: float) -> dict[str, str]:
+                  n_resamples: int, confidence: float, mask_dir: Path | None) -> dict[str, str]:
     from groundstate.eval.dhd.tables import TableSource, write_tables
 
     fitted, note = None, None
@@ -231,7 +229,8 @@ def _write_tables(cache: MessageCache, out: Path, report: Mapping[str, Any], *, 
     else:
         note = "no LOO replays"
     source = TableSource(label=label or cache.dir.resolve().name, report=report, crossfit=fitted,
-                         mask=_latest_mask_table(cache, runs_dir), crossfit_note=note)
+                         mask=read_mask_table(mask_dir / MASK_TABLE) if mask_dir is not None else None,
+                         crossfit_note=note)
     paths = write_tables(out, [source])
     if fitted is not None:
         paths["crossfit"] = fitted["path"]

@@ -1,6 +1,7 @@
 """The finished DHD work of a cache: its replay (and mask) runs, their blocks and the pair rows the statistics read.
 
 :func:`replay_run_dirs` finds a cache's run directories (one configuration per replay mode, or the runs named),
+:func:`choose_mask_run` the one masking run whose Table 23 a report shows (named, or the only one),
 :func:`replay_run_settings` says what each mode's runs were made with, :func:`load_blocks` gathers every finished
 block once (shards and merged shards included), and :func:`collect_pairs` turns the blocks into the pair rows of
 the statistics modules of :mod:`groundstate.eval.dhd`.
@@ -59,6 +60,57 @@ def replay_run_dirs(cache: MessageCache, runs_dir: str | Path | None = None, run
                               f"({', '.join(names)}); choose with --run")
         out[mode] = next(iter(identities.values()))
     return out
+
+
+#: The file a finished masking run writes: the Table 23 it computed.
+MASK_TABLE = "mask_table.json"
+
+
+def mask_run_dirs(cache: MessageCache, runs_dir: str | Path | None = None) -> list[Path]:
+    """The run directories of this cache's masking runs (``dhd mask``) that hold a :data:`MASK_TABLE`, by name.
+
+    Raises:
+        InputError: a run configuration under ``runs_dir`` that is unreadable or not a run configuration.
+    """
+    runs_dir = Path(runs_dir) if runs_dir is not None else cache.runs_dir
+    if not runs_dir.is_dir():
+        return []
+    found = []
+    for path in sorted(runs_dir.iterdir()):
+        config_path = path / CONFIG
+        if not config_path.is_file():
+            continue
+        config = check_config(read_json(config_path), config_path)
+        if config["program"] == "dhd-mask" and config.get("cache") == cache.cache_id and (path / MASK_TABLE).is_file():
+            found.append(path)
+    return found
+
+
+def choose_mask_run(cache: MessageCache, runs_dir: str | Path | None = None, named: Sequence[str] = (),
+                    option: str = "--mask-run", own: bool = False) -> Path | None:
+    """The one masking run whose Table 23 a report shows: the run among ``named`` (run ids, exact names) that is
+    this cache's, else the cache's only masking run, else ``None`` when it has none. Never the newest of several.
+
+    Args:
+        own: every name of ``named`` must be one of this cache's masking runs (a command given one cache).
+
+    Raises:
+        ConfigError: several masking runs and none of them named, several of them named, or (``own``) a name that
+            is none of them (one line listing them and naming ``option``).
+    """
+    runs = mask_run_dirs(cache, runs_dir)
+    chosen = [path for path in runs if path.name in set(named)]
+    missing = [name for name in named if name not in {p.name for p in runs}]
+    if own and missing:
+        raise ConfigError(f"{option} {missing[0]}: the cache {cache.dir} has no masking run with a Table 23 of that "
+                          f"id (its masking runs: {', '.join(p.name for p in runs) or 'none'})")
+    if len(chosen) == 1:
+        return chosen[0]
+    if len(chosen) > 1 or len(runs) > 1:
+        names = ", ".join(p.name for p in (chosen or runs))
+        raise ConfigError(f"the cache {cache.dir} has {len(chosen or runs)} masking runs with a Table 23 ({names}); "
+                          f"a table shows one: name it with {option} RUN")
+    return runs[0] if runs else None
 
 
 SETTING_KEYS: tuple[str, ...] = ("temperatures", "evaluator", "judge_lm", "vary_seed", "lm")

@@ -1,8 +1,9 @@
 """The files the DHD paper tables are built from, checked against one pydantic model each when they are read.
 
 ``groundstate dhd tables`` (and ``dhd analyze``'s own tables) read back what earlier steps wrote: an analysis
-``report.json`` (:class:`AnalysisReport`), its ``crossfit.json`` (:class:`CrossfitReport`) and the newest
-``mask_table.json`` of a masking run (:class:`MaskTable`). The models describe the parts the tables read
+``report.json`` (:class:`AnalysisReport`), its ``crossfit.json`` (:class:`CrossfitReport`) and the
+``mask_table.json`` of the one masking run a table shows (:class:`MaskTable`;
+:func:`~groundstate.eval.dhd.blocks.choose_mask_run`). The models describe the parts the tables read
 (:mod:`groundstate.eval.dhd.tables`) and allow every other field; a part of the wrong type or missing is one
 line naming the file and the field, never a traceback from inside a table builder.
 """

@@ -115,17 +115,29 @@ def replay_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> di
 
 
 def mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
-    """Table 23 from a masking cell: integrator success per ``<category>:<variant>`` (a fraction), from the run's
-    ``mask_table.json`` (the last run's, with several seeds); a run without one reports nothing."""
+    """Table 23 from a masking cell: integrator success per ``<category>:<variant>`` (a fraction), from the
+    ``mask_table.json`` of every run of the cell (one per seed), pooled: the success over all their outcomes (each
+    run's rate weighted by its outcomes). A cell with a run without one reports nothing (never one seed's table
+    for all)."""
+    from groundstate.eval.dhd.blocks import MASK_TABLE
     from groundstate.eval.dhd.table_inputs import read_mask_table
 
-    path = Path(runs[-1]["dir"]) / "mask_table.json"
-    if not path.is_file():
+    paths = [Path(run["dir"]) / MASK_TABLE for run in runs]
+    if not paths or not all(path.is_file() for path in paths):
         return {}
-    table = read_mask_table(path)
+    pooled: dict[str, list[tuple[float, int]]] = {}
+    for path in paths:
+        table = read_mask_table(path)
+        for category, row in (table.get("rows") or {}).items():
+            for variant in table.get("variants") or []:
+                cell = row.get(variant) or {}
+                if cell.get("success") is not None and cell.get("n"):
+                    pooled.setdefault(f"{category}:{variant}", []).append((float(cell["success"]), int(cell["n"])))
+                else:
+                    pooled.setdefault(f"{category}:{variant}", [])
     out = {}
-    for category, row in (table.get("rows") or {}).items():
-        for variant in table.get("variants") or []:
-            cell = row.get(variant) or {}
-            out[f"{category}:{variant}"] = _number(_fraction(cell.get("success")), n=cell.get("n"))
+    for key, parts in pooled.items():
+        n = sum(count for _, count in parts)
+        rate = parts[0][0] if len(parts) == 1 else sum(r * count for r, count in parts) / n if n else None
+        out[key] = _number(_fraction(rate), n=n or None)
     return out

@@ -41,16 +41,25 @@ class Stored:
         return f"{self.done} of {self.selected} done ({self.state})"
 
 
-def run_dir_of(out: str | os.PathLike, run_id: str) -> Path | None:
-    """The stored run directory of a run id: ``<out>/<run id>``, else its merged shards ``<out>/<run id>-merged``;
-    ``None`` when neither exists."""
+def run_dirs_of(out: str | os.PathLike, run_id: str) -> list[Path]:
+    """Every stored run directory of a run id: ``<out>/<run id>`` and its merged shards ``<out>/<run id>-merged``,
+    those that exist (with a ``config.json``), in that order."""
     from groundstate.paths import child
 
+    found = []
     for name in (run_id, f"{run_id}-merged"):
         candidate = child(out, name, "run id")
         if os.path.lexists(candidate / "config.json"):
-            return candidate
-    return None
+            found.append(candidate)
+    return found
+
+
+def run_dir_of(out: str | os.PathLike, run_id: str) -> Path | None:
+    """The stored run directory of a run id: ``<out>/<run id>``, else its merged shards ``<out>/<run id>-merged``;
+    ``None`` when neither exists. What ``plan`` reports as stored; a table refuses a cell both claim
+    (:func:`groundstate.eval.experiments.table.build_table`)."""
+    found = run_dirs_of(out, run_id)
+    return found[0] if found else None
 
 
 def stored(out: str | os.PathLike, run_id: str) -> Stored:

@@ -7,7 +7,8 @@ on): the shape of a run summary's scores, which :func:`groundstate.eval.stats.fo
 (N failed)" when nothing was measured). Runs of several seeds are pooled record by record.
 
 - :func:`summary_reader` (the default): every score of the runs' summaries, plus ``tokens_input``,
-  ``tokens_output``, ``tokens_total``, ``lm_calls`` and ``cost_usd`` per record (the paper's token tables).
+  ``tokens_output``, ``tokens_total``, ``lm_calls``, ``cached_calls`` (calls served from DSPy's cache, which bill no
+  tokens) and ``cost_usd`` per record (the paper's token tables).
 - :func:`hidden_profile_reader` (``consilience`` and ``hidden-protocol``): as the summary reader, with task
   accuracy over tasks and vote accuracy pooled over every agent's vote (§4.2 of the Consilience paper), each with
   a Wilson interval, for the final and (HiddenBench's discussion) the initial votes.
@@ -27,7 +28,7 @@ Reader = Callable[[Sequence[Mapping[str, Any]], Any], dict[str, dict[str, Any]]]
 """``(runs, settings) -> {metric: entry}``: the cell's runs and its validated task settings."""
 
 #: Per-record figures every run has, besides its scores.
-COST_METRICS = ("tokens_input", "tokens_output", "tokens_total", "lm_calls", "cost_usd")
+COST_METRICS = ("tokens_input", "tokens_output", "tokens_total", "lm_calls", "cached_calls", "cost_usd")
 
 
 def _rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -35,7 +36,8 @@ def _rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def cost_entries(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Tokens, calls and dollars per record (means over the records, no interval)."""
+    """Tokens, calls (and those served from a cache) and dollars per record (means over the records, no
+    interval)."""
     n = len(rows)
 
     def per_record(values: list[float], over: int) -> dict[str, Any]:
@@ -47,6 +49,7 @@ def cost_entries(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     return {"tokens_input": per_record(inp, n), "tokens_output": per_record(out, n),
             "tokens_total": per_record([a + b for a, b in zip(inp, out, strict=True)], n),
             "lm_calls": per_record([float(r.get("lm_calls") or 0) for r in rows], n),
+            "cached_calls": per_record([float(r.get("cached_calls") or 0) for r in rows], n),
             "cost_usd": per_record(costs, len(costs)) if len(costs) == n else
             {"mean": None, "low": None, "high": None, "n": 0, "failed": 0}}
 

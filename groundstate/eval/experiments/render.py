@@ -86,20 +86,21 @@ def title(table: Table) -> str:
 
 
 def cells(table: Table) -> tuple[list[str], list[list[str]]]:
-    """``(header, rows)`` as text: one column per row dimension, then per column and metric ours and the paper's."""
+    """``(header, rows)`` as text: one column per row dimension, then per column and metric ours and the paper's
+    (ours alone when the table's ``show_paper`` is off)."""
     header = list(table.row_dims)
     for column in table.columns:
         prefix = " · ".join(label for _, label in column.values())
         for metric in table.metrics:
             name = f"{prefix} · {metric_label(table, metric)}" if prefix else metric_label(table, metric)
-            header += [name, f"{name} paper (Δ)"]
+            header += [name, f"{name} paper (Δ)"] if table.show_paper else [name]
     body = []
     for row in table.rows:
         line = [row.labels[d] if row.keys[d] != "average" else f"average ({d})" for d in table.row_dims]
         for index in range(len(table.columns)):
             for metric in table.metrics:
                 value = row.values[(index, metric)]
-                line += [ours(table, value, metric), paper(table, value, metric)]
+                line += [ours(table, value, metric)] + ([paper(table, value, metric)] if table.show_paper else [])
         body.append(line)
     return header, body
 
@@ -121,7 +122,8 @@ def markdown(table: Table) -> str:
 
     header, body = cells(table)
     escape = [[c.replace("|", "\\|") for c in row] for row in [header, *body]]
-    lines = [f"### {title(table)}", "", *(f"- {line}" for line in table.header), "", *pipe_lines(escape[0], escape[1:])]
+    lines = [f"### {title(table)}", "", *([table.subtitle, ""] if table.subtitle else []),
+             *(f"- {line}" for line in table.header), "", *pipe_lines(escape[0], escape[1:])]
     if table.paper_only:
         lines += ["", "Paper values for cells not in this table:", "", *(f"- {x}" for x in paper_only_lines(table))]
     if table.notes:
@@ -139,7 +141,8 @@ def as_json(table: Table) -> dict[str, Any]:
                 "reference": reference, "difference": difference(table, v, metric), "paper": paper(table, v, metric)}
 
     return {
-        "experiment": table.spec.experiment.model_dump(), "title": title(table), "header": table.header,
+        "experiment": table.spec.experiment.model_dump(), "title": title(table), "subtitle": table.subtitle,
+        "header": table.header,
         "percent": table.spec.layout.percent, "row_dims": table.row_dims, "col_dims": table.col_dims,
         "columns": [{d: {"key": k, "label": lab} for d, (k, lab) in c.items()} for c in table.columns],
         "metrics": table.metrics,
@@ -170,7 +173,7 @@ def chart(table: Table, path: str | Path) -> str:
             mean = scaled(table, entry.get("mean"), metric)
             x = g - 0.4 + width * (s + 0.5)
             reference = row.values[(index, metric)].reference
-            if reference is not None:
+            if reference is not None and table.show_paper:
                 ax.plot([x - width / 2, x + width / 2], [scaled(table, reference.value, metric)] * 2, color="black",
                         lw=2)
             if mean is None:
@@ -190,23 +193,29 @@ def chart(table: Table, path: str | Path) -> str:
     ax.set_ylabel("%" if table.spec.layout.percent is True else "value")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=min(3, len(series)), frameon=False)
     chars = max(30, int(fig_width * 10))
-    ax.set_title("\n".join(textwrap.wrap(title(table) + " (black: the paper)", chars)), fontsize=9)
+    lines = textwrap.wrap(title(table) + (" (black: the paper)" if table.show_paper else ""), chars)
+    lines += textwrap.wrap(table.subtitle, chars) if table.subtitle else []
+    ax.set_title("\n".join(lines), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120, bbox_inches="tight")  # the legend below the axes stays in the picture
     plt.close(fig)
     return str(path)
 
 
-def write_table(table: Table, directory: str | Path, stem: str | None = None, png: bool = True) -> dict[str, str]:
-    """Write ``<stem>.md``, ``<stem>.json`` and (``png``, with matplotlib installed) ``<stem>.png``; their paths."""
+def write_table(table: Table, directory: str | Path, stem: str | None = None, png: bool = True, *,
+                extra_markdown: str = "", extra_json: dict[str, Any] | None = None) -> dict[str, str]:
+    """Write ``<stem>.md``, ``<stem>.json`` and (``png``, with matplotlib installed) ``<stem>.png``; their paths.
+    A front-end may append a section to the Markdown (``extra_markdown``) and keys to the JSON (``extra_json``;
+    they never replace the table's own)."""
     from groundstate.eval.results import write_json
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     stem = stem or table.spec.experiment.name
     paths = {"md": str(directory / f"{stem}.md"), "json": str(directory / f"{stem}.json")}
-    Path(paths["md"]).write_text(markdown(table), encoding="utf-8")
-    write_json(paths["json"], as_json(table))
+    Path(paths["md"]).write_text(markdown(table) + (f"\n{extra_markdown}" if extra_markdown else ""),
+                                 encoding="utf-8")
+    write_json(paths["json"], {**(extra_json or {}), **as_json(table)})
     if png:
         try:
             paths["png"] = chart(table, directory / f"{stem}.png")

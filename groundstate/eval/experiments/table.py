@@ -8,8 +8,11 @@ newest run"), checks every run against its cell and the cells against each other
 kept) and places each reference of the paper beside the number it belongs to. It returns a :class:`Table`, which
 :mod:`~groundstate.eval.experiments.render` writes as Markdown, JSON and PNG and the command line prints.
 
-A front-end (``compare --paper-tables``, ``consilience table``, ``dhd tables``) builds a :class:`Spec` in memory
-from its options (``Spec.model_validate({...})``) and calls :func:`build_table` with it.
+A front-end (``compare --paper-tables``: :mod:`groundstate.eval.reground.tables`; ``consilience table``:
+:mod:`groundstate.eval.consilience.table_spec`) builds a :class:`Spec` in memory from its options
+(``Spec.model_validate({...})``) and calls :func:`build_table` with it, its LMs given by ``lms`` (the command's);
+it may set the table's ``subtitle`` and turn off its paper columns (``show_paper``). A cell that two stored runs
+claim (its run directory and its merged shards beside it) is refused in one line (:func:`refuse_two_runs`).
 """
 
 from __future__ import annotations
@@ -55,7 +58,9 @@ class Row:
 class Table:
     """A built table (see the module docstring): the header lines (judges, LMs, decoding, agents), the row and
     column dimensions, the columns (key and label per column dimension), the metrics, the rows, the references
-    whose cell is not in the table, and the run behind each cell."""
+    whose cell is not in the table, the run behind each cell and its stored configuration (``configs``, by cell
+    label). A front-end may set ``subtitle`` (a line under the title: what produced the figures) and turn the
+    paper's columns off (``show_paper``) when its table has no published numbers to show."""
 
     spec: Spec
     header: list[str]
@@ -67,6 +72,9 @@ class Table:
     paper_only: list[Reference]
     runs: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    configs: dict[str, Any] = field(default_factory=dict)
+    subtitle: str | None = None
+    show_paper: bool = True
 
 
 def adopted_runs(spec: Spec, cells: Sequence[PlannedCell], use_runs: Sequence[str], out: Any) -> dict[int, str]:
@@ -94,14 +102,38 @@ def adopted_runs(spec: Spec, cells: Sequence[PlannedCell], use_runs: Sequence[st
     return chosen
 
 
+def refuse_two_runs(cell: str, first: Any, second: Any) -> None:
+    """Refuse a table cell that two stored runs claim (a table never picks one of them, newest or not).
+
+    Args:
+        cell: the cell's label; first, second: the two runs (:func:`~groundstate.eval.runs.load_run` or
+            :func:`~groundstate.eval.runs.run_entry` dicts: ``run_id``, ``dir``, ``config``).
+
+    Raises:
+        ConfigError: always; one line naming the cell, both runs and the first field in which they differ.
+    """
+    from groundstate.eval.experiments.checks import category, first_difference
+
+    diff = first_difference(first["config"], second["config"])
+    what = ("the same configuration (a run and its merged shards)" if diff is None else
+            f"differing in the {category(diff[0])}: field '{diff[0]}'")
+    raise ConfigError(f"cell {cell}: two stored runs claim it, {first['run_id']} ({first['dir']}) and "
+                      f"{second['run_id']} ({second['dir']}), {what}; a table never picks one: remove one, or adopt "
+                      f"one with --use-run '{cell}=RUN'")
+
+
 def _load(cells: Sequence[PlannedCell], run: RunSettings, adopted: dict[int, str]) -> list[Any]:
-    """Each cell's run (``None``: not run), checked against its cell."""
-    from groundstate.eval.experiments.plan import run_dir_of
-    from groundstate.eval.runs import load_run
+    """Each cell's run (``None``: not run), checked against its cell; a cell both its run directory and its merged
+    shards claim is refused (:func:`refuse_two_runs`)."""
+    from groundstate.eval.experiments.plan import run_dirs_of
+    from groundstate.eval.runs import load_run, run_entry
 
     loaded = []
     for i, cell in enumerate(cells):
-        where = adopted.get(i) or run_dir_of(cell.planned.out(run), cell.run_id)
+        found = [adopted[i]] if i in adopted else run_dirs_of(cell.planned.out(run), cell.run_id)
+        if len(found) > 1:
+            refuse_two_runs(cell.cell.label, *(run_entry(d) for d in found[:2]))
+        where = found[0] if found else None
         if where is None:
             loaded.append(None)
             continue
@@ -246,10 +278,11 @@ def _layout(spec: Spec, cells: Sequence[PlannedCell], values: dict[tuple, dict[s
         rows.append(row)
     paper_only = _place_references(spec, rows, columns, fixed)
     runs = {c.cell.label: r["run_id"] for c, r in zip(cells, loaded, strict=True) if r is not None}
+    configs = {c.cell.label: r["config"] for c, r in zip(cells, loaded, strict=True) if r is not None}
     notes = [f"{axis} {value.label}: {value.note}" for axis, entries in spec.axis_values().items()
              for value in entries if value.note]
     return Table(spec, header_lines(cells, loaded), row_dims, col_dims, columns, list(spec.layout.metrics), rows,
-                 paper_only, runs, notes)
+                 paper_only, runs, notes, configs)
 
 
 def _value(spec: Spec, values: dict[tuple, dict[str, Value]], dims: list[str], point: dict[str, tuple[str, str]],

@@ -1,210 +1,202 @@
-"""The paper's tables in their layout, built from stored OffQuery runs (``groundstate compare --paper-tables``).
+"""The paper's Tables 1, 10 and 11 for ``groundstate compare --paper-tables``: experiment specs built in memory from
+compare's options, tabulated by the experiment layer (:func:`groundstate.eval.experiments.table.build_table`).
 
-Every run under a runs directory is read once (its config says the program, the LM, the data and the options);
-runs are grouped by LM (with its decoding), *setting* (data file or synthetic settings, and the shared-context
-condition) and T2 judge (:func:`~groundstate.eval.metric_spec.judge_label`), so a gain over standard
-collaboration always compares runs scored by the same judge at the same decoding. Every row names them:
+Each table is a :class:`~groundstate.eval.experiments.spec.Spec` whose cells are planned exactly as ``compare`` (or
+``run``) plans a program with the same options, so a cell's run is the run directory named by its planned run id;
+nothing is chosen from "the runs in the directory", newest or otherwise. A stored run made with another LM,
+decoding, judge, data, seed, record limit or program option is another run id: it is no cell of these tables (the
+command names such runs in a note), and a run directory whose configuration differs from its cell's plan, or a
+cell that two stored runs claim, refuses the table in one line (:mod:`~groundstate.eval.experiments.checks`).
 
-- **Table 1** (main results): per LM and setting, T1/T2/T3 of every program, with the relative gain over standard
-  collaboration, ``(score - standard) / standard`` in percent (``-`` where standard scores 0 or is absent).
-- **Table 10** (candidate-pool ablation): per LM and setting, ReGround's T1/T2/T3 for each M it was run with
-  (``--max-candidates``) and the oracle condition (``--oracle-t1``, attribution skipped).
-- **Table 11** (token cost): input, output and total tokens per instance for every program and setting.
+- **Table 1** (main results): T1/T2/T3 of every program (rows: the LM, then the program; column: the setting),
+  with the relative gain over standard collaboration, ``(score - standard) / standard`` in percent (when Standard
+  is one of the programs).
+- **Table 10** (candidate-pool ablation): ReGround's T1/T2/T3 at M = 1..5 (``--max-candidates``; compare's own M
+  too when it is another) and the oracle condition (``--oracle-t1``: attribution skipped), every other option as
+  compare's.
+- **Table 11** (token cost): input, output and total tokens per instance, and the calls served from DSPy's cache
+  (which bill no tokens), of every program.
 
-Only ReGround runs with the default options enter Table 1 (a run with ``--oracle-t1`` or another M enters Table
-10); when a program was run several times with the same LM and setting, the newest run counts. The numbers are
-ours, measured the way the paper defines them; they are not the paper's results.
+The programs are the ones compare names; with none, Table 1 plans the paper's Standard and ReGround and Table 11
+the paper's eight programs, and nothing runs: the tables show what is stored for those cells, and "not run" for
+the rest. Cells nobody ran say "not run". The numbers are ours; ``groundstate experiment table reground-table1``
+(and ``-table10``, ``-table11``) puts the paper's published numbers beside them.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from groundstate.eval.metric_spec import decoding_label, judge_label, lm_label
-from groundstate.eval.report import pipe_lines
-from groundstate.eval.runs import list_runs
-from groundstate.eval.stats import format_ci
-
-logger = logging.getLogger(__name__)
+from groundstate.eval.experiments.load import check_spec
+from groundstate.eval.experiments.spec import Spec
+from groundstate.eval.reground.settings import BaselineOptions, CompareSettings, OffQueryData, ReGroundOptions
 
 METRICS = ("t1", "t2", "t3")
-DEFAULT_M = 3
-
-
-def setting_of(config: Mapping[str, Any]) -> str:
-    """``mediQ_easy.json, unreliable`` or ``synthetic healthcare/main n=20, unreliable``."""
-    data = config.get("data") or {}
-    if "file" in data:
-        where = str(data["file"])
-    elif "synthetic" in data:
-        synthetic = data["synthetic"]
-        where = (f"synthetic {'+'.join(synthetic.get('domains', []))}/{'+'.join(synthetic.get('variants', []))} "
-                 f"n={synthetic.get('n')}")
-    else:
-        where = "data"
-    return f"{where}, {(config.get('options') or {}).get('condition', '?')}"
-
-
-def lm_of(config: Mapping[str, Any]) -> str:
-    """A run's LM with its decoding: ``openai/gpt-4o (temperature 0)``."""
-    lm = config.get("lm") if isinstance(config.get("lm"), Mapping) else {}
-    return f"{lm_label(lm)} ({decoding_label(lm)})"
-
-
-def offquery_runs(out: str | Path, programs: Sequence[str]) -> list[dict[str, Any]]:
-    """The stored runs of OffQuery programs under ``out``, newest first, as ``{program, lm, judge, setting,
-    options, summary, run_id}`` (``lm``: the model with its decoding, :func:`lm_of`; ``judge``: the T2 judge in
-    words)."""
-    found = []
-    for run in list_runs(out):
-        config = run["config"]
-        if config.get("program") not in programs or config.get("shard"):
-            continue
-        found.append({"program": config["program"], "lm": lm_of(config), "judge": judge_label(config) or "-",
-                      "setting": setting_of(config), "options": config.get("options") or {},
-                      "summary": run["summary"], "run_id": run["run_id"]})
-    return found
-
-
-def _mean(summary: Mapping[str, Any], metric: str) -> float | None:
-    return ((summary.get("scores") or {}).get(metric) or {}).get("mean")
-
-
-def _is_default_reground(options: Mapping[str, Any]) -> bool:
-    return not options.get("oracle_t1") and options.get("max_candidates", DEFAULT_M) == DEFAULT_M \
-        and not options.get("multi_misleading") and options.get("mode", "agent") == "agent"
-
-
-def table1(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows ``{lm, judge, setting, program, t1, t2, t3, gain_t1, gain_t2, gain_t3, n, run_id}``; a gain compares
-    runs of the same LM, decoding, setting and judge."""
-    chosen: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
-    for run in runs:  # newest first: keep the first run per (lm, judge, setting, program)
-        if run["program"] == "reground" and not _is_default_reground(run["options"]):
-            continue
-        chosen.setdefault((run["lm"], run.get("judge", "-"), run["setting"], run["program"]), run)
-    rows = []
-    for (lm, judge, setting, program), run in sorted(chosen.items()):
-        standard = chosen.get((lm, judge, setting, "standard"))
-        row: dict[str, Any] = {"lm": lm, "judge": judge, "setting": setting, "program": program,
-                               "n": run["summary"].get("n_done"), "run_id": run["run_id"]}
-        for metric in METRICS:
-            row[metric] = (run["summary"].get("scores") or {}).get(metric)
-            base = _mean(standard["summary"], metric) if standard else None
-            value = _mean(run["summary"], metric)
-            row[f"gain_{metric}"] = (100 * (value - base) / base if base and value is not None and program != "standard"
-                                     else None)
-        rows.append(row)
-    return rows
-
-
-def table10(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows ``{lm, judge, setting, condition ("M = k" or "Oracle"), t1, t2, t3, n, run_id}``, M ascending, Oracle
-    last."""
-    chosen: dict[tuple[str, str, str, Any], Mapping[str, Any]] = {}
-    for run in runs:
-        options = run["options"]
-        if run["program"] != "reground" or options.get("multi_misleading") or options.get("mode", "agent") != "agent":
-            continue
-        key = "oracle" if options.get("oracle_t1") else int(options.get("max_candidates", DEFAULT_M))
-        chosen.setdefault((run["lm"], run.get("judge", "-"), run["setting"], key), run)
-    order = sorted(chosen, key=lambda k: (k[0], k[1], k[2], 1 if k[3] == "oracle" else 0,
-                                          0 if k[3] == "oracle" else k[3]))
-    return [{"lm": lm, "judge": judge, "setting": setting, "condition": "Oracle" if key == "oracle" else f"M = {key}",
-             **{m: (chosen[(lm, judge, setting, key)]["summary"].get("scores") or {}).get(m) for m in METRICS},
-             "n": chosen[(lm, judge, setting, key)]["summary"].get("n_done"),
-             "run_id": chosen[(lm, judge, setting, key)]["run_id"]}
-            for lm, judge, setting, key in order]
-
-
-def table11(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows ``{lm, judge, setting, program, input, output, total, cached_calls}`` in tokens per instance (newest run
-    per key; ``cached_calls``: calls served from DSPy's cache, which bill no tokens). An LM judge's calls are part
-    of a run's tokens, so runs of different judges are different rows."""
-    chosen: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
-    for run in runs:
-        if run["program"] == "reground" and not _is_default_reground(run["options"]):
-            continue
-        chosen.setdefault((run["lm"], run.get("judge", "-"), run["setting"], run["program"]), run)
-    rows = []
-    for (lm, judge, setting, program), run in sorted(chosen.items()):
-        summary = run["summary"]
-        n = summary.get("n_done") or 0
-        tokens = summary.get("tokens") or {}
-        inp, out = (tokens.get("input", 0) / n, tokens.get("output", 0) / n) if n else (0.0, 0.0)
-        rows.append({"lm": lm, "judge": judge, "setting": setting, "program": program, "input": inp, "output": out,
-                     "total": inp + out, "cached_calls": (summary.get("lm_calls") or {}).get("cached", 0), "n": n,
-                     "run_id": run["run_id"]})
-    return rows
-
-
-def _gain(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1f}%"
-
-
+#: M values of Table 10 (the paper's ablation; compare's own M is added when it is another).
+CANDIDATES = (1, 2, 3, 4, 5)
+#: The programs of the paper's Table 1 and Table 11 (their order), when compare names none.
+TABLE1_PROGRAMS = ("standard", "reground")
+TABLE11_PROGRAMS = ("standard", "voting", "robin", "manager", "instructor", "self-reflect", "confidence", "reground")
+LABELS = {"reground": "ReGround", "standard": "Standard", "oracle": "Oracle", "voting": "Voting", "robin": "Robin",
+          "manager": "Manager", "instructor": "Instructor", "self-reflect": "Self-Reflect",
+          "confidence": "Confidence"}
 TITLES = {"1": "Table 1 layout: T1/T2/T3 with the relative gain over standard collaboration",
           "10": "Table 10 layout: ReGround's candidate pool size M and the oracle condition",
           "11": "Table 11 layout: tokens per instance"}
-NO_RUNS = "(no stored runs for this table)"
+PAGES = {"1": 7, "10": 39, "11": 40}
+NOTE = ("Built from compare's options (the LM, the data and the condition, the T2 judge, the programs' options, the "
+        "seed); a cell shows the run of exactly that configuration, or 'not run'. The paper's published numbers "
+        "are beside ours in `groundstate experiment table reground-table{n}`.")
 
 
-def _total(row: Mapping[str, Any]) -> str:
-    """Total tokens per instance; a run served (partly) from DSPy's cache says so, as its cached calls bill none."""
-    text = f"{row['total']:.0f}"
-    return text + f" ({row['cached_calls']} calls cached, not billed)" if row.get("cached_calls") else text
-
-
-def cells(table: str, rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """One of the tables (``table`` is ``1``, ``10`` or ``11``) as ``(header, cells)``, shared by the Markdown
-    file and the terminal table; a table without runs gets one row saying so."""
-    if table == "1":
-        header = ["LM", "T2 judge", "setting", "program", "T1", "T2", "T3", "T1 gain", "T2 gain", "T3 gain",
-                  "n"]
-        body = [[r["lm"], r.get("judge", "-"), r["setting"], r["program"], *(format_ci(r[m]) for m in METRICS),
-                 *(_gain(r[f"gain_{m}"]) for m in METRICS), str(r["n"])] for r in rows]
-    elif table == "10":
-        header = ["LM", "T2 judge", "setting", "candidates", "T1", "T2", "T3", "n"]
-        body = [[r["lm"], r.get("judge", "-"), r["setting"], r["condition"], *(format_ci(r[m]) for m in METRICS),
-                 str(r["n"])] for r in rows]
+def setting_label(settings: OffQueryData) -> str:
+    """The setting in words: ``mediQ_easy.json, unreliable`` or ``synthetic healthcare/main n=20, unreliable``."""
+    if settings.data == "synthetic":
+        where = f"synthetic {settings.domain}/{settings.variant} n={settings.n}"
+        where += f" seed={settings.synthetic_seed}" if settings.synthetic_seed else ""
     else:
-        header = ["LM", "T2 judge", "setting", "program", "input", "output", "total", "n"]
-        body = [[r["lm"], r.get("judge", "-"), r["setting"], r["program"], f"{r['input']:.0f}", f"{r['output']:.0f}",
-                 _total(r), str(r["n"])] for r in rows]
-    return header, body or [[NO_RUNS] + [""] * (len(header) - 1)]
+        where = Path(settings.data).name
+    return f"{where}, {settings.condition}"
 
 
-def markdown(table: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    """One of the tables as Markdown (``table`` is ``1``, ``10`` or ``11``)."""
-    return "\n".join([f"### {TITLES[table]}", "", *pipe_lines(*cells(table, rows))]) + "\n"
+def _fields(settings: CompareSettings, model: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The values ``settings`` has for the fields of ``model`` (``None`` values left out: the field's default)."""
+    return {k: v for k, v in settings.model_dump(include=set(model.model_fields)).items()
+            if v is not None and k not in skip}
 
 
-def built_tables(runs: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The rows of Tables 1, 10 and 11."""
-    return {"1": table1(runs), "10": table10(runs), "11": table11(runs)}
+def program_settings(name: str, settings: CompareSettings) -> dict[str, Any]:
+    """The options program ``name`` takes from compare's settings (ReGround's, or the baselines')."""
+    return _fields(settings, ReGroundOptions if name == "reground" else BaselineOptions)
 
 
-def write_tables(runs: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str, str]:
-    """Write ``table1|10|11.md`` and ``.json`` (and ``table1.png``, T1/T2/T3 per program, with matplotlib)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    built = built_tables(runs)
+def _base(number: str, settings: CompareSettings, model: str) -> dict[str, Any]:
+    """What every table's spec shares: the experiment, the setting as its one data value, the model, the judge."""
+    return {
+        "experiment": {"name": f"compare-table{number}", "title": TITLES[number], "paper": "reground",
+                       "table": f"Table {number}", "page": PAGES[number], "note": NOTE.format(n=number)},
+        "data": {"setting": {"label": setting_label(settings), **_fields(settings, OffQueryData, ("judge_lm",))}},
+        "defaults": {"data": "setting", "judge": settings.judge_lm, "seeds": [settings.seed]},
+        "axes": {"model": [model], "data": ["setting"]},
+    }
+
+
+def _methods(names: Sequence[str], settings: CompareSettings) -> list[dict[str, Any]]:
+    return [{"label": LABELS.get(n, n), "key": n, "task": n, "settings": program_settings(n, settings)}
+            for n in dict.fromkeys(names)]
+
+
+def paper_specs(settings: CompareSettings, programs: Sequence[str] | None = None,
+                model: str = "embedded") -> dict[str, Spec]:
+    """The specs of Tables 1, 10 and 11 (keys ``"1"``, ``"10"``, ``"11"``) from compare's settings, the programs it
+    names (none: the paper's, see the module docstring) and the model under test (a label: the LMs themselves are
+    the caller's, :func:`paper_tables`).
+
+    Raises:
+        InputError: a spec that does not validate (an unknown program name reaches the task registry as one).
+    """
+    first = list(programs or TABLE1_PROGRAMS)
+    raw1 = _base("1", settings, model)
+    relative = [{"name": f"gain_{m}", "metric": m, "axis": "method", "base": "standard", "kind": "gain"}
+                for m in METRICS] if "standard" in first else []
+    raw1["axes"]["method"] = _methods(first, settings)
+    raw1["layout"] = {"rows": ["model", "method"], "columns": ["data"],
+                      "metrics": [*METRICS, *(r["name"] for r in relative)], "relative": relative,
+                      "percent": [r["name"] for r in relative],
+                      "labels": {**{m: m.upper() for m in METRICS}, **{f"gain_{m}": f"{m.upper()} gain (%)"
+                                                                        for m in METRICS}}}
+    raw10 = _base("10", settings, model)
+    raw10["defaults"] |= {"task": "reground", "settings": program_settings("reground", settings)}
+    sizes = sorted({*CANDIDATES, settings.max_candidates})
+    raw10["axes"]["variant"] = [*({"label": f"M = {m}", "key": f"M{m}",
+                                   "settings": {"max_candidates": m, "oracle_t1": False}} for m in sizes),
+                                {"label": "Oracle", "key": "oracle",
+                                 "settings": {"max_candidates": settings.max_candidates, "oracle_t1": True},
+                                 "note": "the misleading agent is given (--oracle-t1): attribution skipped"}]
+    raw10["layout"] = {"rows": ["model", "variant"], "columns": ["data"], "metrics": list(METRICS),
+                       "labels": {m: m.upper() for m in METRICS}}
+    raw11 = _base("11", settings, model)
+    raw11["axes"]["method"] = _methods(list(programs or TABLE11_PROGRAMS), settings)
+    raw11["layout"] = {"rows": ["model", "method"], "columns": ["data"],
+                       "metrics": ["tokens_input", "tokens_output", "tokens_total", "cached_calls"],
+                       "digits": {"tokens_input": 0, "tokens_output": 0, "tokens_total": 0, "cached_calls": 1},
+                       "labels": {"tokens_input": "input", "tokens_output": "output", "tokens_total": "total",
+                                  "cached_calls": "cached calls (not billed)"}}
+    specs = {}
+    for number, raw in (("1", raw1), ("10", raw10), ("11", raw11)):
+        spec = Spec.parse(raw, file="compare --paper-tables")
+        spec.source = f"compare --paper-tables (Table {number})"
+        check_spec(spec)
+        specs[number] = spec
+    return specs
+
+
+def paper_tables(settings: CompareSettings, programs: Sequence[str] | None, run: Any, *,
+                 lms: Callable[[Any], tuple[Any, Any]], model: str,
+                 note: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Tables 1, 10 and 11 (:func:`paper_specs`) built by the experiment layer from the runs under ``run.out``;
+    no LM is called.
+
+    Args:
+        settings, programs, model: as for :func:`paper_specs`.
+        run: the run settings compare ran with (``out``, ``limit``: the runs' identity).
+        lms: ``cell -> (default LM, LMConfig)``: the LMs compare ran with (so every cell plans the run id compare
+            gave the program).
+        note: where the tasks' notes go.
+
+    Returns:
+        The built :class:`~groundstate.eval.experiments.table.Table` objects by table number, without the paper's
+        columns (they carry no published numbers).
+
+    Raises:
+        ConfigError: a stored run that differs from its cell, or a cell two stored runs claim (one line).
+    """
+    from groundstate.eval.experiments.table import build_table
+
+    tables = {}
+    for number, spec in paper_specs(settings, programs, model).items():
+        table = build_table(spec, run, lms=lms, note=note)
+        table.show_paper = False
+        tables[number] = table
+    return tables
+
+
+def stray_runs(out: str | Path, tables: Mapping[str, Any]) -> list[str]:
+    """The stored OffQuery runs under ``out`` (shards left out) that are no cell of ``tables``: runs of another LM,
+    decoding, judge, data or options, which a table built from "every run in the directory" would have mixed in.
+    In name order; a directory that is not a readable run is skipped (no table reads it)."""
+    from groundstate.errors import InputError
+    from groundstate.eval.runs import run_entry
+    from groundstate.eval.tasks import offquery_names
+
+    used = {run_id for table in tables.values() for run_id in table.runs.values()}
+    names = set(offquery_names())
+    found = []
+    for run_dir in sorted(Path(out).iterdir()) if Path(out).is_dir() else []:
+        if not run_dir.is_dir() or not (run_dir / "config.json").is_file():
+            continue
+        try:
+            config = run_entry(run_dir)["config"]
+        except InputError:
+            continue
+        if config.get("program") in names and not config.get("shard") and str(config.get("run_id")) not in used:
+            found.append(str(config.get("run_id", run_dir.name)))
+    return found
+
+
+def write_tables(tables: Mapping[str, Any], out_dir: str | Path, png: bool = True) -> dict[str, str]:
+    """Write ``table1|10|11.md``, ``.json`` and (``png``, with matplotlib) ``.png`` into ``out_dir``
+    (:func:`groundstate.eval.experiments.render.write_table`); their paths, as ``table<n>``, ``table<n>_json`` and
+    ``table<n>_png``."""
+    from groundstate.eval.experiments.render import write_table
+
     paths = {}
-    for name, rows in built.items():
-        (out_dir / f"table{name}.md").write_text(markdown(name, rows), encoding="utf-8")
-        (out_dir / f"table{name}.json").write_text(json.dumps({"rows": rows}, indent=2, default=str) + "\n",
-                                                   encoding="utf-8")
-        paths[f"table{name}"] = str(out_dir / f"table{name}.md")
-    if built["1"]:
-        from groundstate.eval.report import bar_chart
-
-        tokens = {t["run_id"]: t for t in built["11"]}
-        chart_rows = [{"name": f"{r['program']} ({r['setting']})", **{m: r[m] for m in METRICS},
-                       "tokens_per_instance": tokens.get(r["run_id"], {}).get("total", 0),
-                       "cached_calls": tokens.get(r["run_id"], {}).get("cached_calls", 0)} for r in built["1"]]
-        if bar_chart(chart_rows, out_dir / "table1.png", METRICS, "Table 1 layout"):
-            paths["chart"] = str(out_dir / "table1.png")
+    for number, table in tables.items():
+        written = write_table(table, out_dir, stem=f"table{number}", png=png)
+        paths[f"table{number}"] = written["md"]
+        paths[f"table{number}_json"] = written["json"]
+        if "png" in written:
+            paths[f"table{number}_png"] = written["png"]
     return paths

@@ -126,6 +126,10 @@ def analysed(workspace, tmp_path_factory):
              "failures": 0, "rows": {"all": {"title": "All", "pairs": 1, "sampled": 1, **{v: cell for v in VARIANTS}}}}
     (cache / "runs" / "dhd-mask-test").mkdir()
     (cache / "runs" / "dhd-mask-test" / "mask_table.json").write_text(json.dumps(table))
+    # a masking run is a run of this cache (its config says so), never a directory whose name looks like one
+    cache_id = json.loads((cache / "cache.json").read_text())["cache_id"]
+    (cache / "runs" / "dhd-mask-test" / "config.json").write_text(json.dumps(
+        {"program": "dhd-mask", "run_id": "dhd-mask-test", "cache": cache_id}))
     return cache
 
 
