@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from groundstate.eval.consilience.provenance import runs_provenance
 from groundstate.eval.experiments.table import Table, Value
 
 NOT_IN_TEXT = "not in the available text"
@@ -79,10 +80,14 @@ def paper(table: Table, value: Value, metric: str | None = None) -> str:
 
 
 def title(table: Table) -> str:
-    """The table's title, with the paper's table and page."""
+    """The table's title, with the paper's table and page, and the design-default warning
+    (:data:`~groundstate.eval.consilience.provenance.FIXED_BY_CONSTRUCTION`) when any of its runs had simulated
+    agents on support derived from the answer."""
     info = table.spec.experiment
     where = ", ".join(x for x in (info.table, f"p. {info.page}" if info.page is not None else None) if x)
-    return info.title + (f" ({info.paper} paper, {where})" if info.paper and where else "")
+    text = info.title + (f" ({info.paper} paper, {where})" if info.paper and where else "")
+    warning = runs_provenance(table.configs.values())["warning"]
+    return f"{text}: {warning}" if warning and warning not in text else text
 
 
 def cells(table: Table) -> tuple[list[str], list[list[str]]]:

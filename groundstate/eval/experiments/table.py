@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundstate.errors import ConfigError
+from groundstate.eval.consilience.provenance import agents_of, describe_agents
 from groundstate.eval.experiments.cells import LMFactory, PlannedCell, plan_cells, resolve_cells
 from groundstate.eval.experiments.checks import check_across, check_run, judge_of, varying_axes
 from groundstate.eval.experiments.readers import read_cell
@@ -345,13 +346,9 @@ def header_lines(cells: Sequence[PlannedCell], loaded: Sequence[Any]) -> list[st
             lms[f"{entry.get('model')} (role {pattern})"] = True
             decodings[f"{entry.get('model')} (role {pattern}): temperature {entry.get('temperature', 'default')}, "
                       f"max tokens {entry.get('max_tokens', 'default')}"] = True
-        options = config.get("options") or {}
-        described = options.get("agents") if isinstance(options.get("agents"), dict) else None
-        if described and described.get("kind") == "sim":
-            params = described.get("params") or {}
-            agents["simulated agents: attention " + str(params.get("attention") or "unlimited") + ", salience "
-                   f"{params.get('salience')}, recency {params.get('recency')}, weight noise "
-                   f"{params.get('weight_noise')}"] = True
+        described = agents_of(config)
+        if described and described.get("kind") == "sim":  # the one label every hidden-profile output uses
+            agents["agents: " + describe_agents(described, lm or None)] = True
     lines = [prefix + "judge: " + ("; ".join(judges) if judges else "none (the task has no judge)"),
              prefix + "LM: " + ("; ".join(lms) if lms else "none (no LM is called)")]
     if decodings:

@@ -253,3 +253,27 @@ def test_the_header_names_the_judge_the_lms_the_decoding_and_a_self_judging_mode
     lines = header_lines([], [config("openai/gpt-4o", "lm:openai/gpt-4o-2", roles={"agent.0": {"model": "m/a"}})])
     assert "model under test" not in lines[0] and lines[1] == "LM: openai/gpt-4o; m/a (role agent.0)"
     assert lines[2].endswith("m/a (role agent.0): temperature default, max tokens default")
+
+
+def test_a_table_of_simulated_runs_names_the_agents_and_warns_on_design_default_support(stored):
+    """Item 6 in the experiment layer: the header uses the one agents label of every hidden-profile output, and the
+    title of a table any of whose runs had simulated agents on design-default support carries the warning."""
+    from dataclasses import replace
+
+    from groundstate.eval.consilience.provenance import FIXED_BY_CONSTRUCTION, describe_agents
+    from groundstate.eval.experiments.render import title
+    from groundstate.eval.experiments.table import header_lines
+
+    spec, run, _ = stored
+    table = build_table(spec, run, lms=ScriptedLMs())
+    assert FIXED_BY_CONSTRUCTION not in title(table)
+    agents = {"kind": "sim", "params": {"attention": 3, "salience": 0.5, "recency": 0.8, "weight_noise": 0.3},
+              "support": {"source": "design"}}
+    config = {"program": "consilience-rules", "options": {"agents": agents}}
+    warned = replace(table, configs={**table.configs, "extra": config})
+    assert title(warned).endswith(FIXED_BY_CONSTRUCTION)
+    assert title(warned).count(FIXED_BY_CONSTRUCTION) == 1
+    lines = header_lines([], [{"config": config}])
+    assert f"agents: {describe_agents(agents)}" in lines
+    annotated = {**agents, "support": {"source": "annotated"}}
+    assert FIXED_BY_CONSTRUCTION not in title(replace(table, configs={"x": {"options": {"agents": annotated}}}))
