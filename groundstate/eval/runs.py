@@ -285,8 +285,10 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path = "runs") -> dict[str
     return load_run(run_dir)
 
 
-def resolve_run_dir(out: str | Path, name: str) -> str:
-    """A run directory from a path, a run id under ``out`` or a unique prefix of one.
+def resolve_run_dir(out: str | Path, name: str, *, prefix: bool = True) -> str:
+    """A run directory from a path, a run id under ``out`` or (``prefix``, for names a user types) a unique prefix
+    of one. A name that comes from a file (an experiment spec's ``[runs]``) is resolved with ``prefix=False``:
+    exactly the run id it gives, never another run that happens to start with it.
 
     Raises:
         InputError: no such run, or a prefix that matches several.
@@ -302,7 +304,8 @@ def resolve_run_dir(out: str | Path, name: str) -> str:
     candidate = child(out, name, "run id")
     if candidate.is_dir():
         return str(candidate)
-    matches = [p for p in Path(out).glob(f"{glob.escape(name)}*") if p.is_dir()] if Path(out).is_dir() else []
+    matches = [p for p in Path(out).glob(f"{glob.escape(name)}*") if p.is_dir()] \
+        if prefix and Path(out).is_dir() else []
     if len(matches) == 1:
         return str(matches[0])
     raise InputError(f"no run '{one_line(name)}' under {one_line(out)}/ ({len(matches)} matches); see "

@@ -99,7 +99,7 @@ def adopted_runs(spec: Spec, cells: Sequence[PlannedCell], use_runs: Sequence[st
         if len(found) != 1:
             raise ConfigError(f"{where}: '{text}' names {len(found)} cells; name one (all its axes, and seed:N when "
                               "the spec has several seeds)")
-        chosen[found[0]] = resolve_run_dir(out, run)
+        chosen[found[0]] = resolve_run_dir(out, run, prefix=where == "--use-run")  # a spec's names: exact ids
     return chosen
 
 

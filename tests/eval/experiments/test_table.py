@@ -277,3 +277,16 @@ def test_a_table_of_simulated_runs_names_the_agents_and_warns_on_design_default_
     assert f"agents: {describe_agents(agents)}" in lines
     annotated = {**agents, "support": {"source": "annotated"}}
     assert FIXED_BY_CONSTRUCTION not in title(replace(table, configs={"x": {"options": {"agents": annotated}}}))
+
+
+def test_a_specs_runs_table_names_exact_run_ids_never_a_prefix(stored):
+    """A name from a file is not a pattern: ``[runs]`` with a prefix of a stored run id finds no run, while the
+    same prefix typed as ``--use-run`` is the user's own convenience and resolves."""
+    from groundstate.errors import InputError
+
+    spec, run, variants = stored
+    prefix = variants["rounds"][:-3]
+    with pytest.raises(InputError, match="no run"):
+        build_table(spec.model_copy(update={"runs": {CELL: prefix}}), run, lms=ScriptedLMs())
+    with pytest.raises(ConfigError, match="options.rounds"):
+        build_table(spec, run, lms=ScriptedLMs(), use_runs=[f"{CELL}={prefix}"])
