@@ -39,13 +39,14 @@ the order the in-memory commands sum them.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import ConfigError, InputError
+from groundstate.errors import ConfigError, GroundstateError, InputError
 from groundstate.eval.consilience.settings import AgentSettings, FeatureAblationSettings, RoutingSettings
 from groundstate.eval.consilience.tasks import (
     controller_named,
@@ -75,6 +76,10 @@ def _discussion_scorer():
     return discussion_scorer()
 
 
+class FitFailed(RuntimeError):
+    """Fitting a feature-ablation row failed (an LM or program error in an episode); recorded on each record."""
+
+
 class FeatureRowProgram:
     """The Consilience program of one Table 6 row, fitted the first time it is needed (:meth:`prepare`), then called
     as ``program(task=..., position=...)``; the prediction carries its ``position``.
@@ -90,6 +95,7 @@ class FeatureRowProgram:
                  rows: Callable[[], list[dict[str, Any]]]):
         self.settings, self.team, self.calibration, self.rows = settings, team, list(calibration), rows
         self.program: Any = None
+        self.failure: str | None = None
         self._lock = threading.Lock()
 
     @property
@@ -104,12 +110,23 @@ class FeatureRowProgram:
         kept in memory only.
 
         Raises:
-            ConfigError, InputError: a saved fit that does not belong to this row, or that cannot be read.
+            ConfigError, InputError: a saved fit that does not belong to this row, or that cannot be read, or no
+                calibration rounds.
+            FitFailed: the fitting failed otherwise (an LM or program error in an exploration or calibration
+                episode); later calls raise it again at once.
         """
         with self._lock:
+            if self.failure is not None:
+                raise FitFailed(self.failure)
             if self.program is None:
                 saved = directory is not None and (directory / CALIBRATOR_DIR / _manifest()).is_file()
-                self.program = self._load(directory) if saved else self._fit(directory)
+                try:
+                    self.program = self._load(directory) if saved else self._fit(directory)
+                except GroundstateError:
+                    raise
+                except Exception as exc:  # an LM or program failure while fitting: the row's failure, said once
+                    self.failure = f"fitting the row failed: {type(exc).__name__}: {exc}"
+                    raise FitFailed(self.failure) from exc
             return self.program
 
     def _fit(self, directory: Path | None) -> Any:
@@ -147,15 +164,17 @@ class FeatureRowProgram:
         return program
 
     def before(self, run_dir: Path) -> None:
-        """The plan's ``before``: fit (or load the fit of) the run in ``run_dir``, one process at a time."""
+        """The plan's ``before``: fit (or load the fit of) the run in ``run_dir``, one process at a time. A fit that
+        fails with :class:`FitFailed` is not raised here: each record then fails with its message, so the cell's
+        run fails (and is reported) while the other cells still run; a configuration error is one line."""
         from filelock import FileLock
 
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot make the run directory ({exc.strerror or exc})", file=str(run_dir)) from None
-        with FileLock(str(run_dir / FIT_LOCK)):
-            self.prepare(run_dir)
+        with FileLock(str(run_dir / FIT_LOCK)), contextlib.suppress(FitFailed):
+            self.prepare(run_dir)  # a failed fit is recorded on every record: the cell fails, the others still run
 
     def __call__(self, task: Any, position: int) -> Any:
         prediction = self.prepare()(task=task)
