@@ -214,3 +214,21 @@ def test_a_stored_routing_record_that_is_not_the_tasks_is_one_line(files, tmp_pa
         build_table(spec, run)
     message = str(caught.value)
     assert "\n" not in message and "results.jsonl" in message and field in message, message
+
+
+def test_a_row_whose_fit_fails_fails_alone_and_fits_once(files, tmp_path, monkeypatch):
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise ValueError("an episode broke")
+
+    monkeypatch.setattr(ablations, "calibrate", broken)
+    spec = load_spec(spec_file(tmp_path, FEATURES_SPEC, "features"), files)
+    run = spec.run_settings({"out": tmp_path / "runs", "progress": False})
+    outcome = run_experiment(spec, run)
+    assert len(outcome.failed) == 5 and len(outcome.outcomes) == 5  # every cell tried, each reported failed
+    assert len(calls) == 5  # one fit per row, not one per record
+    rows = [json.loads(line) for line in next((tmp_path / "runs").glob("*/results.jsonl")).read_text().splitlines()]
+    assert rows and all("fitting the row failed: ValueError: an episode broke" in r["error"] for r in rows)
+    assert not list((tmp_path / "runs").glob("*/calibrator"))  # nothing saved: the next run fits again
