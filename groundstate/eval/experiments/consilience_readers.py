@@ -8,12 +8,14 @@ so means are summed in the order the in-memory commands sum them. A record whose
 ``failed`` and adds nothing. A stored value that is not what the task writes (a corrupt or hand-edited
 ``results.jsonl``) is one line naming the file, the record and the field.
 
-- :func:`features_reader`: the hidden-profile reader's numbers (task accuracy with its Wilson interval, vote
-  accuracy pooled over all votes, rounds, words) plus ``final_C`` (communication cost) and ``final_J`` (final
-  objective), the means over tasks of the collective state each discussion ended in (Table 6's columns).
-- :func:`routing_reader`: per routing policy ``<policy>:mean_dJ``, ``<policy>:normalized_regret``,
+- :func:`features_numbers`: ``final_C`` (communication cost) and ``final_J`` (final objective), the means over
+  tasks of the collective state each discussion ended in (Table 6's columns besides success).
+- :func:`routing_numbers`: per routing policy ``<policy>:mean_dJ``, ``<policy>:normalized_regret``,
   ``<policy>:steps`` and ``<policy>:flat_steps`` (:func:`~groundstate.eval.consilience.routing.routing_metrics` of
-  every replayed step), plus the discussions' own accuracy unscoped.
+  every replayed step).
+
+The registered readers (:mod:`groundstate.eval.experiments.readers`) add these to the hidden-profile reader's
+numbers (task accuracy with its Wilson interval, vote accuracy pooled over all votes, rounds, words).
 """
 
 from __future__ import annotations
@@ -79,13 +81,11 @@ def _number(value: Any, run: Mapping[str, Any], row: Mapping[str, Any], field: s
     return float(value)
 
 
-def features_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
-    """Table 6's numbers of a ``consilience-features`` cell (see the module docstring)."""
+def features_numbers(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``final_C`` and ``final_J`` of a ``consilience-features`` cell (see the module docstring)."""
     import numpy as np
 
-    from groundstate.eval.experiments.readers import hidden_profile_reader
-
-    out = hidden_profile_reader(runs, settings)
+    out: dict[str, dict[str, Any]] = {}
     done, failed = ordered(runs)
     for key, metric in (("C", "final_C"), ("J", "final_J")):
         values = []
@@ -99,14 +99,13 @@ def features_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> 
     return out
 
 
-def routing_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
-    """Table 8's numbers of a ``consilience-routing`` cell (see the module docstring)."""
+def routing_numbers(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every routing policy's numbers of a ``consilience-routing`` cell (see the module docstring)."""
     from groundstate.eval.consilience.routing import routing_metrics
-    from groundstate.eval.experiments.readers import hidden_profile_reader
     from groundstate.programs.consilience.control import ROUTERS
     from groundstate.schema import validate
 
-    out = hidden_profile_reader(runs, settings)
+    out: dict[str, dict[str, Any]] = {}
     done, failed = ordered(runs)
     steps = []
     for run, row in done:

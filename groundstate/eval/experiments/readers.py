@@ -96,17 +96,19 @@ def dhd_mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> 
 
 
 def consilience_features_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
-    """The Consilience paper's Table 6 (:func:`groundstate.eval.experiments.consilience_readers.features_reader`)."""
-    from groundstate.eval.experiments.consilience_readers import features_reader
+    """The Consilience paper's Table 6: the hidden-profile numbers with the final communication cost and objective
+    (:func:`groundstate.eval.experiments.consilience_readers.features_numbers`)."""
+    from groundstate.eval.experiments.consilience_readers import features_numbers
 
-    return features_reader(runs, settings)
+    return {**hidden_profile_reader(runs, settings), **features_numbers(runs)}
 
 
 def consilience_routing_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
-    """The Consilience paper's Table 8 (:func:`groundstate.eval.experiments.consilience_readers.routing_reader`)."""
-    from groundstate.eval.experiments.consilience_readers import routing_reader
+    """The Consilience paper's Table 8: the hidden-profile numbers of the discussions and every routing policy's
+    (:func:`groundstate.eval.experiments.consilience_readers.routing_numbers`)."""
+    from groundstate.eval.experiments.consilience_readers import routing_numbers
 
-    return routing_reader(runs, settings)
+    return {**hidden_profile_reader(runs, settings), **routing_numbers(runs)}
 
 
 #: Readers by task name (default :func:`summary_reader`).
