@@ -232,3 +232,17 @@ def test_a_row_whose_fit_fails_fails_alone_and_fits_once(files, tmp_path, monkey
     rows = [json.loads(line) for line in next((tmp_path / "runs").glob("*/results.jsonl")).read_text().splitlines()]
     assert rows and all("fitting the row failed: ValueError: an episode broke" in r["error"] for r in rows)
     assert not list((tmp_path / "runs").glob("*/calibrator"))  # nothing saved: the next run fits again
+
+
+def test_planning_the_offline_table6_fits_nothing_and_counts_no_lm_call(tmp_path, monkeypatch):
+    from groundstate.eval.experiments.counting import NO_LM
+    from groundstate.eval.experiments.plan import plan_experiment
+
+    def no_fitting(*args, **kwargs):
+        raise AssertionError("planning fitted a row")
+
+    monkeypatch.setattr(ablations, "calibrate", no_fitting)
+    monkeypatch.setattr(ablations, "train_controller", no_fitting)
+    plan = plan_experiment(load_spec("consilience-table6-sim", {"tasks": 20}), RunSettings(out=tmp_path / "runs"))
+    assert len(plan.rows) == 25 and {r.count.method for r in plan.rows} == {NO_LM}
+    assert {r.count.records for r in plan.rows} == {6} and not (tmp_path / "runs").exists()
