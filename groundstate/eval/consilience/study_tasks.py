@@ -169,6 +169,13 @@ class FeatureRowProgram:
         run fails (and is reported) while the other cells still run; a configuration error is one line."""
         from filelock import FileLock
 
+        from groundstate.paths import check_entry, kind_of
+
+        check_entry(run_dir / FIT_LOCK, "run files")  # a FIFO there would block the lock, a link send it elsewhere
+        for name in (CONTROLLER_DIR, CALIBRATOR_DIR):
+            if kind_of(run_dir / name) not in (None, "directory"):
+                raise InputError(f"is a {kind_of(run_dir / name)}, not the directory of the row's fit (remove it)",
+                                 file=str(run_dir / name))
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -313,12 +320,13 @@ class RoutingTask(Task):
         controller = controller_named(settings.controller, settings.mlp, context)
         configuration = settings.configuration(settings.controller, controller, settings.agents)
         calibrator = load_calibrator(settings.calibrator, configuration) if settings.calibrator else None
-        consilience = configuration.program(setup.team, controller, calibrator=calibrator, seed=settings.seed)
+        consilience = program if program is not None else configuration.program(
+            setup.team, controller, calibrator=calibrator, seed=settings.seed)
         label = settings.controller + ("" if settings.calibrator else " (uncertified)")
         config = run_config("consilience-routing", state=consilience, lm=setup.lm, data=setup.data, seed=settings.seed,
                             options={"configuration": configuration.to_dict(), "calibrator": settings.calibrator,
                                      "agents": setup.agents, "label": label})
-        return PlannedRun(program or RoutingProgram(consilience), config, setup.tasks, inputs=_positions(setup.tasks),
+        return PlannedRun(RoutingProgram(consilience), config, setup.tasks, inputs=_positions(setup.tasks),
                           scorer=_discussion_scorer(), description=f"routing: {label}")
 
 

@@ -246,3 +246,24 @@ def test_planning_the_offline_table6_fits_nothing_and_counts_no_lm_call(tmp_path
     plan = plan_experiment(load_spec("consilience-table6-sim", {"tasks": 20}), RunSettings(out=tmp_path / "runs"))
     assert len(plan.rows) == 25 and {r.count.method for r in plan.rows} == {NO_LM}
     assert {r.count.records for r in plan.rows} == {6} and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("entry, make", [
+    (".fit.lock", lambda path: __import__("os").mkfifo(path)),
+    ("calibrator", lambda path: path.symlink_to(path.parent.parent / "elsewhere")),
+    ("controller", lambda path: path.write_text("not a directory")),
+])
+def test_a_planted_entry_where_a_row_keeps_its_fit_is_one_line(files, tmp_path, entry, make):
+    from groundstate.eval.experiments.cells import plan_cells, resolve_cells
+
+    spec = load_spec(spec_file(tmp_path, FEATURES_SPEC, "features"), files)
+    run = spec.run_settings({"out": tmp_path / "runs", "progress": False})
+    (cell,) = plan_cells(spec, [c for c in resolve_cells(spec) if c.keys["features"] == "belief"], run)
+    run_dir = tmp_path / "runs" / cell.run_id
+    run_dir.mkdir(parents=True)
+    (tmp_path / "runs" / "elsewhere").mkdir()
+    make(run_dir / entry)
+    with pytest.raises(InputError) as caught:
+        run_experiment(spec, run, cells=["features:belief"])
+    assert "\n" not in str(caught.value) and entry in str(caught.value)
+    assert not (run_dir / "results.jsonl").exists() and not list((tmp_path / "runs" / "elsewhere").iterdir())
