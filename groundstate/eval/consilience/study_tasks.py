@@ -230,7 +230,8 @@ def _exploration(settings: FeatureAblationSettings, context: RunContext, setup: 
         rows = context.once(("exploration", path), lambda: load_exploration(path))
         return (lambda: rows), {"file": Path(path).name, "sha256": sha256(path), "rows": len(rows)}
     if not train:
-        raise ConfigError(f"the training split of {settings.data} is empty: give more tasks, or explore rows (explore)")
+        raise ConfigError(f"the training split of {settings.data} is empty: give more tasks, or exploration rows "
+                          "(explore)")
     key = ("explored", settings.data, AgentSettings.parse(settings).model_dump_json(), settings.seed,
            settings.max_rounds)
 
