@@ -1,5 +1,8 @@
 """``groundstate consilience coverage | routing | ablate | generalize``: studies of a configuration, run in
-memory (meant for simulated agents and small LM studies), each printing the paper's table for it."""
+memory (meant for simulated agents and small LM studies), each printing the paper's table for it. Table 6
+(``ablate features``) and Table 8 (``routing``) also run durably, with the same numbers on the same inputs, as the
+experiment specs ``consilience-table6`` and ``consilience-table8`` (``groundstate experiment run``; offline:
+``consilience-table6-sim``, ``consilience-table8-sim``)."""
 
 from __future__ import annotations
 

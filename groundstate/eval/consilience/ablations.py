@@ -14,9 +14,11 @@ it), and evaluated on the same held-out tasks:
   set at every round, reporting success and mean rounds per trial.
 - the routing ablation (Table 8) is :func:`groundstate.eval.consilience.routing.routing_ablation`.
 
-Runs are in memory (:func:`~groundstate.eval.consilience.evaluate.run_tasks`), meant for simulated agents
-and small LM studies; for long LM runs use ``groundstate consilience evaluate`` (durable) with a calibrator
-per configuration.
+Runs are in memory, meant for simulated agents and small LM studies; for long LM runs use ``groundstate consilience
+evaluate`` (durable) with a calibrator per configuration. Table 6's rows and Table 8 also run durably, one run per
+row, as the registered tasks ``consilience-features`` and ``consilience-routing``
+(:mod:`groundstate.eval.consilience.study_tasks`; the shipped specs ``consilience-table6`` and
+``consilience-table8``), built from the same functions (:func:`feature_controller`, :func:`calibrated_program`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 
 from groundstate.eval.report import pipe_lines
 from groundstate.eval.stats import format_ci, wilson_ci
-from groundstate.optimizers.consilience import Configuration, calibrate, train_controller
+from groundstate.optimizers.consilience import Configuration, calibrate, check_config, train_controller
 from groundstate.programs.consilience.control import ValueController
 from groundstate.programs.consilience.state import FEATURE_SETS
 from groundstate.records import ACTIONS, HiddenProfileTask
@@ -58,17 +60,39 @@ def _run(program: Any, tasks: Sequence[HiddenProfileTask]) -> list[Any]:
     return [program(task=task) for task in tasks]
 
 
+def calibrated_program(name: str, controller: Any, team: Callable, calibration: Sequence[HiddenProfileTask], *,
+                       alpha: float = 0.1, max_rounds: int = 10, seed: int = 0, removed_actions: Sequence[str] = (),
+                       program_options: Mapping[str, Any] | None = None, calibrator: Any = None,
+                       **config: Any) -> tuple[Any, Any]:
+    """``(program, calibrator)`` of one ablation row: ``controller``'s configuration calibrated on ``calibration``
+    and the program that runs it with that calibrator. ``calibrator``: one already fitted for this row (a resumed
+    run's), checked against the configuration (one line when it was fitted for another) instead of calibrating."""
+    configuration = Configuration.of(name, controller, max_rounds=max_rounds, removed_actions=tuple(removed_actions),
+                                     **config)
+    if calibrator is None:
+        calibrator = calibrate(calibration, team, controller, configuration, alpha=alpha, seed=seed)
+    else:
+        check_config(calibrator, configuration)
+    program = configuration.program(team, controller, calibrator=calibrator, seed=seed, **(program_options or {}))
+    return program, calibrator
+
+
+def certified_rounds(calibrator: Any) -> list[int]:
+    """The rounds a calibrator certifies (a finite threshold)."""
+    return sorted(t for t, eps in calibrator.thresholds_.items() if np.isfinite(eps))
+
+
 def calibrated_row(name: str, controller: Any, team: Callable, calibration: Sequence[HiddenProfileTask],
                    test: Sequence[HiddenProfileTask], *, alpha: float = 0.1, max_rounds: int = 10, seed: int = 0,
                    removed_actions: Sequence[str] = (), program_options: Mapping[str, Any] | None = None,
                    **config: Any) -> dict[str, Any]:
-    """One ablation row: calibrate ``controller``'s configuration on ``calibration``, run it on ``test``."""
-    configuration = Configuration.of(name, controller, max_rounds=max_rounds, removed_actions=tuple(removed_actions),
-                                     **config)
-    calibrator = calibrate(calibration, team, controller, configuration, alpha=alpha, seed=seed)
-    program = configuration.program(team, controller, calibrator=calibrator, seed=seed, **(program_options or {}))
+    """One ablation row: calibrate ``controller``'s configuration on ``calibration``, run it on ``test``
+    (:func:`calibrated_program`)."""
+    program, calibrator = calibrated_program(name, controller, team, calibration, alpha=alpha, max_rounds=max_rounds,
+                                             seed=seed, removed_actions=removed_actions,
+                                             program_options=program_options, **config)
     row = summarize(_run(program, test), test)
-    row["certified_rounds"] = sorted(t for t, eps in calibrator.thresholds_.items() if np.isfinite(eps))
+    row["certified_rounds"] = certified_rounds(calibrator)
     return row
 
 
@@ -92,14 +116,21 @@ def action_ablation(controllers: Mapping[str, Callable[[], Any]], team: Callable
     return table
 
 
+def feature_controller(rows: Sequence[dict[str, Any]], features: Sequence[str], *, seed: int = 0,
+                       **mlp: Any) -> ValueController:
+    """The MLP controller of one Table 6 row: trained on the exploration ``rows`` with only ``features``, seeded
+    (``random_state=seed``), so the same rows, features and seed give the same model."""
+    model = train_controller(rows, list(features), random_state=seed, **mlp)
+    return ValueController(model, features=list(features))
+
+
 def feature_ablation(rows: Sequence[dict[str, Any]], team: Callable, calibration: Sequence[HiddenProfileTask],
                      test: Sequence[HiddenProfileTask], *, sets: Mapping[str, Sequence[str]] = FEATURE_SETS,
                      alpha: float = 0.1, max_rounds: int = 10, seed: int = 0, **mlp: Any) -> dict[str, dict[str, Any]]:
     """Table 6: the MLP retrained on each feature set (from the same exploration ``rows``), calibrated and run."""
     table = {}
     for label, features in sets.items():
-        model = train_controller(rows, list(features), random_state=seed, **mlp)
-        controller = ValueController(model, features=list(features))
+        controller = feature_controller(rows, features, seed=seed, **mlp)
         table[label] = calibrated_row("mlp", controller, team, calibration, test, alpha=alpha, max_rounds=max_rounds,
                                       seed=seed)
         table[label]["features"] = list(features)

@@ -11,6 +11,9 @@ configuration, and an evaluation of several programs.
 - :class:`EvaluationSettings`: ``consilience evaluate`` and ``table``: the controllers and reference protocols
   compared on the same tasks and agents (:meth:`EvaluationSettings.programs` splits it into
   :class:`ProgramSettings`).
+- :class:`FeatureAblationSettings`: one row of the state-feature ablation (Table 6), the task
+  ``consilience-features``; :class:`RoutingSettings`: the speaker-routing ablation (Table 8), the task
+  ``consilience-routing`` (:mod:`groundstate.eval.consilience.study_tasks`).
 
 Each field's description is its ``--help`` text.
 """
@@ -29,6 +32,7 @@ from groundstate.programs.consilience.consilience import SET_SAMPLING
 from groundstate.programs.consilience.control import CONTROLLERS, ROUTERS
 from groundstate.programs.consilience.protocols import PROTOCOLS
 from groundstate.programs.consilience.simulated import SIM_PRESETS, SimParams, sim_preset
+from groundstate.programs.consilience.state import FEATURE_SETS
 from groundstate.records import ACTIONS
 
 _IDEAL, _LIMITED = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
@@ -191,3 +195,34 @@ class EvaluationSettings(ConfigurationSettings, AgentSettings, HiddenTasks, Task
         return [*(ProgramSettings(**shared, program=name, rounds=self.rounds) for name in self.baselines),
                 *(ProgramSettings(**shared, program=name, mlp=self.mlp, calibrator=calibrators.get(name),
                                   set_sampling=sampling) for name in self.controllers)]
+
+
+class FeatureAblationSettings(AgentSettings, HiddenTasks, TaskSettings):
+    """One row of the state-feature ablation (the paper's Table 6): the MLP controller trained on one feature set,
+    calibrated for its configuration, and run on the held-out tasks of ``data``
+    (:class:`~groundstate.eval.consilience.study_tasks.FeatureAblationTask`). ``seed`` seeds the simulated agents,
+    the split, the exploration, the MLP and every episode, as ``consilience ablate features --seed`` does."""
+
+    features: Literal[tuple(FEATURE_SETS)] = Field("all", description="the state features the MLP is trained on (a "
+                                                   "row of Table 6; default all six)")
+    explore: str | None = Field(None, description="exploration rows written by `consilience explore` (required with "
+                                "calibration_data; none: the training split of data is explored in the run)",
+                                json_schema_extra={"metavar": "FILE"})
+    calibration_data: str | None = Field(None, description="calibration tasks, separate from data (none: data is "
+                                         "split into train / calibration / test tasks, 0.4 / 0.3 / 0.3, seeded, and "
+                                         "the test split is run)", json_schema_extra={"metavar": "FILE"})
+    alpha: float = Field(0.1, gt=0, lt=1, description="miscoverage level of the row's calibrator (default 0.1)")
+    max_rounds: int = Field(10, ge=1, description="round limit K (default 10)")
+
+
+class RoutingSettings(ConfigurationSettings, AgentSettings, HiddenTasks, TaskSettings):
+    """The speaker-routing ablation (the paper's Table 8): one controller's discussions, each communication round
+    replayed once per speaker (:class:`~groundstate.eval.consilience.study_tasks.RoutingTask`), as
+    ``consilience routing`` runs it."""
+
+    controller: Literal[CONTROLLERS] = Field("rules", description="the controller whose discussions are replayed "
+                                             "(default rules)")
+    mlp: str | None = Field(None, description="a trained MLP controller (for the controller mlp)",
+                            json_schema_extra={"metavar": "DIR"})
+    calibrator: str | None = Field(None, description="the controller's calibrator (conformal acceptance); none: "
+                                   "uncertified", json_schema_extra={"metavar": "DIR"})

@@ -17,7 +17,8 @@ adapter writes prompts of about the same size). Simulated agents call no LM: the
 
 Cells that differ only in their LMs run the same program on the same records, so one dry run serves them all
 (the transcript is recounted with each cell's tokenizer and prices). A task whose plan cannot be dry-run gets a
-counter of its own (:data:`COUNTERS`); the DHD steps say they are not counted here.
+counter of its own (:data:`COUNTERS`); the DHD steps say they are not counted here, and a Consilience
+feature-ablation row with simulated agents is counted as calling no LM without being fitted.
 """
 
 from __future__ import annotations
@@ -278,10 +279,20 @@ def not_counted(reason: str) -> Counter:
     return counter
 
 
+def count_fitted_row(cell: PlannedCell, run: RunSettings, memo: dict[str, Any]) -> CellCount:
+    """A Consilience feature-ablation row (``consilience-features``): a dry run when its agents call an LM (the dry
+    run fits the row, so its exploration and calibration calls are counted too); with simulated agents it calls no
+    LM (its MLP controller calls none either), counted without fitting it."""
+    if cell.uses_lms:
+        return count_by_dry_run(cell, run, memo)
+    return CellCount(NO_LM, len(select_records(cell.planned.records or [], run.limit, run.shard)))
+
+
 #: Counters by task name (default: :func:`count_by_dry_run`); the DHD steps' plans touch their cache.
 COUNTERS: dict[str, Counter] = {
-    name: not_counted("a DHD step's calls depend on its cache (see the DHD call structure in its docs)")
-    for name in ("dhd-generate", "dhd-replay", "dhd-mask")}
+    **{name: not_counted("a DHD step's calls depend on its cache (see the DHD call structure in its docs)")
+       for name in ("dhd-generate", "dhd-replay", "dhd-mask")},
+    "consilience-features": count_fitted_row}
 
 
 def count_cell(cell: PlannedCell, run: RunSettings, memo: dict[str, Any]) -> CellCount:

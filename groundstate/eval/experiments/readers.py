@@ -15,6 +15,9 @@ on): the shape of a run summary's scores, which :func:`groundstate.eval.stats.fo
 
 - ``dhd-replay`` and ``dhd-mask``: the DHD analysis of the cell's replay run (Tables 17-19, 24-26) and the
   masking run's table (Table 23), :mod:`~groundstate.eval.experiments.dhd_readers`.
+- ``consilience-features`` and ``consilience-routing``: the Consilience paper's Table 6 (final communication cost
+  and objective beside the accuracies) and Table 8 (per routing policy, ``<policy>:mean_dJ`` and
+  ``<policy>:normalized_regret``), :mod:`~groundstate.eval.experiments.consilience_readers`.
 
 A task registers its own with :func:`register_reader`.
 """
@@ -95,9 +98,27 @@ def dhd_mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> 
     return mask_reader(runs, settings)
 
 
+def consilience_features_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
+    """The Consilience paper's Table 6: the hidden-profile numbers with the final communication cost and objective
+    (:func:`groundstate.eval.experiments.consilience_readers.features_numbers`)."""
+    from groundstate.eval.experiments.consilience_readers import features_numbers
+
+    return {**hidden_profile_reader(runs, settings), **features_numbers(runs)}
+
+
+def consilience_routing_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
+    """The Consilience paper's Table 8: the hidden-profile numbers of the discussions and every routing policy's
+    (:func:`groundstate.eval.experiments.consilience_readers.routing_numbers`)."""
+    from groundstate.eval.experiments.consilience_readers import routing_numbers
+
+    return {**hidden_profile_reader(runs, settings), **routing_numbers(runs)}
+
+
 #: Readers by task name (default :func:`summary_reader`).
 READERS: dict[str, Reader] = {"consilience": hidden_profile_reader, "hidden-protocol": hidden_profile_reader,
-                              "dhd-replay": dhd_replay_reader, "dhd-mask": dhd_mask_reader}
+                              "dhd-replay": dhd_replay_reader, "dhd-mask": dhd_mask_reader,
+                              "consilience-features": consilience_features_reader,
+                              "consilience-routing": consilience_routing_reader}
 
 
 def register_reader(task: str, reader: Reader) -> Reader:

@@ -4,6 +4,7 @@ the package ships them (setuptools' package data names the folder)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import tomllib
 from pathlib import Path
@@ -29,7 +30,8 @@ ARTIFACTS = ("mlp", "calibrators")
 
 @pytest.fixture(scope="module")
 def user_data(tmp_path_factory, dhd_world):
-    """Stand-ins for what the user supplies: a small OffQuery clone in the published layout and HiddenBench tasks."""
+    """Stand-ins for what the user supplies: a small OffQuery clone in the published layout, HiddenBench tasks (the
+    held-out and the calibration ones) and exploration rows."""
     root = tmp_path_factory.mktemp("user")
     clone = root / "OffQuery"
     (clone / "datasets").mkdir(parents=True)
@@ -37,7 +39,11 @@ def user_data(tmp_path_factory, dhd_world):
     for name, source in (("mediQ_easy", "mediQ_easy"), ("mediQ_hard", "mediQ_easy"), ("CrisisFact", "CrisisFact")):
         shutil.copy(DATA / "offquery" / f"{source}.json", clone / "datasets" / f"{name}.json")
         shutil.copy(DATA / "offquery" / f"{source}_t2.json", clone / "task2_evaluation" / "truth" / f"{name}.json")
+    explore = root / "explore.jsonl"  # exploration rows (consilience explore's format): the Table 6 rows train on
+    explore.write_text("".join(json.dumps({"features": [0.1 * (i % 7), 0.2, 0.3, 0.1, 0.5, 0.0, 0.4, 0.1 * i],
+                                           "rewards": [0.1 * i, -0.2, 0.05 * i, 0.3]}) + "\n" for i in range(12)))
     return {"offquery": str(clone), "hiddenbench": str(DATA / "hiddenbench" / "sample.json"),
+            "calibration": str(DATA / "hiddenbench" / "sample.json"), "explore": str(explore),
             "mlp": str(root / "mlp"), "calibrators": str(root / "calibrators"), **dhd_world.inputs}
 
 
