@@ -11,9 +11,12 @@ Rates and accuracies are fractions (a spec shows them as percentages or points w
 
 - :func:`replay_reader` (``dhd-replay``): Tables 17 (``<benchmark>:disagreement``, ``<benchmark>:W+`` ...
   ``<benchmark>:indeterminate``), 18 (``<benchmark>:wrong``, ``:correct``, ``:correct_minus_wrong``), 19
-  (``separated``, ``W+`` ... with the permutation null's range as the interval, ``BH W+`` ..., ``strict W+``,
-  ``strict C-``), 24 (``full``, ``crossfit``, ``gain``), 25 (``<benchmark>:gain``) and 26 (``<arm>:observed``,
-  ``<arm>:all_action_low`` ..., arms ``A``, ``B`` and ``(A+B)/2``). The pooled rows' scope is ``Pooled``.
+  (``separated``, ``W+`` ... with the permutation null's range as the interval; ``BH W+`` ... and ``BY W+`` ...:
+  the per-message selections on exact within-block permutation p-values, the paper's column, see
+  :mod:`groundstate.eval.dhd.message_tests`; ``problem BH W+`` ... and ``problem BY W+`` ...: the problem-level
+  selections, a second column the paper's table does not have; ``strict W+``, ``strict C-``), 24 (``full``,
+  ``crossfit``, ``gain``), 25 (``<benchmark>:gain``) and 26 (``<arm>:observed``, ``<arm>:all_action_low`` ...,
+  arms ``A``, ``B`` and ``(A+B)/2``). The pooled rows' scope is ``Pooled``.
 - :func:`mask_reader` (``dhd-mask``): Table 23 from the run's ``mask_table.json``, ``<category>:<variant>``.
 """
 
@@ -83,7 +86,9 @@ def replay_numbers(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             counts = row.get(name) or {}
             out[name] = _number(counts.get("observed"), True, counts.get("low"), counts.get("high"))
         for group in GROUPS:
-            out[f"BH {group}"] = _number((row.get("bh") or {}).get(group), integer=True)
+            for column, name in (("bh", "BH"), ("by", "BY"), ("problem_bh", "problem BH"),
+                                 ("problem_by", "problem BY")):
+                out[f"{name} {group}"] = _number((row.get(column) or {}).get(group), integer=True)
         for group in ("W+", "C-"):
             out[f"strict {group}"] = _number((row.get("strict") or {}).get(group), integer=True)
     for row in rows["24"]:

@@ -41,6 +41,16 @@ def test_tables_19_and_24_read_the_same_run(dhd_world):
     oss = row(t19, model="OSS")
     assert oss.values[(0, "separated")].status == "measured" and oss.values[(0, "separated")].entry["integer"]
     assert oss.values[(0, "separated")].reference.value == 170
+    # the paper's BH column is per-message; BY beside it ("retains none"); the problem level is a labelled extra
+    report = analyze(dhd_world.cache, dhd_world.run.out.parent / "check19", runs_dir=dhd_world.run.out,
+                     with_tables=False)["modes"]["loo"]
+    for group in ("W+", "W-", "C+", "C-"):
+        assert oss.values[(0, f"BH {group}")].entry["mean"] == report["fdr"]["counts"]["bh"][group]
+        assert oss.values[(0, f"BY {group}")].reference.value == 0
+        problem = oss.values[(0, f"problem BH {group}")]
+        assert problem.entry["mean"] == report["multiplicity"]["bh"][group] and problem.reference is None
+    assert oss.values[(0, "BH W+")].reference.value == 0
+    assert row(t19, model="Gemma").values[(0, "BH W-")].reference.value == 20
     assert set(t19.runs.values()) == {o.run_id for o in dhd_world.replayed.outcomes}
     t24 = table_of(dhd_world, "dhd-table24")
     gain = row(t24, model="Gemma").values[(0, "gain")]
