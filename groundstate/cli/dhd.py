@@ -11,6 +11,11 @@ too; ``--sample-temperature`` is its earlier name, still accepted); ``--judge-te
 temperature 0 are still separate calls (rollout ids), so their variation is the model's own. The run
 configuration records them all (``temperatures``), so runs with other temperatures never mix.
 
+**Prompts:** ``replay``/``mask --integrator-prompt authors`` (default: the authors' protocol, think step by step,
+a no-score note before every hypothesis, ``--integrator-max-tokens`` 4096) or ``compact`` (the earlier prompt;
+runs made with it keep their run ids); ``generate --confidence level`` (default: low/medium/high with a reason) or
+``number`` (0-1, the earlier format).
+
 **Evaluator:** ``--evaluator judge`` (an LM judge sees the problem, the gold answer and the integrator's whole
 response; proposals are judged from the proposed answer alone) or ``--evaluator rules`` (tolerance, option sets,
 exact match; no LM). The default is ``judge`` when a judge LM is given (``--judge-lm`` or the ``--lm-config``
@@ -28,7 +33,8 @@ from groundstate.cli.output import print_summary
 #: Option strings of settings fields that are not ``--field-name``.
 FLAGS = {"integrator_temperature": ("--integrator-temperature", "--sample-temperature")}
 #: The integrator's and the evaluator's options, added once by :func:`_add_sampling`.
-SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "vary_seed")
+SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "integrator_prompt",
+            "integrator_max_tokens", "vary_seed")
 
 def _cache_default_out(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(runs_dir=None)

@@ -9,7 +9,8 @@ variant             what the integrator sees                                    
 ``full``            the pool as is                                                         ``11111``  2
 ``repeat``          the identical full pool again (a same-input check)                     ``11111``  2
 ``remove``          the pool without the message (the others keep their order)             ``11011``  1
-``neutral``         the message in its slot with every text field filled, confidence 0.50  ``11n11``  1
+``neutral``         the message in its slot with every text field filled (a numeric        ``11n11``  1
+                    confidence shows 0.50; a stated one is filled too)
 ``hide_answer``     the message in its slot with its proposed answer filled                ``11a11``  1
 ``hide_reasoning``  the message in its slot with its four reasoning fields filled          ``11r11``  1
 ==================  =====================================================================  =========  ========

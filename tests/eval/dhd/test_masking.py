@@ -41,6 +41,7 @@ from groundstate.eval.results import read_results
 from groundstate.eval.run_settings import RunSettings
 from groundstate.programs.dhd.deliberation import render_pool
 from groundstate.records import HypothesisMessage, Problem
+from groundstate.signatures.deliberation import NO_SCORE_NOTE
 from groundstate.testing import scripted_lm
 
 GOLD = "4321"
@@ -63,7 +64,8 @@ class World:
         if "proposed_answer" in fields:
             i = int(re.search(r"Role(\d+)", req.field("role")).group(1))
             return {"proposed_answer": str(7000 + i), "reasoning_direction": f"MARK{i}X", "key_idea": f"idea {i}",
-                    "critical_assumption": "none at all", "what_to_check": "the units", "confidence": 0.5}
+                    "critical_assumption": "none at all", "what_to_check": "the units", "confidence": "low",
+                    "confidence_reason": "rough guess"}
         if "equivalent" in fields:
             return {"equivalent": False}
         if "answer" in fields:
@@ -169,7 +171,7 @@ def test_masking_arms_keep_slot_and_length():
         assert [m.index for m in shown] == [0, 1, 2, 3, 4]  # same messages, same order: the slot is kept
         assert len(text) == len(full_text) and len(blocks) == len(full_blocks)
         assert [b for i, b in enumerate(blocks) if i != 3] == [b for i, b in enumerate(full_blocks) if i != 3]
-        assert blocks[3].startswith("Message 4 ")  # its own number
+        assert blocks[3].startswith(f"{NO_SCORE_NOTE}\nHypothesis 4 ")  # its own number, after the no-score note
         target, original = shown[3], pool[3]
         filled = fields.get(arm.variant, ())
         for name in ("role", "proposed_answer", *REASONING_FIELDS):
