@@ -25,7 +25,8 @@ What each table holds (LOO at the main pool size; percentages and percentage poi
   written before the per-message column existed (its ``fdr`` does not name its p-values) shows that column as not
   measured.
 - **23** Component masking: success (%) per diagnostic category and variant (full and repeat each average their
-  two identical-input outcomes), only when the cache has a masking run.
+  two identical-input outcomes), only when the cache has a masking run; a category with no sampled message is shown
+  with n = 0 and empty cells, not left out.
 - **24** Cross-fit: micro-pooled full-pool accuracy -> cross-fitted accuracy and the gain with its
   problem-clustered interval (the main estimate, full pool scored as the mean of both replicates).
 - **25** Cross-fitted gain by benchmark (one column per model).
@@ -156,12 +157,22 @@ def table_19(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
 
 
 def table_23(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
+    """One row per model and category: all five categories in the paper's order (one with no sampled message has
+    ``n`` 0 and empty cells, also from a masking table written before empty rows were kept), then any other."""
+    from groundstate.eval.dhd.masking import CATEGORIES, CATEGORY_TITLES
+
     rows = []
     for source in sources:
         if not source.mask:
             continue
         variants = source.mask["variants"]
-        for category, row in source.mask["rows"].items():
+        present = source.mask["rows"]
+        for category in [*CATEGORIES, *(c for c in present if c not in CATEGORIES)]:
+            row = present.get(category)
+            if row is None:
+                rows.append({"model": source.label, "category": category, "title": CATEGORY_TITLES[category],
+                             "n": 0, **dict.fromkeys(variants), "failures": 0})
+                continue
             rows.append({"model": source.label, "category": category, "title": row["title"],
                          "n": row.get("sampled", row.get("pairs")),
                          **{v: row[v]["success"] for v in variants},

@@ -17,7 +17,9 @@ Rates and accuracies are fractions (a spec shows them as percentages or points w
   selections, a second column the paper's table does not have; ``strict W+``, ``strict C-``), 24 (``full``,
   ``crossfit``, ``gain``), 25 (``<benchmark>:gain``) and 26 (``<arm>:observed``, ``<arm>:all_action_low`` ...,
   arms ``A``, ``B`` and ``(A+B)/2``). The pooled rows' scope is ``Pooled``.
-- :func:`mask_reader` (``dhd-mask``): Table 23 from the run's ``mask_table.json``, ``<category>:<variant>``.
+- :func:`mask_reader` (``dhd-mask``): Table 23 from the run's ``mask_table.json``, ``<category>:<variant>`` and
+  ``<category>:n`` (the messages sampled in the category); a category with no sampled message reads ``n`` 0 and
+  its variants as not measured, never as missing.
 """
 
 from __future__ import annotations
@@ -120,16 +122,23 @@ def replay_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> di
 
 
 def mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
-    """Table 23 from a masking cell: integrator success per ``<category>:<variant>`` (a fraction), from the run's
-    ``mask_table.json`` (the last run's, with several seeds); a run without one reports nothing."""
+    """Table 23 from a masking cell: integrator success per ``<category>:<variant>`` (a fraction) and the sample
+    size ``<category>:n``, from the run's ``mask_table.json`` (the last run's, with several seeds); a run without
+    one reports nothing."""
+    from groundstate.eval.dhd.masking import CATEGORIES
     from groundstate.eval.dhd.table_inputs import read_mask_table
 
     path = Path(runs[-1]["dir"]) / "mask_table.json"
     if not path.is_file():
         return {}
     table = read_mask_table(path)
+    rows = dict(table.get("rows") or {})
+    for category in CATEGORIES:  # a table written before empty categories kept their rows
+        rows.setdefault(category, {"sampled": 0})
     out = {}
-    for category, row in (table.get("rows") or {}).items():
+    for category, row in rows.items():
+        sampled = row.get("sampled", row.get("pairs"))
+        out[f"{category}:n"] = _number(sampled if isinstance(sampled, int) else None, integer=True)
         for variant in table.get("variants") or []:
             cell = row.get(variant) or {}
             out[f"{category}:{variant}"] = _number(_fraction(cell.get("success")), n=cell.get("n"))

@@ -233,12 +233,18 @@ def test_table_averages_each_full_and_repeat_pair_over_repetitions():
     assert other["full"]["success"] == 50.0 and other["repeat"]["success"] == 0.0 and other["pairs"] == 1
     everything = table["rows"]["all"]
     assert everything["full"]["n"] == 10 and everything["full"]["correct"] == 6 and table["failures"] == 2
-    assert list(table["rows"]) == ["wrong-helpful", "indeterminate", "all"]
+    # every category has its row in the paper's order, an empty one too (shown empty, never dropped)
+    assert list(table["rows"]) == ["wrong-helpful", "correct-helpful", "wrong-harmful", "correct-harmful",
+                                   "indeterminate", "all"]
+    empty = table["rows"]["correct-helpful"]
+    assert (empty["pairs"], empty["sampled"], empty["repetitions"]) == (0, 0, 0)
+    assert all(empty[v] == {"success": None, "correct": 0, "n": 0, "failures": 0} for v in VARIANTS)
     lines = mask_markdown(table).splitlines()
     assert lines[0] == ("| Diagnostic sample (n) | Full | Repeat | Remove | Neutral replacement | Hide answer "
                         "| Hide reasoning |")
     assert lines[2] == "| Wrong-helpful (2) | 63 | 57 (1 failed) | 25 | 25 | 100 | 0 (1 failed) |"  # 62.5 rounds up
-    assert lines[3] == "| Indeterminate (1) | 50 | 0 | 100 | 100 | 0 | 100 |"
+    assert lines[3] == "| Correct-helpful (0) | - | - | - | - | - | - |"
+    assert lines[6] == "| Indeterminate (1) | 50 | 0 | 100 | 100 | 0 | 100 |"
     assert "2 failed call(s)" in lines[-1]
     sample = {"pairs": [{"category": "wrong-helpful"}] * 2 + [{"category": "correct-harmful"}]}
     rows = mask_table(blocks[:2], sample)["rows"]

@@ -125,6 +125,16 @@ def test_table_23_from_a_masking_table():
     helpful = rows[0]
     assert helpful["title"] == "Wrong-helpful" and helpful["n"] == 1
     assert (helpful["full"], helpful["repeat"], helpful["remove"], helpful["hide_answer"]) == (100, 50, 0, 100)
+    assert [r["category"] for r in rows] == ["wrong-helpful", "correct-helpful", "wrong-harmful", "correct-harmful",
+                                             "indeterminate", "all"]  # the empty categories are shown, empty
+    assert rows[3]["n"] == 0 and rows[3]["full"] is None
+    # a masking table written before empty categories kept their rows gets them too
+    old = mask_table(blocks, sample)
+    old["rows"] = {k: v for k, v in old["rows"].items() if k in ("wrong-helpful", "all")}
+    rows = paper_tables([TableSource("oss", _report(), mask=old)])["tables"]["23"]["rows"]
+    assert [r["n"] for r in rows] == [1, 0, 0, 0, 0, 1] and rows[1]["title"] == "Correct-helpful"
+    text = tables_markdown(paper_tables([TableSource("oss", _report(), mask=old)]))
+    assert "| oss | Correct-harmful (0) | - | - | - | - | - | - |" in text
 
 
 def test_analyze_writes_the_tables_and_dhd_tables_combines_caches(tmp_path, capsys):

@@ -4,6 +4,8 @@ counts; rows a cache cannot give (benchmarks its problems do not name) say so in
 
 from __future__ import annotations
 
+import json
+
 from groundstate.eval.dhd.analysis import analyze
 from groundstate.eval.experiments.execute import run_experiment
 from groundstate.eval.experiments.load import load_spec
@@ -64,4 +66,20 @@ def test_a_masking_cell_fills_table_23(dhd_world):
     helpful = row(table, category="wrong-helpful")
     assert helpful.values[(0, "full")].status == "measured" and helpful.values[(0, "remove")].entry["mean"] == 0
     assert helpful.values[(0, "full")].reference.value == 0.82
-    assert row(table, category="correct-harmful").values[(0, "full")].status == "not reported"  # none sampled
+    empty = row(table, category="correct-harmful")  # none sampled: shown empty, n = 0, beside the paper's 2
+    assert empty.values[(0, "full")].status == "not measured" and empty.values[(0, "n")].entry["mean"] == 0
+    assert empty.values[(0, "n")].reference.value == 2 and helpful.values[(0, "n")].entry["mean"] > 0
+
+
+def test_a_masking_table_from_before_empty_rows_reads_its_empty_categories_as_empty(tmp_path):
+    from groundstate.eval.experiments.dhd_readers import mask_reader
+
+    variants = ["full", "repeat", "remove", "neutral", "hide_answer", "hide_reasoning"]
+    cell = {"success": 50.0, "correct": 1, "n": 2, "failures": 0}
+    table = {"variants": variants, "rows": {"wrong-helpful": {"title": "Wrong-helpful", "pairs": 1, "sampled": 1,
+                                                              **{v: cell for v in variants}}}}
+    (tmp_path / "mask_table.json").write_text(json.dumps(table))
+    numbers = mask_reader([{"dir": str(tmp_path)}])
+    assert numbers["wrong-helpful:n"]["mean"] == 1 and numbers["wrong-helpful:full"]["mean"] == 0.5
+    assert numbers["correct-harmful:n"]["mean"] == 0 and numbers["correct-harmful:n"]["integer"]
+    assert numbers["correct-harmful:full"]["mean"] is None  # shown empty (not measured), never missing
