@@ -419,7 +419,8 @@ class Problem(BaseModel):
 
 
 class HypothesisMessage(BaseModel):
-    """One cached hypothesizer message (DHD): a role's structured proposal for a problem."""
+    """One cached hypothesizer message (DHD): a role's structured proposal for a problem. Its confidence is in words
+    (``confidence_note``: low/medium/high and why; ``confidence`` ``None``) or a number (``confidence``, no note)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -431,5 +432,6 @@ class HypothesisMessage(BaseModel):
     key_idea: str = ""
     critical_assumption: str = ""
     what_to_check: str = ""
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=0.5, ge=0.0, le=1.0)
+    confidence_note: str = Field(default="", description="the stated confidence: low, medium or high, then why")
     error: str | None = Field(default=None, description="an operational failure while generating it")

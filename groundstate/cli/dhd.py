@@ -11,6 +11,11 @@ too; ``--sample-temperature`` is its earlier name, still accepted); ``--judge-te
 temperature 0 are still separate calls (rollout ids), so their variation is the model's own. The run
 configuration records them all (``temperatures``), so runs with other temperatures never mix.
 
+**Prompts:** ``replay``/``mask --integrator-prompt authors`` (default: the authors' protocol, think step by step,
+a no-score note before every hypothesis, ``--integrator-max-tokens`` 4096) or ``compact`` (the earlier prompt;
+runs made with it keep their run ids); ``generate --confidence level`` (default: low/medium/high with a reason) or
+``number`` (0-1, the earlier format).
+
 **Evaluator:** ``--evaluator judge`` (an LM judge sees the problem, the gold answer and the integrator's whole
 response; proposals are judged from the proposed answer alone) or ``--evaluator rules`` (tolerance, option sets,
 exact match; no LM). The default is ``judge`` when a judge LM is given (``--judge-lm`` or the ``--lm-config``
@@ -28,7 +33,8 @@ from groundstate.cli.output import print_summary
 #: Option strings of settings fields that are not ``--field-name``.
 FLAGS = {"integrator_temperature": ("--integrator-temperature", "--sample-temperature")}
 #: The integrator's and the evaluator's options, added once by :func:`_add_sampling`.
-SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "vary_seed")
+SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "integrator_prompt",
+            "integrator_max_tokens", "vary_seed")
 
 def _cache_default_out(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(runs_dir=None)
@@ -74,15 +80,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = dhd_sub.add_parser("analyze", help="statistics, labels file and report from the finished replays",
                            description="Disagreement rate, message values and groups (block effect (A + B) / 2 - "
-                           "removal), hierarchical bootstrap, within-block permutation null, problem-level BH/BY "
-                           "selections, strict counts, failed calls, flip direction and LOO rates by K; writes "
-                           "labels.jsonl, pairs.jsonl, multiplicity.jsonl, report.md, report.json and two charts.")
+                           "removal), hierarchical bootstrap, within-block permutation null, per-message BH/BY "
+                           "selections on exact within-block permutation p-values (Table 19's column) and "
+                           "problem-level BH/BY selections, strict counts, failed calls, flip direction and LOO "
+                           "rates by K; writes labels.jsonl, pairs.jsonl, multiplicity.jsonl, report.md, "
+                           "report.json and two charts.")
     _add_analysis_options(p)
     p.add_argument("--permutations", type=positive_int, default=5000,
                    help="permutations of the null of the group counts (default 5000)")
     p.add_argument("--null", choices=("block", "sign-flip"), default="block",
-                   help="null of the counts: within-block permutation of the block's calls (default) or the old "
-                        "per-message sign flip (miscalibrated when messages share the full-pool calls)")
+                   help="null of the counts and the per-message tests: within-block permutation of the block's "
+                        "calls (default) or the old per-message sign flip (miscalibrated when messages share the "
+                        "full-pool calls; its p-values cannot go below 0.0625 at five blocks)")
     p.add_argument("--full", choices=("mean", "a"), default="mean",
                    help="LOO block effect: mean of both full-pool replicates minus the removal (default, the "
                         "paper's) or replicate A only (caches replayed without the second full-pool call)")
@@ -243,6 +252,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         rows.append({"mode": mode, "K": section["K"], "messages": section["n_messages"],
                      "blocks": section["n_blocks"], **{g: groups[g] for g in GROUPS},
                      "permutation p": f"{section['permutation_null']['p_value']:.4f}",
+                     "BH messages W+/W-/C+/C-": "/".join(str(section["fdr"]["counts"]["bh"][g]) for g in GROUPS),
                      "BH problems W+/W-/C+/C-": "/".join(str(section["multiplicity"]["bh"][g]) for g in GROUPS),
                      "failed calls": section["failures"]["n_failed_calls"],
                      "disagreement": "-" if disagreement is None else f"{100 * disagreement:.1f}%"})

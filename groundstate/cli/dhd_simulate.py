@@ -20,8 +20,11 @@ def register(dhd_sub: Any) -> None:
                            description="Simulate LOO replays: problems with their own full-pool accuracy "
                            "(Beta-distributed), per block two full-pool calls and one removal call per message, "
                            "all iid Bernoulli(problem accuracy) under the null, plus planted effects that shift "
-                           "chosen messages' removal accuracy. Writes a cache in the normal format (analyze runs "
-                           "on it unchanged) and simulation.json with the ground truth.")
+                           "chosen messages' removal accuracy. The defaults are realistic: a U-shaped mix of easy, "
+                           "hard and a few borderline problems (mean accuracy 0.71, identical-input disagreement "
+                           "about 7%%, inside the paper's 1.6-17.5%%) and proposals right more often on easy "
+                           "problems. Writes a cache in the normal format (analyze runs on it unchanged) and "
+                           "simulation.json with the ground truth.")
     p.add_argument("--cache", required=True, metavar="DIR", help="the new cache directory (must not exist or be empty)")
     p.alias("--out", "--cache")
     p.add_argument("--n", type=positive_int, default=200, metavar="N", help="problems (default 200)")
@@ -32,16 +35,21 @@ def register(dhd_sub: Any) -> None:
     p.add_argument("--effects", nargs="+", default=[], metavar="GROUP:SHARE:SIZE",
                    help="planted effects, e.g. W+:0.05:0.6 (5%% of wrong-proposal messages are helpful: their "
                         "removal lowers accuracy by 0.6) C-:0.05:0.6 (default: none, the null)")
-    p.add_argument("--accuracy", type=positive, nargs=2, default=(2.0, 1.0), metavar=("ALPHA", "BETA"),
-                   help="Beta shape of the problems' full-pool accuracy (default 2 1)")
+    p.add_argument("--accuracy", type=positive, nargs=2, default=(0.15, 0.06), metavar=("ALPHA", "BETA"),
+                   help="Beta shape of the problems' full-pool accuracy (default 0.15 0.06: mean 0.71, about 7%% "
+                        "identical-input disagreement; 2 1 was the default before issue 25, 34%%)")
     p.add_argument("--accuracy-range", type=share, nargs=2, default=(0.0, 1.0), metavar=("LO", "HI"),
                    help="the Beta draw is scaled into [LO, HI] (default 0 1)")
     p.add_argument("--hard-share", type=share, default=0.0,
                    help="share of problems drawn from the hard accuracy distribution instead (default 0)")
     p.add_argument("--hard-accuracy", type=positive, nargs=2, default=(1.0, 3.0), metavar=("ALPHA", "BETA"),
                    help="Beta shape of the hard problems' accuracy (default 1 3)")
-    p.add_argument("--proposal-correct", type=share, default=0.6,
-                   help="probability that a message's proposal is correct (default 0.6)")
+    p.add_argument("--proposal-range", type=share, nargs=2, default=(0.05, 0.85), metavar=("LO", "HI"),
+                   help="a message's proposal is correct with probability LO + (HI - LO) x its problem's accuracy "
+                        "(default 0.05 0.85)")
+    p.add_argument("--proposal-correct", type=share, default=None, metavar="P",
+                   help="instead, one probability for every message whatever its problem (0.6 was the default "
+                        "before issue 25)")
     p.add_argument("--fail-rate", type=share, default=0.0,
                    help="probability that a call fails operationally (default 0)")
     p.add_argument("--benchmarks", nargs="+", default=["sim"], metavar="NAME",
@@ -57,6 +65,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = DesignSpec(n_problems=args.n, n_blocks=args.blocks, k=args.k, accuracy=tuple(args.accuracy),
                           accuracy_range=tuple(args.accuracy_range), hard_share=args.hard_share,
                           hard_accuracy=tuple(args.hard_accuracy), proposal_correct=args.proposal_correct,
+                          proposal_range=tuple(args.proposal_range),
                           effects=tuple(PlantedEffect.parse(e) for e in args.effects), fail_rate=args.fail_rate,
                           benchmarks=tuple(args.benchmarks))
     except ValueError as exc:

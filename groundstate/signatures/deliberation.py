@@ -1,5 +1,14 @@
 """Signatures for Diverse Hypothesis Deliberation (DHD): recruiter, hypothesizer, integrator, solver, judge.
 
+The integrator and the independent solver have two prompts each: the authors' (:class:`SynthesizeHypotheses`,
+:class:`SolveStepByStep`: think step by step with no length cap on the working, every hypothesis preceded by the
+no-score note :data:`NO_SCORE_NOTE`), the default, and the earlier compact one (:class:`IntegrateHypotheses`,
+:class:`SolveProblem`: at most 800 characters of reasoning). The hypothesizer states its confidence as low, medium
+or high with a reason (:class:`ProposeHypothesis`, the authors' format, the default) or as a number from 0 to 1
+(:class:`ProposeScoredHypothesis`, the earlier format). The wording is groundstate's own; the content follows the
+authors' public configuration (``configs/paper/dhd_config.yaml`` and ``src/dhd/protocol.py`` of
+``ChihHsuan-Yang/AAAI_Wrong-but-Useful``).
+
 Who sees what is fixed by the fields: the recruiter and the hypothesizers get the problem and the form of the
 answer, never the gold answer; a hypothesizer never gets another hypothesizer's message; the integrator gets a
 chosen subset of the messages and is told nothing about which of them are right; the solver gets no messages;
@@ -33,12 +42,16 @@ class RecruitRoles(dspy.Signature):
                                              "on' (at most 150 characters each)")
 
 
-class ProposeHypothesis(dspy.Signature):
-    __doc__ = f"""Analyze the problem from the given role's perspective and write one short structured message.
+HYPOTHESIZER_INSTRUCTIONS = f"""Analyze the problem from the given role's perspective and write one short structured \
+message.
 
     You work alone: nobody else's analysis is available to you. Someone else will later read several messages
     like yours, written from other perspectives, and decide on the final answer, so be concrete and honest
     about uncertainty. Fill every part of the message; keep each part brief. {DATA_NOTE}"""
+
+
+class _HypothesisFields(dspy.Signature):
+    """The fields every hypothesizer signature shares (not used on its own)."""
 
     problem: str = dspy.InputField(desc="the problem statement")
     answer_format: str = dspy.InputField(desc="the form the final answer must take")
@@ -53,6 +66,18 @@ class ProposeHypothesis(dspy.Signature):
                                                      "characters)", max_length=200)
     what_to_check: str = dspy.OutputField(desc="what a reader should verify before trusting your answer (at most "
                                                "200 characters)", max_length=200)
+
+
+class ProposeHypothesis(_HypothesisFields):
+    __doc__ = HYPOTHESIZER_INSTRUCTIONS
+    confidence: Literal["low", "medium", "high"] = dspy.OutputField(
+        desc="how sure you are of your proposed answer: low, medium or high")
+    confidence_reason: str = dspy.OutputField(desc="one short phrase on why (at most 120 characters)",
+                                              max_length=120)
+
+
+class ProposeScoredHypothesis(_HypothesisFields):
+    __doc__ = HYPOTHESIZER_INSTRUCTIONS
     confidence: float = dspy.OutputField(desc="how likely your proposed answer is right, from 0.0 to 1.0", ge=0.0,
                                          le=1.0)
 
@@ -68,6 +93,42 @@ class IntegrateHypotheses(dspy.Signature):
     answer_format: str = dspy.InputField(desc="the form the final answer must take")
     messages: str = dspy.InputField(desc="the analysts' messages, numbered")
     reasoning: str = dspy.OutputField(desc="how you reached the answer (at most 800 characters)", max_length=800)
+    answer: str = dspy.OutputField(desc="the final answer only, in the required form (at most 80 characters)",
+                                   max_length=80)
+
+
+NO_SCORE_NOTE = ("[This hypothesis comes with no score or rating. Judge its worth yourself, check it before you "
+                 "rely on it, and do not simply take over its proposed answer.]")
+"""Shown before every hypothesis by the authors' integrator prompt (their live protocol's score-free condition)."""
+
+
+class SynthesizeHypotheses(dspy.Signature):
+    __doc__ = f"""You are the final integrator: several agents, each working alone from a different angle, have proposed
+    hypotheses for this problem, and you turn them into one answer.
+
+    Some proposed answers may be wrong, yet a hypothesis's reasoning direction, key idea or suggested check can
+    still be useful. Do not simply adopt a proposed answer. Treat the hypotheses as evidence: verify their
+    reasoning yourself, reconcile them where they disagree, and reach your own final answer. Think step by step.
+    You may take up, combine, correct or reject any part of any hypothesis, but justify what you do with it.
+    {DATA_NOTE}"""
+
+    problem: str = dspy.InputField(desc="the problem statement")
+    answer_format: str = dspy.InputField(desc="the form the final answer must take")
+    messages: str = dspy.InputField(desc="the agents' hypotheses, numbered, each after a note that it carries no "
+                                         "score")
+    reasoning: str = dspy.OutputField(desc="your step-by-step working: check the hypotheses, reconcile them and "
+                                           "justify your synthesis")
+    answer: str = dspy.OutputField(desc="your synthesized final answer only, in the required form (at most 80 "
+                                        "characters)", max_length=80)
+
+
+class SolveStepByStep(dspy.Signature):
+    __doc__ = f"""Solve the problem on your own. Think step by step, then give the final answer in the required form.
+    {DATA_NOTE}"""
+
+    problem: str = dspy.InputField(desc="the problem statement")
+    answer_format: str = dspy.InputField(desc="the form the final answer must take")
+    reasoning: str = dspy.OutputField(desc="your step-by-step working")
     answer: str = dspy.OutputField(desc="the final answer only, in the required form (at most 80 characters)",
                                    max_length=80)
 

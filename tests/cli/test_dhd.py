@@ -54,7 +54,8 @@ class Solver:
         if "proposed_answer" in fields:
             i = int(re.search(r"Role(\d+)", req.field("role")).group(1))
             return {"proposed_answer": gold if i == 1 else "0.001", "reasoning_direction": f"MARK{i}X",
-                    "key_idea": "k", "critical_assumption": "a", "what_to_check": "c", "confidence": 0.5}
+                    "key_idea": "k", "critical_assumption": "a", "what_to_check": "c", "confidence": "high",
+                    "confidence_reason": "checked twice"}
         if "verdict" in fields:  # the judge: right iff the gold answer is in the response
             response = req.field("response") or ""
             return {"final_answer": response[-20:], "verdict": "correct" if gold in response else "incorrect"}
@@ -219,6 +220,51 @@ def test_temperature_and_evaluator_options_reach_the_calls_and_the_run_config(tm
     assert judged and set(judged) == {0.2}  # a judge LM given: judge mode by default, at the chosen temperature
     (single,) = read_configs(cache / "runs")["dhd-replay-single"]
     assert single["evaluator"] == "judge" and single["temperatures"]["judge"] == 0.2 and single["judge_lm"]
+
+
+def test_prompt_options_reach_the_calls_and_the_run_config(tmp_path, lm, capsys):
+    from groundstate.signatures.deliberation import NO_SCORE_NOTE
+
+    budgets: list[int | None] = []
+    complete = lm.engine.complete
+
+    def spy(request):
+        if "answer" in ((request.config.response_format or {}).get("schema") or {}).get("properties", {}):
+            budgets.append(request.config.max_tokens)
+        return complete(request)
+
+    lm.engine.complete = spy
+    old, new = tmp_path / "old", tmp_path / "new"
+    assert run(["generate", "--data", str(SCIBENCH), "--k", "2", "--confidence", "number", "--cache", str(old),
+                "--no-progress"]) == 0
+    assert "confidence" not in read_configs(old / "runs")["dhd-generate"][0]  # the earlier configuration
+    assert run(["generate", "--data", str(SCIBENCH), "--k", "2", "--cache", str(new), "--no-progress"]) == 0
+    assert read_configs(new / "runs")["dhd-generate"][0]["confidence"] == "level"
+    assert all(m["confidence"] is None and m["confidence_note"].startswith("high")
+               for line in (new / "messages.jsonl").read_text().splitlines() for m in json.loads(line)["messages"])
+    capsys.readouterr()
+    # the default (words) would mix formats in the old cache: refused, naming the option
+    other = tmp_path / "more.json"
+    other.write_text(json.dumps([{**json.loads(SCIBENCH.read_text())[0], "problemid": "extra-1"}]))
+    assert run(["generate", "--data", str(other), "--k", "2", "--cache", str(old), "--no-progress"]) == 2
+    assert "--confidence" in capsys.readouterr().out
+
+    replay = ["replay", "--mode", "loo", "--k", "2", "--cache", str(new), "--no-progress"]
+    assert run(replay) == 0
+    (config,) = read_configs(new / "runs")["dhd-replay-loo"]
+    assert config["integrator"] == {"prompt": "authors", "max_tokens": 4096} and config["confidence"] == "level"
+    assert set(budgets) == {4096}
+    shown = [r.field("messages") for r in lm.engine.requests if r.field("messages")]
+    assert shown and all(text.startswith(f"{NO_SCORE_NOTE}\nHypothesis 1") for text in shown)
+    del budgets[:]
+    assert run([*replay, "--integrator-prompt", "compact"]) == 0  # another run, with the earlier prompt
+    configs = read_configs(new / "runs")["dhd-replay-loo"]
+    assert len(configs) == 2 and sum("integrator" not in c for c in configs) == 1
+    assert set(budgets) == {lm.kwargs["max_tokens"]}
+    assert lm.engine.requests[-1].field("messages") is None or lm.engine.requests[-1].field(
+        "messages").startswith("Message 1")
+    with pytest.raises(SystemExit):  # refused by the option's bounds
+        parser().parse_args(["dhd", *replay, "--integrator-max-tokens", "0"])
 
 
 def test_replay_single_defaults_k_to_the_cache_k(tmp_path, lm, monkeypatch, capsys):

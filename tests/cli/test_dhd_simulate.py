@@ -42,6 +42,18 @@ def test_simulate_then_analyze(tmp_path, capsys):
     assert report["modes"]["loo"]["effect"]["full"] == "a"
 
 
+def test_the_default_simulation_is_realistic(tmp_path, capsys):
+    cache = tmp_path / "sim"
+    assert main(["dhd", "simulate", "--cache", str(cache), "--n", "20"]) == 0
+    settings = json.loads((cache / "simulation.json").read_text())["settings"]
+    assert settings["accuracy"] == [0.15, 0.06] and settings["proposal_correct"] is None
+    assert settings["proposal_range"] == [0.05, 0.85]
+    assert main(["dhd", "simulate", "--cache", str(tmp_path / "old"), "--n", "20", "--accuracy", "2", "1",
+                 "--proposal-correct", "0.6"]) == 0
+    settings = json.loads((tmp_path / "old" / "simulation.json").read_text())["settings"]
+    assert settings["accuracy"] == [2.0, 1.0] and settings["proposal_correct"] == 0.6
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     cache = tmp_path / "sim"
     assert main(["dhd", "simulate", "--cache", str(cache), "--n", "5", "--blocks", "2"]) == 0

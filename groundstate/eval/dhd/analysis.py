@@ -4,9 +4,11 @@
 replay mode, at the main pool size (the largest replayed ``K`` unless given), computes with the statistics
 modules of :mod:`groundstate.eval.dhd`:
 the full-pool disagreement rate (LOO), per-message values and groups, the hierarchical bootstrap of wrong- vs
-correct-answer messages, the within-block permutation null of the separated counts, the problem-level BH/BY
-selections (:mod:`~groundstate.eval.dhd.multiplicity`, the paper's Table 19 column; per-message BH/BY on exact
-p-values stay in ``fdr`` as a secondary view), the strict counts, the failed calls
+correct-answer messages, the within-block permutation null of the separated counts, the per-message BH/BY
+selections on exact within-block permutation p-values (``fdr``: the paper's Table 19 column, see
+:mod:`~groundstate.eval.dhd.message_tests`), the problem-level BH/BY selections
+(``multiplicity``: :mod:`~groundstate.eval.dhd.multiplicity`, Table 19's second, labelled column), the strict
+counts, the failed calls
 (:mod:`~groundstate.eval.dhd.completeness`) and the flip direction by proposal correctness; and, over all LOO pool
 sizes, the per-message LOO rates by ``K``. The block effect is the paper's ``(A + B) / 2 - removal`` unless
 ``full="a"``. It writes into ``out``:
@@ -78,8 +80,11 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
     written), and left out when it has none.
 
     ``full`` is the LOO block effect (``"mean"``: ``(A + B) / 2 - removal``, the paper's; ``"a"``: replicate A
-    only), ``null`` the permutation null of the counts (``"block"`` or the miscalibrated ``"sign-flip"``) and
-    ``n_multiplicity`` the permutations per pattern of the problem-level max-statistic analysis.
+    only), ``null`` the permutation null of the counts and of the per-message tests (``"block"``: within-block
+    permutation, and the per-message p-values of :func:`~groundstate.eval.dhd.message_tests.
+    block_permutation_p_values`; ``"sign-flip"``: the miscalibrated sign flip, and the exact sign-flip p-values of
+    the separation rule, which cannot go below 0.0625 at five blocks) and ``n_multiplicity`` the permutations per
+    pattern of the problem-level max-statistic analysis.
 
     Returns the report (JSON-able) with ``paths`` naming what was written.
 
@@ -92,6 +97,7 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
     from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
     from groundstate.eval.dhd.completeness import replay_inventory
     from groundstate.eval.dhd.effects import disagreement_rate, pair_effects
+    from groundstate.eval.dhd.message_tests import block_permutation_p_values, describe
     from groundstate.eval.dhd.multiplicity import multiplicity
     from groundstate.eval.dhd.report import flip_direction, loo_rates_by_K, plot_flip_direction, plot_loo_rates
     from groundstate.eval.dhd.values import (
@@ -128,8 +134,9 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
     for mode, table in tables.items():
         main_k = table.K
         values = message_values(table, confidence=confidence, method=method)
+        values["p_block"] = block_permutation_p_values(table)
         strata = table.strata is not None and len(set(table.strata)) > 1
-        fdr = fdr_selection(values["p_value"], q=q, values=values)
+        fdr = fdr_selection(values["p_block" if null == "block" else "p_value"], q=q, values=values)
         section: dict[str, Any] = {
             "K": main_k, "n_messages": table.n_messages, "n_blocks": table.n_blocks,
             "groups": group_counts(values["group"]),
@@ -149,7 +156,10 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
         }
         section["fdr"]["selected_bh"] = [list(table.keys[i]) for i, s in enumerate(fdr["bh"]) if s]
         section["fdr"]["selected_by"] = [list(table.keys[i]) for i, s in enumerate(fdr["by"]) if s]
-        section["fdr"]["view"] = "secondary: BH/BY on per-message exact sign-flip p-values"
+        section["fdr"].update(describe() if null == "block" else {
+            "p_values": "sign-flip", "description": "exact sign-flip p-value of each message's block effects "
+            "(floor 2 / 2^B: 0.0625 at five blocks)"})
+        section["fdr"]["view"] = "Table 19 column: per-message BH/BY"
         problem_level = multiplicity(table, n_permutations=n_multiplicity, seed=seed, q=q)
         section["multiplicity"] = {key: v for key, v in problem_level.items() if key != "problems"}
         problem_rows.extend({"mode": mode, "K": main_k, **entry} for entry in problem_level["problems"])
@@ -327,23 +337,29 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                       f"{failures['message_blocks_lost']} message-blocks not evaluable; "
                       f"{failures['n_missing_blocks']} blocks not finished.", ""]
         multi = section.get("multiplicity", {})
-        lines += ["| group | observed | permutation null (95%) | BH (problems) | BY (problems) | strict |",
-                  "|---|---|---|---|---|---|"]
+        fdr = section["fdr"]
+        counts = fdr.get("counts", {})
+        lines += ["| group | observed | permutation null (95%) | BH (messages) | BY (messages) | BH (problems) | "
+                  "BY (problems) | strict |", "|---|---|---|---|---|---|---|---|"]
         for group in ("W+", "W-", "C+", "C-", "separated"):
             rng = null["null"][group]
             lines.append(f"| {group} | {null['observed'][group]} | [{rng['low']}, {rng['high']}] | "
+                         f"{counts.get('bh', {}).get(group, '-')} | {counts.get('by', {}).get(group, '-')} | "
                          f"{multi.get('bh', {}).get(group, '-')} | {multi.get('by', {}).get(group, '-')} | "
                          f"{section['strict'].get(group, '-')} |")
         kind = "within-block permutations" if null.get("null_kind", "block") == "block" else "per-message sign flips"
         lines += ["", f"Permutation p-value of the separated count: {null['p_value']:.4f} "
                   f"({null['n_permutations']} {kind}). Strict messages (every block evaluable): "
                   f"{section['strict']['n_strict']} of {section['strict']['n_messages']}.", ""]
+        kind = ("exact within-block permutation" if fdr.get("p_values") == "within-block permutation"
+                else "exact sign-flip")
+        lines += [f"BH/BY (messages), the paper's Table 19 column: {kind} p-values of {fdr['n_tests']} messages, "
+                  f"q = {fdr['q']}; BH {fdr['n_bh']}, BY {fdr['n_by']} selected.", ""]
         if multi:
-            lines += [f"BH/BY: problem-level max statistics ({multi['n_tested_problems']} complete problems, "
-                      f"{multi['n_excluded']} excluded; {multi['n_permutations']} permutations per pattern, "
+            lines += [f"BH/BY (problems): problem-level max statistics ({multi['n_tested_problems']} complete "
+                      f"problems, {multi['n_excluded']} excluded; {multi['n_permutations']} permutations per pattern, "
                       f"q = {multi['q']}); off-diagonal BH {multi['bh']['off_diagonal']}, any-effect BH "
-                      f"{multi['bh']['any_effect']}. Per-message exact tests (secondary view): BH "
-                      f"{section['fdr']['n_bh']}, BY {section['fdr']['n_by']} of {section['fdr']['n_tests']}.", ""]
+                      f"{multi['bh']['any_effect']}.", ""]
         boot = section["bootstrap"]
         lines += ["| mean value estimate (pp) | wrong-answer messages | correct-answer messages | correct - wrong |",
                   "|---|---|---|---|",

@@ -9,7 +9,8 @@ variant             what the integrator sees                                    
 ``full``            the pool as is                                                         ``11111``  2
 ``repeat``          the identical full pool again (a same-input check)                     ``11111``  2
 ``remove``          the pool without the message (the others keep their order)             ``11011``  1
-``neutral``         the message in its slot with every text field filled, confidence 0.50  ``11n11``  1
+``neutral``         the message in its slot with every text field filled (a numeric        ``11n11``  1
+                    confidence shows 0.50; a stated one is filled too)
 ``hide_answer``     the message in its slot with its proposed answer filled                ``11a11``  1
 ``hide_reasoning``  the message in its slot with its four reasoning fields filled          ``11r11``  1
 ==================  =====================================================================  =========  ========
@@ -36,7 +37,9 @@ run directory (see :mod:`groundstate.eval.dhd.mask_sample`).
 
 **The table** (:func:`mask_table`) gives per category and variant the integrator's success (%) over the evaluable
 outcomes, in the paper's column order (Full, Repeat, Remove, Neutral replacement, Hide answer, Hide reasoning),
-with the number of pairs per category. Full and Repeat pool their two outcomes per repetition; with no failures
+with the number of pairs per category. Every one of the five categories has its row, in the paper's order, even
+when no message of it was sampled (the labels had none, or fewer than asked): such a row says 0 and its cells are
+empty (``None``), never left out. Full and Repeat pool their two outcomes per repetition; with no failures
 each cell is the mean over pairs and repetitions of the per-repetition mean of the variant's outcomes. Failed calls
 (``correct=None``) are never counted as wrong and never dropped: each cell reports them.
 """
@@ -167,9 +170,10 @@ def mask_table(blocks: Iterable[Mapping[str, Any]], sample: Mapping[str, Any] | 
     """Integrator success (%) per category and variant, in the paper's column order (see the module notes).
 
     Returns ``{"variants", "columns": [{"variant", "title"}], "outcomes_per_repetition", "failures", "rows"}``;
-    ``rows`` maps each category (then ``all``) to ``{"title", "pairs", "sampled", "repetitions", <variant>:
-    {"success" (% or None), "correct", "n" (evaluable outcomes), "failures"}}``. ``sampled`` is the sample's
-    count when ``sample`` (the ``sample.json`` document) is given.
+    ``rows`` maps each of the five categories (:data:`CATEGORIES`, an empty one included), any other category
+    found in the blocks, then ``all``, to ``{"title", "pairs", "sampled", "repetitions", <variant>: {"success" (%
+    or None), "correct", "n" (evaluable outcomes), "failures"}}``. ``sampled`` is the sample's count when
+    ``sample`` (the ``sample.json`` document) is given.
     """
     counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     pairs: dict[str, set] = defaultdict(set)
@@ -191,9 +195,9 @@ def mask_table(blocks: Iterable[Mapping[str, Any]], sample: Mapping[str, Any] | 
                 else:
                     cell[0] += int(arm["correct"])
                     cell[1] += 1
-    order = [c for c in CATEGORIES if c in counts] + sorted(c for c in counts if c not in (*CATEGORIES, "all"))
+    order = [*CATEGORIES, *sorted(c for c in counts if c not in (*CATEGORIES, "all"))]
     rows = {}
-    for category in [*order, "all"] if counts else []:
+    for category in [*order, "all"]:
         row: dict[str, Any] = {"title": CATEGORY_TITLES.get(category, category.capitalize()),
                                "pairs": len(pairs[category]),
                                "sampled": sampled[category] if sample is not None else len(pairs[category]),
@@ -202,7 +206,7 @@ def mask_table(blocks: Iterable[Mapping[str, Any]], sample: Mapping[str, Any] | 
             ok, n, failed = counts[category].get(variant, [0, 0, 0])
             row[variant] = {"success": 100.0 * ok / n if n else None, "correct": ok, "n": n, "failures": failed}
         rows[category] = row
-    failures = sum(rows["all"][v]["failures"] for v in VARIANTS) if rows else 0
+    failures = sum(rows["all"][v]["failures"] for v in VARIANTS)
     return {"variants": list(VARIANTS), "columns": [{"variant": v, "title": TITLES[v]} for v in VARIANTS],
             "outcomes_per_repetition": dict(OUTCOMES), "failures": failures, "rows": rows}
 

@@ -1,6 +1,12 @@
-"""Problem-blocked max-statistic analysis with BH and BY: the paper's Table 19 "BH W+/W-/C+/C-" column.
+"""Problem-blocked max-statistic analysis with BH and BY: the problem-level column beside Table 19's.
 
-Follows the authors' ``analysis/problem_blocked_replay_multiplicity.py`` (algorithm only; written anew here).
+Follows the authors' ``analysis/problem_blocked_replay_multiplicity.py`` (algorithm only; written anew here), which
+backs the paper's separate problem-blocked multiplicity check, not Table 19: the authors' published output of that
+script (``data/derived/problem_blocked_replay_multiplicity.json``) does not give Table 19's BH counts, and their
+script has no W- or C+ family. Table 19's "BH W+/W-/C+/C-" column counts per-message selections
+(:mod:`groundstate.eval.dhd.message_tests` says why); groundstate shows these problem-level selections beside it as a
+second, labelled column. The W- and C+ families here are groundstate's addition (the same max statistic, other
+sign and class).
 
 **Statistic.** Per problem whose every block is complete (both full-pool calls and every removal call evaluable in
 all ``B`` blocks), each message's *delta sum* is ``d_i = sum_b (A_b + B_b - 2 removal_{i,b})``, an integer equal to
@@ -132,10 +138,11 @@ def multiplicity(table: EffectTable, n_permutations: int = DEFAULT_PERMUTATIONS,
     Returns:
         A JSON-able dict: ``families`` (per family: ``n_tested``, ``n_bh``, ``n_by``, ``selected_bh`` and
         ``selected_by``: ``{problem_id, message_ids, statistic, p_value, adjusted}`` sorted by p-value), ``bh`` and
-        ``by`` (selected problems per family: the Table 19 column), ``problems`` (per tested problem: ``problem_id``,
-        ``statistics`` and ``p_values`` per family, ``None`` when not tested), ``excluded`` (``problem_id``,
-        ``block``, ``arm``, ``message_id`` of the first missing call), ``n_problems``, ``n_tested_problems``,
-        ``n_excluded``, ``n_patterns``, ``n_permutations``, ``seed``, ``q`` and ``description``.
+        ``by`` (selected problems per family: the problem-level column beside Table 19's), ``problems`` (per
+        tested problem: ``problem_id``, ``statistics`` and ``p_values`` per family, ``None`` when not tested),
+        ``excluded`` (``problem_id``, ``block``, ``arm``, ``message_id`` of the first missing call),
+        ``n_problems``, ``n_tested_problems``, ``n_excluded``, ``n_patterns``, ``n_permutations``, ``seed``,
+        ``q`` and ``description``.
     """
     from scipy import stats
 

@@ -11,6 +11,14 @@ Every DHD step's run configuration carries these fields (so runs with other sett
 - ``evaluator``: ``judge`` or ``rules`` (:attr:`~groundstate.programs.dhd.evaluator.AnswerEvaluator.resolved_mode`).
 - ``judge_lm``: :func:`~groundstate.lm.specs.describe_lm` of the judge's own LM, or ``None`` (the step's default
   LM judges, or no LM does).
+- ``confidence`` (generate, and replays of a cache that records it): how the hypothesizers stated their confidence,
+  ``"level"`` (the default since issue 25). Absent for the earlier numeric format, so a ``dhd generate
+  --confidence number`` run has the configuration (and run id) it had before, and can add problems to a cache
+  made before.
+- ``integrator`` (replay, mask): ``{"prompt", "max_tokens"}`` of the integrator and solver calls
+  (:func:`~groundstate.programs.dhd.deliberation.resolve_max_tokens`). Absent for the earlier compact prompt with
+  the LM's own output limit, so runs made with ``--integrator-prompt compact`` keep their earlier run ids; with
+  the default (the authors' prompt, 4,096 tokens) a replay or masking run gets a new run id.
 
 A cache's messages record the settings they were generated and graded with (``generator["settings"]`` of each
 :class:`~groundstate.eval.dhd.cache.PoolEntry`): :func:`generation_settings` of the generate step. A cache holds
@@ -34,10 +42,14 @@ from groundstate.eval.benchmarks.problems import FORMATS
 from groundstate.eval.settings import Settings
 from groundstate.lm.specs import describe_lm
 from groundstate.programs.dhd.deliberation import (
+    CONFIDENCE_FORMATS,
+    DEFAULT_CONFIDENCE,
     DEFAULT_HYPOTHESIZER_TEMPERATURE,
     DEFAULT_INTEGRATOR_TEMPERATURE,
     DEFAULT_K,
+    DEFAULT_PROMPT,
     DEFAULT_RECRUITER_TEMPERATURE,
+    PROMPTS,
 )
 from groundstate.programs.dhd.evaluator import DEFAULT_JUDGE_TEMPERATURE
 
@@ -62,21 +74,42 @@ def stage_temperatures(program: Any) -> dict[str, float | None]:
     return dict(temperatures) if isinstance(temperatures, Mapping) else {}
 
 
+def stage_prompts(program: Any) -> dict[str, Any]:
+    """The prompt choices of a DHD program (``{}`` if it has none): see
+    :attr:`~groundstate.programs.dhd.deliberation.DiverseHypothesisDeliberation.prompts`."""
+    prompts = getattr(program, "prompts", None)
+    return dict(prompts) if isinstance(prompts, Mapping) else {}
+
+
 def generation_settings(program: Any, evaluator: Any) -> dict[str, Any]:
-    """The settings of ``dhd generate``: recruiter, hypothesizer and (proposal) judge temperatures, evaluator."""
+    """The settings of ``dhd generate``: recruiter, hypothesizer and (proposal) judge temperatures, evaluator, and
+    the confidence format unless it is the earlier numeric one (module notes)."""
     stages = stage_temperatures(program)
     temperatures = {"recruiter": stages.get("recruiter"), "hypothesizer": stages.get("hypothesizer"),
                     "judge": judge_temperature(evaluator)}
-    return {"temperatures": temperatures, **evaluator_settings(evaluator)}
+    out = {"temperatures": temperatures, **evaluator_settings(evaluator)}
+    confidence = stage_prompts(program).get("confidence")
+    if confidence not in (None, "number"):
+        out["confidence"] = confidence
+    return out
 
 
 def replay_settings(program: Any, evaluator: Any, generation: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The settings of a replay (or mask) step: all four temperatures (the messages' two from ``generation``,
-    the cache's :func:`cache_generation`), the evaluator and the judge LM."""
+    the cache's :func:`cache_generation`), the evaluator and the judge LM, the messages' confidence format when
+    ``generation`` records one, and the integrator's prompt and output budget unless they are the earlier compact
+    prompt with the LM's own limit (module notes)."""
     made = dict((generation or {}).get("temperatures") or {})
     temperatures = {"recruiter": made.get("recruiter"), "hypothesizer": made.get("hypothesizer"),
                     "integrator": stage_temperatures(program).get("integrator"), "judge": judge_temperature(evaluator)}
-    return {"temperatures": temperatures, **evaluator_settings(evaluator)}
+    out = {"temperatures": temperatures, **evaluator_settings(evaluator)}
+    if (generation or {}).get("confidence") is not None:
+        out["confidence"] = generation["confidence"]
+    prompts = stage_prompts(program)
+    integrator = {"prompt": prompts.get("integrator"), "max_tokens": prompts.get("integrator_max_tokens")}
+    if prompts and (integrator["prompt"], integrator["max_tokens"]) != ("compact", None):
+        out["integrator"] = integrator
+    return out
 
 
 def cache_generation(entries: Mapping[str, Any], source: str = "the cache") -> dict[str, Any]:
@@ -101,14 +134,16 @@ def check_generation(existing: Mapping[str, Any], settings: Mapping[str, Any], h
     """Refuse to add messages generated with ``settings`` to a cache whose messages were made otherwise."""
     if have_entries and dict(existing) != dict(settings):
         raise ConfigError(f"{source} holds messages generated with {_describe(existing)}; this run would use "
-                          f"{_describe(settings)}. Use another --cache, or the same temperatures and evaluator")
+                          f"{_describe(settings)}. Use another --cache, or the same temperatures, evaluator and "
+                          "--confidence")
 
 
 def _describe(settings: Mapping[str, Any]) -> str:
     if not settings:
         return "unrecorded settings"
     temperatures = ", ".join(f"{k} {v}" for k, v in (settings.get("temperatures") or {}).items())
-    return f"temperatures {temperatures}; evaluator {settings.get('evaluator')}"
+    return (f"temperatures {temperatures}; evaluator {settings.get('evaluator')}; confidence "
+            f"{settings.get('confidence', 'number')}")
 
 
 # -- the steps' typed settings -----------------------------------------------------------------------------------
@@ -150,6 +185,14 @@ class SamplingSettings(EvaluatorSettings):
         "(default 0, as the authors run it); every replay is a separate call with its own rollout id at any "
         "temperature, so at 0 repeats differ only by the model's own variation. --sample-temperature is the earlier "
         "name of this option", **TEMPERATURE)
+    integrator_prompt: Literal[PROMPTS] = Field(
+        DEFAULT_PROMPT, description="the integrator's (and independent solver's) prompt: authors (the authors' "
+        "protocol: think step by step, a no-score note before every hypothesis, 4096 output tokens per call) or "
+        "compact (the prompt before issue 25: at most 800 characters of reasoning, the LM's own output limit; runs "
+        "made with it keep their run ids)")
+    integrator_max_tokens: int | None = Field(None, ge=1, description="output tokens per integrator and solver call "
+                                              "(default: 4096 with the authors' prompt, the LM's own limit with "
+                                              "compact)", json_schema_extra={"metavar": "N"})
     vary_seed: Literal["auto", "on", "off"] = Field("auto", description="derive the sampling seed from the rollout id "
                                                     "(auto: on for the embedded LM, whose sampler would otherwise "
                                                     "repeat itself at a temperature above 0)")
@@ -168,6 +211,10 @@ class GenerateSettings(EvaluatorSettings):
                                          "temperature (default 0, as the authors run it)", **TEMPERATURE)
     hypothesizer_temperature: float = Field(DEFAULT_HYPOTHESIZER_TEMPERATURE, description="the hypothesizers' "
                                             "sampling temperature (default 0.7, as the authors run it)", **TEMPERATURE)
+    confidence: Literal[CONFIDENCE_FORMATS] = Field(
+        DEFAULT_CONFIDENCE, description="how hypothesizers state their confidence: level (low, medium or high with a "
+        "short reason, the authors' format) or number (0 to 1, the format before issue 25; a cache made before "
+        "takes more problems only with it)")
 
 
 class ReplaySettings(SamplingSettings):

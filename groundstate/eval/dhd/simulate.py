@@ -3,7 +3,9 @@
 **The model** (the design of the paper's controlled repeat, Tables 17-19). Problem ``p`` has its own full-pool
 accuracy ``a_p = lo + (hi - lo) * Beta(alpha, beta)`` (``accuracy`` and ``accuracy_range``; a mixture of easy and
 hard problems is ``hard_share`` of the problems drawn from ``hard_accuracy`` instead). Each of its ``K`` messages
-has a proposal that is correct with probability ``proposal_correct``. Planted effects (:class:`PlantedEffect`, e.g.
+has a proposal that is correct with probability ``lo + (hi - lo) * a_p`` (``proposal_range``: proposals are more
+often right on the problems the integrator finds easy), or with the constant ``proposal_correct`` when that is
+given (the model before issue 25). Planted effects (:class:`PlantedEffect`, e.g.
 ``W+:0.05:0.6``) pick messages of one proposal class, each with probability ``share``, and shift that message's
 *removal* accuracy by ``size``: a helpful (+) message's removal call succeeds with ``clip(a_p - size)``, a harmful
 (-) one's with ``clip(a_p + size)`` (clipped to [0, 1]; the first matching effect wins). In every block the two
@@ -13,6 +15,15 @@ iid ``Bernoulli(a_p)``, and the ``K`` messages share the block's two full-pool o
 operationally with probability ``fail_rate`` (stored as a failure, never as a wrong answer). A message's true value
 is its expected block effect ``a_p - removal accuracy``. Problems are assigned to ``benchmarks`` in turn (the
 strata of the hierarchical bootstrap); all benchmarks share one accuracy distribution (simplification).
+
+**The default is realistic** (issue 25; groundstate's choice, calibrated on the paper's published rates): accuracies
+``Beta(0.15, 0.06)``, a U-shaped mix of problems the integrator nearly always solves, nearly never solves, and a few
+borderline ones (mean accuracy 0.71, the OSS full-pool accuracy of Table 24, 71.85%; identical-input disagreement
+``E[2 a (1 - a)]`` = 7.1%, inside the paper's 1.6-17.5% of Table 17 and near its OSS pooled 7.3%), and proposals
+correct with probability ``0.05 + 0.8 a_p`` (about 0.62 on average, below the integrator's, as the paper's direct
+solving is below its K = 5 integration in Table 11). The earlier default, ``Beta(2, 1)`` accuracies (34%
+disagreement) with proposals correct with probability 0.6 whatever the problem, is
+``DesignSpec(accuracy=(2.0, 1.0), proposal_correct=0.6)``.
 
 **Outputs.** :func:`simulate` returns a :class:`Simulation` with the outcomes as arrays, which builds the
 :class:`~groundstate.eval.dhd.effects.EffectTable` directly (:meth:`Simulation.table`, fast, for calibration
@@ -80,11 +91,12 @@ class DesignSpec:
     n_problems: int = 200
     n_blocks: int = 5
     k: int = 5
-    accuracy: tuple[float, float] = (2.0, 1.0)
+    accuracy: tuple[float, float] = (0.15, 0.06)
     accuracy_range: tuple[float, float] = (0.0, 1.0)
     hard_share: float = 0.0
     hard_accuracy: tuple[float, float] = (1.0, 3.0)
-    proposal_correct: float = 0.6
+    proposal_correct: float | None = None
+    proposal_range: tuple[float, float] = (0.05, 0.85)
     effects: tuple[PlantedEffect, ...] = field(default_factory=tuple)
     fail_rate: float = 0.0
     benchmarks: tuple[str, ...] = ("sim",)
@@ -98,8 +110,17 @@ class DesignSpec:
         if min(*self.accuracy, *self.hard_accuracy) <= 0:
             raise ValueError("Beta shape parameters must be positive")
         for name in ("hard_share", "proposal_correct", "fail_rate"):
-            if not 0 <= getattr(self, name) <= 1:
+            if getattr(self, name) is not None and not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in [0, 1]")
+        if not all(0 <= x <= 1 for x in self.proposal_range):
+            raise ValueError(f"proposal_range must lie in [0, 1], got {self.proposal_range}")
+
+    def proposal_probability(self, accuracy: np.ndarray) -> np.ndarray:
+        """Per problem, the probability that a message's proposal is correct (module notes)."""
+        if self.proposal_correct is not None:
+            return np.full(np.shape(accuracy), float(self.proposal_correct))
+        lo, hi = self.proposal_range
+        return lo + (hi - lo) * np.asarray(accuracy, dtype=float)
         if not self.benchmarks:
             raise ValueError("at least one benchmark label")
 
@@ -237,7 +258,7 @@ def simulate(spec: DesignSpec, seed: int = 0) -> Simulation:
     rng = np.random.default_rng([seed, 15])
     n, b, k = spec.n_problems, spec.n_blocks, spec.k
     accuracy = _accuracies(spec, rng)
-    proposal = rng.random((n, k)) < spec.proposal_correct
+    proposal = rng.random((n, k)) < spec.proposal_probability(accuracy)[:, None]
     planted = np.zeros((n, k), dtype=int)
     size = np.zeros((n, k))
     for effect in spec.effects:

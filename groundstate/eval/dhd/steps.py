@@ -39,7 +39,10 @@ def dhd_program(settings: EvaluatorSettings, lm: Any, lm_config: Any, *, k: int 
                                        deliberation.DEFAULT_INTEGRATOR_TEMPERATURE),
         recruiter_temperature=getattr(settings, "recruiter_temperature", deliberation.DEFAULT_RECRUITER_TEMPERATURE),
         hypothesizer_temperature=getattr(settings, "hypothesizer_temperature",
-                                         deliberation.DEFAULT_HYPOTHESIZER_TEMPERATURE))
+                                         deliberation.DEFAULT_HYPOTHESIZER_TEMPERATURE),
+        integrator_prompt=getattr(settings, "integrator_prompt", deliberation.DEFAULT_PROMPT),
+        integrator_max_tokens=getattr(settings, "integrator_max_tokens", None),
+        confidence=getattr(settings, "confidence", deliberation.DEFAULT_CONFIDENCE))
     evaluator = AnswerEvaluator(mode=mode, temperature=settings.judge_temperature)
     if settings.judge_lm:
         lm_config = LMConfig(default=lm_config.default, roles={"judge": {"model": settings.judge_lm},

@@ -77,13 +77,26 @@ class PermutationNull(_Open):
 
 
 class Multiplicity(_Open):
+    """The problem-level selections per family (Table 19's second, labelled column)."""
+
     bh: dict[str, StrictInt | None] = Field(default_factory=dict)
+    by: dict[str, StrictInt | None] = Field(default_factory=dict)
     n_tested_problems: StrictInt | None = None
+
+
+class Fdr(_Open):
+    """The per-message selections by group (Table 19's BH column); ``p_values`` names the test behind them (absent
+    in reports from before that column, whose selections are then not shown)."""
+
+    p_values: StrictStr | None = None
+    n_tests: StrictInt | None = None
+    counts: dict[str, dict[str, StrictInt | None]] = Field(default_factory=dict)
 
 
 class LooSection(Part):
     permutation_null: PermutationNull
     multiplicity: Multiplicity = Field(default_factory=Multiplicity)
+    fdr: Fdr = Field(default_factory=Fdr)
     strict: dict[str, Any] = Field(default_factory=dict)
     n_messages: StrictInt | None = None
     by_benchmark: dict[str, Part] | None = None

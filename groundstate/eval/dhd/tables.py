@@ -17,9 +17,16 @@ What each table holds (LOO at the main pool size; percentages and percentage poi
   stratified by benchmark) the wrong- and correct-answer means and correct - wrong, with hierarchical-bootstrap
   intervals. The paper shows one model (OSS); we give one block per model.
 - **19** Cross-model calibration: separated and group counts with the 95% range of the within-block permutation
-  null, the problem-level BH selections per family (W+/W-/C+/C-) and the strict W+ and C- counts.
+  null; the per-message BH and BY selections by group (W+/W-/C+/C-: proposal correctness and the sign of the
+  estimate), the paper's "BH" column (its caption tests 5,000 messages; see
+  :mod:`~groundstate.eval.dhd.message_tests` for why it is per-message, and the p-values used); the problem-level
+  BH and BY selections per family as a second, labelled column (not in the paper's table: the authors' separate
+  problem-blocked check, :mod:`~groundstate.eval.dhd.multiplicity`); and the strict W+ and C- counts. A report
+  written before the per-message column existed (its ``fdr`` does not name its p-values) shows that column as not
+  measured.
 - **23** Component masking: success (%) per diagnostic category and variant (full and repeat each average their
-  two identical-input outcomes), only when the cache has a masking run.
+  two identical-input outcomes), only when the cache has a masking run; a category with no sampled message is shown
+  with n = 0 and empty cells, not left out.
 - **24** Cross-fit: micro-pooled full-pool accuracy -> cross-fitted accuracy and the gain with its
   problem-clustered interval (the main estimate, full pool scored as the mean of both replicates).
 - **25** Cross-fitted gain by benchmark (one column per model).
@@ -51,7 +58,8 @@ TITLES = {
     "18": "Table 18: mean repeated trajectory-value estimate by proposal correctness (percentage points, "
           "hierarchical bootstrap 95% intervals)",
     "19": "Table 19: calibration of repeated effects (brackets: 95% count ranges of the within-block permutation "
-          "null; BH: problem-level max-statistic selections; strict: every arm and block evaluable)",
+          "null; BH, BY: per-message selections on exact within-block permutation p-values; problem-level BH: "
+          "max-statistic selections per family; strict: every arm and block evaluable)",
     "23": "Table 23: integrator success (%) in the component-masking diagnostic",
     "24": "Table 24: micro-pooled accuracy (%) on a held-out replay block, cross-fitted one-removal choice "
           "(problem-clustered bootstrap 95% CI)",
@@ -132,22 +140,39 @@ def table_19(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
         null = section["permutation_null"]
         counts = {name: {"observed": null["observed"][name], "low": null["null"][name]["low"],
                          "high": null["null"][name]["high"]} for name in ("separated", *GROUPS)}
-        bh = section.get("multiplicity", {}).get("bh", {})
+        multi = section.get("multiplicity", {})
+        fdr = section.get("fdr") or {}
+        measured = fdr.get("p_values") is not None  # older reports: sign-flip selections of a secondary view
+        selected = fdr.get("counts") or {}
         strict = section.get("strict", {})
-        rows.append({"model": source.label, **counts, "bh": {g: bh.get(g) for g in GROUPS},
+        rows.append({"model": source.label, **counts,
+                     **{m: {g: (selected.get(m) or {}).get(g) if measured else None for g in GROUPS}
+                        for m in ("bh", "by")},
+                     **{f"problem_{m}": {g: (multi.get(m) or {}).get(g) for g in GROUPS} for m in ("bh", "by")},
                      "strict": {"W+": strict.get("W+"), "C-": strict.get("C-")},
+                     "message_p_values": fdr.get("p_values"), "n_tested_messages": fdr.get("n_tests"),
                      "n_messages": section.get("n_messages"), "n_permutations": null.get("n_permutations"),
-                     "n_tested_problems": section.get("multiplicity", {}).get("n_tested_problems")})
+                     "n_tested_problems": multi.get("n_tested_problems")})
     return rows
 
 
 def table_23(sources: Sequence[TableSource]) -> list[dict[str, Any]]:
+    """One row per model and category: all five categories in the paper's order (one with no sampled message has
+    ``n`` 0 and empty cells, also from a masking table written before empty rows were kept), then any other."""
+    from groundstate.eval.dhd.masking import CATEGORIES, CATEGORY_TITLES
+
     rows = []
     for source in sources:
         if not source.mask:
             continue
         variants = source.mask["variants"]
-        for category, row in source.mask["rows"].items():
+        present = source.mask["rows"]
+        for category in [*CATEGORIES, *(c for c in present if c not in CATEGORIES)]:
+            row = present.get(category)
+            if row is None:
+                rows.append({"model": source.label, "category": category, "title": CATEGORY_TITLES[category],
+                             "n": 0, **dict.fromkeys(variants), "failures": 0})
+                continue
             rows.append({"model": source.label, "category": category, "title": row["title"],
                          "n": row.get("sampled", row.get("pairs")),
                          **{v: row[v]["success"] for v in variants},
@@ -250,9 +275,11 @@ def _render(number: str, rows: list[dict[str, Any]], models: Sequence[str]) -> l
         body = [[r["model"], r["benchmark"], _ci(r["wrong"]), _ci(r["correct"]), _ci(r["correct_minus_wrong"])]
                 for r in rows]
     elif number == "19":
-        head = ["Model", "Separated [null]", *(f"{g} [null]" for g in GROUPS), "BH W+/W-/C+/C-", "Strict W+/C-"]
+        head = ["Model", "Separated [null]", *(f"{g} [null]" for g in GROUPS), "BH W+/W-/C+/C-", "BY W+/W-/C+/C-",
+                "Problem-level BH W+/W-/C+/C-", "Strict W+/C-"]
         body = [[r["model"], _count(r["separated"]), *(_count(r[g]) for g in GROUPS),
-                 "/".join(str(r["bh"][g]) for g in GROUPS), f"{r['strict']['W+']}/{r['strict']['C-']}"]
+                 *("/".join("-" if r[m][g] is None else str(r[m][g]) for g in GROUPS)
+                   for m in ("bh", "by", "problem_bh")), f"{r['strict']['W+']}/{r['strict']['C-']}"]
                 for r in rows]
     elif number == "23":
         variants = [k for k in ("full", "repeat", "remove", "neutral", "hide_answer", "hide_reasoning")

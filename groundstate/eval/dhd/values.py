@@ -12,10 +12,13 @@ multiple comparisons (as the paper says).
 **Calibration of the counts** is the within-block permutation null, :func:`groundstate.eval.dhd.null.permutation_null`
 (re-exported here), which re-applies exactly this rule.
 
-**Per-message FDR (secondary view).** :func:`fdr_selection` applies BH and BY to the per-message exact sign-flip
-p-values. With five blocks such a p-value cannot go below 0.0625, so these selections are empty at the paper's
-size; the paper's BH/BY selections are problem-level (:mod:`groundstate.eval.dhd.multiplicity`). This view is kept
-for designs with more blocks.
+**Per-message FDR** (the paper's Table 19 column). :func:`fdr_selection` applies BH and BY to one p-value per
+message: by default (``groundstate dhd analyze``) the exact within-block permutation p-values of
+:func:`groundstate.eval.dhd.message_tests.block_permutation_p_values`, which reach ``(1/7)^5`` at five blocks
+(see that module for why the paper's column is per-message). The exact sign-flip p-value of the separation rule
+(``p_value`` below) cannot go below 0.0625 at five blocks, so BH/BY on it select nothing at the paper's size; it
+stays available (``null="sign-flip"``) for designs with more blocks. The problem-level selections are
+:mod:`groundstate.eval.dhd.multiplicity`.
 """
 
 from __future__ import annotations
@@ -151,7 +154,8 @@ def labels_rows(table: EffectTable, values: Any) -> list[dict[str, Any]]:
 
     ``label`` follows the separation direction whatever the proposal correctness (trajectory value is the point):
     ``helpful`` (interval above 0), ``harmful`` (below 0), else ``neutral-or-unclear``; ``group`` adds the proposal
-    correctness. NaN becomes ``None``.
+    correctness. ``p_value`` is the rule's exact sign-flip p-value; ``p_block`` (when ``values`` has that column,
+    as ``groundstate dhd analyze`` gives it) the exact within-block permutation p-value. NaN becomes ``None``.
     """
     check_values(table, values)
     rows = []
@@ -160,7 +164,9 @@ def labels_rows(table: EffectTable, values: Any) -> list[dict[str, Any]]:
         rows.append({
             "problem_id": str(rec["problem_id"]), "message_id": int(rec["message_id"]),
             "estimate": _json_float(rec["estimate"]), "low": _json_float(rec["low"]), "high": _json_float(rec["high"]),
-            "p_value": _json_float(rec["p_value"]), "group": str(rec["group"]), "label": labels[int(rec["direction"])],
+            "p_value": _json_float(rec["p_value"]),
+            **({"p_block": _json_float(rec["p_block"])} if "p_block" in rec else {}),
+            "group": str(rec["group"]), "label": labels[int(rec["direction"])],
             "proposal_correct": None if rec["proposal_correct"] is None else bool(rec["proposal_correct"]),
             "n_blocks": int(rec["n_blocks"]), "strict": bool(rec["strict"]),
             "mode": table.mode, "K": table.K,

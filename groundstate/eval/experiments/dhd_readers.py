@@ -11,10 +11,15 @@ Rates and accuracies are fractions (a spec shows them as percentages or points w
 
 - :func:`replay_reader` (``dhd-replay``): Tables 17 (``<benchmark>:disagreement``, ``<benchmark>:W+`` ...
   ``<benchmark>:indeterminate``), 18 (``<benchmark>:wrong``, ``:correct``, ``:correct_minus_wrong``), 19
-  (``separated``, ``W+`` ... with the permutation null's range as the interval, ``BH W+`` ..., ``strict W+``,
-  ``strict C-``), 24 (``full``, ``crossfit``, ``gain``), 25 (``<benchmark>:gain``) and 26 (``<arm>:observed``,
-  ``<arm>:all_action_low`` ..., arms ``A``, ``B`` and ``(A+B)/2``). The pooled rows' scope is ``Pooled``.
-- :func:`mask_reader` (``dhd-mask``): Table 23 from the run's ``mask_table.json``, ``<category>:<variant>``.
+  (``separated``, ``W+`` ... with the permutation null's range as the interval; ``BH W+`` ... and ``BY W+`` ...:
+  the per-message selections on exact within-block permutation p-values, the paper's column, see
+  :mod:`groundstate.eval.dhd.message_tests`; ``problem BH W+`` ... and ``problem BY W+`` ...: the problem-level
+  selections, a second column the paper's table does not have; ``strict W+``, ``strict C-``), 24 (``full``,
+  ``crossfit``, ``gain``), 25 (``<benchmark>:gain``) and 26 (``<arm>:observed``, ``<arm>:all_action_low`` ...,
+  arms ``A``, ``B`` and ``(A+B)/2``). The pooled rows' scope is ``Pooled``.
+- :func:`mask_reader` (``dhd-mask``): Table 23 from the run's ``mask_table.json``, ``<category>:<variant>`` and
+  ``<category>:n`` (the messages sampled in the category); a category with no sampled message reads ``n`` 0 and
+  its variants as not measured, never as missing.
 """
 
 from __future__ import annotations
@@ -83,7 +88,9 @@ def replay_numbers(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             counts = row.get(name) or {}
             out[name] = _number(counts.get("observed"), True, counts.get("low"), counts.get("high"))
         for group in GROUPS:
-            out[f"BH {group}"] = _number((row.get("bh") or {}).get(group), integer=True)
+            for column, name in (("bh", "BH"), ("by", "BY"), ("problem_bh", "problem BH"),
+                                 ("problem_by", "problem BY")):
+                out[f"{name} {group}"] = _number((row.get(column) or {}).get(group), integer=True)
         for group in ("W+", "C-"):
             out[f"strict {group}"] = _number((row.get("strict") or {}).get(group), integer=True)
     for row in rows["24"]:
@@ -115,27 +122,35 @@ def replay_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> di
 
 
 def mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
-    """Table 23 from a masking cell: integrator success per ``<category>:<variant>`` (a fraction), from the
-    ``mask_table.json`` of every run of the cell (one per seed), pooled: the success over all their outcomes (each
-    run's rate weighted by its outcomes). A cell with a run without one reports nothing (never one seed's table
-    for all)."""
+    """Table 23 from a masking cell: integrator success per ``<category>:<variant>`` (a fraction) and the sample
+    size ``<category>:n``, from the ``mask_table.json`` of every run of the cell (one per seed), pooled: the success
+    over all their outcomes (each run's rate weighted by its outcomes), the sample sizes summed. Every category has
+    its rows (a table written before empty categories kept theirs shows n = 0). A cell with a run without a table
+    reports nothing (never one seed's table for all)."""
     from groundstate.eval.dhd.blocks import MASK_TABLE
+    from groundstate.eval.dhd.masking import CATEGORIES
     from groundstate.eval.dhd.table_inputs import read_mask_table
 
     paths = [Path(run["dir"]) / MASK_TABLE for run in runs]
     if not paths or not all(path.is_file() for path in paths):
         return {}
     pooled: dict[str, list[tuple[float, int]]] = {}
+    sampled: dict[str, int | None] = {category: 0 for category in CATEGORIES}
     for path in paths:
         table = read_mask_table(path)
-        for category, row in (table.get("rows") or {}).items():
+        rows = dict(table.get("rows") or {})
+        for category in CATEGORIES:  # a table written before empty categories kept their rows
+            rows.setdefault(category, {"sampled": 0})
+        for category, row in rows.items():
+            count = row.get("sampled", row.get("pairs"))
+            known = sampled.get(category, 0)
+            sampled[category] = known + count if isinstance(count, int) and known is not None else None
             for variant in table.get("variants") or []:
                 cell = row.get(variant) or {}
+                parts = pooled.setdefault(f"{category}:{variant}", [])
                 if cell.get("success") is not None and cell.get("n"):
-                    pooled.setdefault(f"{category}:{variant}", []).append((float(cell["success"]), int(cell["n"])))
-                else:
-                    pooled.setdefault(f"{category}:{variant}", [])
-    out = {}
+                    parts.append((float(cell["success"]), int(cell["n"])))
+    out = {f"{category}:n": _number(count, integer=True) for category, count in sampled.items()}
     for key, parts in pooled.items():
         n = sum(count for _, count in parts)
         rate = parts[0][0] if len(parts) == 1 else sum(r * count for r, count in parts) / n if n else None

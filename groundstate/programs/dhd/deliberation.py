@@ -18,6 +18,20 @@ The stages, each usable alone and composed by :class:`DiverseHypothesisDeliberat
 The evaluator is :class:`~groundstate.programs.dhd.evaluator.AnswerEvaluator`; it lives apart because it
 needs the gold answer, which no stage here ever receives.
 
+**Prompts** (issue 25). By default the integrator follows the authors' protocol (``configs/paper/dhd_config.yaml``
+and ``src/dhd/protocol.py`` of their public code, in groundstate's own words): it is told that some proposed answers
+may be wrong while their reasoning may still help, not to copy an answer but to verify, reconcile and synthesize,
+and to think step by step, with no length cap on its working and the authors' output budget of 4,096 tokens per
+call (:data:`DEFAULT_MAX_TOKENS`); every hypothesis is preceded by the authors' score-free note
+(:data:`~groundstate.signatures.deliberation.NO_SCORE_NOTE`, their live protocol's "placebo" preamble) and numbered
+"Hypothesis n". The independent solver, the integrator's no-message case, thinks step by step with the same budget
+(the authors' configuration has no separate solver prompt; groundstate's choice, for a like-for-like baseline).
+``integrator_prompt="compact"`` keeps the earlier prompt (at most 800 characters of reasoning, "Message n", no note,
+the LM's own output limit) exactly as before, so runs made with it keep their run ids and DSPy cache entries.
+The hypothesizer states its confidence as low, medium or high with a short reason by default (the authors'
+"Confidence / uncertainty" line), stored as the message's ``confidence_note``; ``confidence="number"`` keeps the
+earlier number from 0 to 1. The integrator shows whichever the message holds (a cache made before shows numbers).
+
 **Temperatures.** Each stage has its own sampling temperature, sent with every one of its calls (it overrides the
 LM's own ``temperature``; ``None`` keeps the LM's). The defaults are the authors' public configuration: recruiter
 0 (:data:`DEFAULT_RECRUITER_TEMPERATURE`), hypothesizers 0.7 (:data:`DEFAULT_HYPOTHESIZER_TEMPERATURE`),
@@ -50,9 +64,23 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.common import as_data, saveable
-from groundstate.programs.dhd.views import masked_message
+from groundstate.programs.dhd.views import DEFAULT_PROMPT as DEFAULT_PROMPT
+from groundstate.programs.dhd.views import FIELD_LABELS as _FIELD_LABELS
+from groundstate.programs.dhd.views import PROMPTS as PROMPTS
+from groundstate.programs.dhd.views import VIEWS as VIEWS
+from groundstate.programs.dhd.views import check_prompt as _check_prompt
+from groundstate.programs.dhd.views import render_message as render_message
+from groundstate.programs.dhd.views import render_pool as render_pool
 from groundstate.records import HypothesisMessage, Problem
-from groundstate.signatures.deliberation import IntegrateHypotheses, ProposeHypothesis, RecruitRoles, SolveProblem
+from groundstate.signatures.deliberation import (
+    IntegrateHypotheses,
+    ProposeHypothesis,
+    ProposeScoredHypothesis,
+    RecruitRoles,
+    SolveProblem,
+    SolveStepByStep,
+    SynthesizeHypotheses,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +90,11 @@ DEFAULT_HYPOTHESIZER_TEMPERATURE = 0.7
 DEFAULT_INTEGRATOR_TEMPERATURE = 0.0
 DEFAULT_TEMPERATURE = DEFAULT_INTEGRATOR_TEMPERATURE
 """The integrator's default (kept for callers of the single ``temperature`` of earlier versions)."""
-VIEWS: tuple[str, ...] = ("full", "hide_answer", "hide_reasoning", "neutral")
-"""How a message is shown to the integrator: whole; with its proposed answer hidden; with its reasoning hidden; or
-replaced by neutral filler. Hidden parts are filled with content-free text of the same length and the message keeps
-its slot (:mod:`groundstate.programs.dhd.views`)."""
-
+DEFAULT_MAX_TOKENS = 4096
+"""The output budget per integrator and solver call with the authors' prompt (their configuration's ``max_tokens``)."""
+CONFIDENCE_FORMATS: tuple[str, ...] = ("level", "number")
+"""How a hypothesizer states its confidence: low/medium/high with a reason (default, the authors') or 0-1."""
+DEFAULT_CONFIDENCE = "level"
 FALLBACK_ROLES: tuple[str, ...] = (
     "Direct solver: works the problem step by step from first principles",
     "Skeptical checker: looks for traps, unit slips and hidden assumptions",
@@ -74,14 +102,6 @@ FALLBACK_ROLES: tuple[str, ...] = (
     "Alternative-method solver: reaches the answer by a different route than the obvious one",
     "Theorist: identifies the governing principle or formula and its conditions",
 )
-_FIELD_LABELS: tuple[tuple[str, str], ...] = (
-    ("reasoning_direction", "reasoning direction"),
-    ("key_idea", "key idea"),
-    ("critical_assumption", "critical assumption"),
-    ("what_to_check", "what to check"),
-)
-
-
 # -- what the stages are shown ------------------------------------------------------------------------------------
 def answer_format(kind: str, unit: str | None = None) -> str:
     """The answer-form instruction every stage gets (never the answer itself)."""
@@ -102,43 +122,19 @@ def problem_inputs(problem: Problem) -> dict[str, str]:
     return {"problem": as_data(problem.question), "answer_format": answer_format(problem.kind, problem.unit)}
 
 
-def render_message(message: HypothesisMessage, number: int, view: str = "full") -> str:
-    """One message as the integrator reads it, under ``view`` (one of :data:`VIEWS`).
-
-    ``hide_answer``, ``hide_reasoning`` and ``neutral`` render the message with those fields replaced by filler of
-    the same length (:func:`groundstate.programs.dhd.views.masked_message`), so the message keeps its slot and its
-    shape."""
-    if view not in VIEWS:
-        raise ValueError(f"unknown view '{view}' (choose from {', '.join(VIEWS)})")
-    if view != "full":
-        message = masked_message(message, view)
-    lines = [f"Message {number} (role: {as_data(message.role)})",
-             f"- proposed answer: {as_data(message.proposed_answer) or '(none)'}"]
-    lines += [f"- {label}: {as_data(getattr(message, name)) or '(none)'}" for name, label in _FIELD_LABELS]
-    lines.append(f"- confidence: {message.confidence:.2f}")
-    return "\n".join(lines)
-
-
-def render_pool(messages: Sequence[HypothesisMessage], views: Sequence[str] | None = None) -> str:
-    """The integrator's ``messages`` input: the messages numbered 1..m in order, each under its view."""
-    views = list(views) if views is not None else ["full"] * len(messages)
-    if len(views) != len(messages):
-        raise ValueError(f"{len(views)} views for {len(messages)} messages")
-    if not messages:
-        return "(no messages)"
-    return "\n\n".join(render_message(m, i + 1, v) for i, (m, v) in enumerate(zip(messages, views, strict=True)))
-
-
 # -- sampling ----------------------------------------------------------------------------------------------------
 def rollout_number(key: str) -> int:
     """A stable non-negative integer for a rollout key (the ``rollout_id`` DSPy's cache sees)."""
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:15], 16)
 
 
-def sampling_config(rollout: str | None, temperature: float | None, vary_seed: bool = False) -> dict[str, Any]:
-    """The per-call ``config``: the ``temperature`` (unless ``None``), and with a rollout key its rollout id
-    (and, with ``vary_seed``, a seed derived from it)."""
+def sampling_config(rollout: str | None, temperature: float | None, vary_seed: bool = False,
+                    max_tokens: int | None = None) -> dict[str, Any]:
+    """The per-call ``config``: the ``temperature`` (unless ``None``), the output budget ``max_tokens`` (unless
+    ``None``), and with a rollout key its rollout id (and, with ``vary_seed``, a seed derived from it)."""
     config: dict[str, Any] = {} if temperature is None else {"temperature": float(temperature)}
+    if max_tokens is not None:
+        config["max_tokens"] = int(max_tokens)
     if rollout is not None:
         config["rollout_id"] = rollout_number(rollout)
         if vary_seed:
@@ -203,19 +199,39 @@ class Recruiter(dspy.Module):
 
 @saveable
 class Hypothesizer(dspy.Module):
-    """``Hypothesizer(temperature=0.7)(problem, answer_format, role)`` -> ``Prediction``: the six message fields."""
+    """``Hypothesizer(temperature=0.7, confidence="level")(problem, answer_format, role)`` -> ``Prediction``: the
+    message fields, with ``confidence_note`` (``"high: two methods agree"``; ``confidence`` ``None``) for
+    ``confidence="level"`` or a number ``confidence`` (``confidence_note`` empty) for ``"number"``."""
 
-    def __init__(self, temperature: float | None = DEFAULT_HYPOTHESIZER_TEMPERATURE):
+    def __init__(self, temperature: float | None = DEFAULT_HYPOTHESIZER_TEMPERATURE,
+                 confidence: str = DEFAULT_CONFIDENCE):
         super().__init__()
-        self.temperature = temperature
-        self.propose = dspy.Predict(ProposeHypothesis)
+        if confidence not in CONFIDENCE_FORMATS:
+            raise ValueError(f"unknown confidence format '{confidence}' (choose from {', '.join(CONFIDENCE_FORMATS)})")
+        self.temperature, self.confidence = temperature, confidence
+        self.propose = dspy.Predict(ProposeHypothesis if confidence == "level" else ProposeScoredHypothesis)
 
     def forward(self, problem: str, answer_format: str, role: str) -> dspy.Prediction:
         out = self.propose(problem=problem, answer_format=answer_format, role=role,
                            config=sampling_config(None, self.temperature))
         fields = {name: " ".join(str(getattr(out, name) or "").split()) for name, _ in _FIELD_LABELS}
-        return dspy.Prediction(proposed_answer=str(out.proposed_answer or "").strip(), **fields,
-                               confidence=_confidence(out.confidence))
+        if self.confidence == "number":
+            stated = {"confidence": _confidence(out.confidence), "confidence_note": ""}
+        else:
+            level = str(out.confidence or "").strip().lower()
+            reason = " ".join(str(getattr(out, "confidence_reason", "") or "").split())
+            stated = {"confidence": None, "confidence_note": f"{level}: {reason}" if reason else level}
+        return dspy.Prediction(proposed_answer=str(out.proposed_answer or "").strip(), **fields, **stated)
+
+
+def resolve_max_tokens(prompt: str, max_tokens: int | None) -> int | None:
+    """The output budget a prompt's calls send: ``max_tokens`` when given, else :data:`DEFAULT_MAX_TOKENS` for the
+    authors' prompt and ``None`` (the LM's own limit) for the compact one."""
+    if max_tokens is not None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        return max_tokens
+    return DEFAULT_MAX_TOKENS if _check_prompt(prompt) == "authors" else None
 
 
 @saveable
@@ -225,44 +241,54 @@ class Integrator(dspy.Module):
     Args:
         temperature: sampling temperature of every call (default 0; ``None``: the LM's own).
         vary_seed: also derive the sampling seed from the rollout key.
+        prompt: ``"authors"`` (default) or ``"compact"`` (see the module notes).
+        max_tokens: output budget of every call (default: 4,096 with the authors' prompt, the LM's own with the
+            compact one; :func:`resolve_max_tokens`).
 
     ``forward(problem, answer_format, messages, views=None, rollout=None)`` -> ``Prediction(answer, reasoning,
     response, rollout_id)``; ``response`` is :func:`full_response` (what the judge grades).
     """
 
-    def __init__(self, temperature: float | None = DEFAULT_INTEGRATOR_TEMPERATURE, vary_seed: bool = False):
+    def __init__(self, temperature: float | None = DEFAULT_INTEGRATOR_TEMPERATURE, vary_seed: bool = False,
+                 prompt: str = DEFAULT_PROMPT, max_tokens: int | None = None):
         super().__init__()
-        self.temperature, self.vary_seed = temperature, vary_seed
-        self.integrate = dspy.Predict(IntegrateHypotheses)
+        self.temperature, self.vary_seed, self.prompt = temperature, vary_seed, _check_prompt(prompt)
+        self.max_tokens = resolve_max_tokens(prompt, max_tokens)
+        self.integrate = dspy.Predict(SynthesizeHypotheses if prompt == "authors" else IntegrateHypotheses)
+
+    def _inputs(self, problem: str, answer_format: str, messages: Sequence[HypothesisMessage],
+                views: Sequence[str] | None, rollout: str | None) -> dict[str, Any]:
+        return {"problem": problem, "answer_format": answer_format,
+                "messages": render_pool(messages, views, self.prompt),
+                "config": sampling_config(rollout, self.temperature, self.vary_seed, self.max_tokens)}
 
     def forward(self, problem: str, answer_format: str, messages: Sequence[HypothesisMessage],
                 views: Sequence[str] | None = None, rollout: str | None = None) -> dspy.Prediction:
-        config = sampling_config(rollout, self.temperature, self.vary_seed)
-        out = self.integrate(problem=problem, answer_format=answer_format, messages=render_pool(messages, views),
-                             config=config)
-        return _answer(out, config)
+        inputs = self._inputs(problem, answer_format, messages, views, rollout)
+        return _answer(self.integrate(**inputs), inputs["config"])
 
     async def aforward(self, problem: str, answer_format: str, messages: Sequence[HypothesisMessage],
                        views: Sequence[str] | None = None, rollout: str | None = None) -> dspy.Prediction:
         """:meth:`forward` for ``await integrator.acall(...)``: the one call goes through the LM's async path."""
-        config = sampling_config(rollout, self.temperature, self.vary_seed)
-        out = await self.integrate.acall(problem=problem, answer_format=answer_format,
-                                         messages=render_pool(messages, views), config=config)
-        return _answer(out, config)
+        inputs = self._inputs(problem, answer_format, messages, views, rollout)
+        return _answer(await self.integrate.acall(**inputs), inputs["config"])
 
 
 @saveable
 class IndependentSolver(dspy.Module):
     """Answers with no messages: ``forward(problem, answer_format, rollout=None)`` -> ``Prediction(answer, ...)``
-    as the :class:`Integrator`'s (same temperature default)."""
+    as the :class:`Integrator`'s (same temperature default, same ``prompt`` choice and output budget: step by step
+    with the authors' prompt)."""
 
-    def __init__(self, temperature: float | None = DEFAULT_INTEGRATOR_TEMPERATURE, vary_seed: bool = False):
+    def __init__(self, temperature: float | None = DEFAULT_INTEGRATOR_TEMPERATURE, vary_seed: bool = False,
+                 prompt: str = DEFAULT_PROMPT, max_tokens: int | None = None):
         super().__init__()
-        self.temperature, self.vary_seed = temperature, vary_seed
-        self.solve = dspy.Predict(SolveProblem)
+        self.temperature, self.vary_seed, self.prompt = temperature, vary_seed, _check_prompt(prompt)
+        self.max_tokens = resolve_max_tokens(prompt, max_tokens)
+        self.solve = dspy.Predict(SolveStepByStep if prompt == "authors" else SolveProblem)
 
     def forward(self, problem: str, answer_format: str, rollout: str | None = None) -> dspy.Prediction:
-        config = sampling_config(rollout, self.temperature, self.vary_seed)
+        config = sampling_config(rollout, self.temperature, self.vary_seed, self.max_tokens)
         out = self.solve(problem=problem, answer_format=answer_format, config=config)
         return _answer(out, config)
 
@@ -281,6 +307,10 @@ class DiverseHypothesisDeliberation(dspy.Module):
         k: roles and messages per problem (default 5).
         recruiter_temperature, hypothesizer_temperature, integrator_temperature: each stage's sampling temperature
             (defaults 0, 0.7, 0; ``None``: the LM's own; see the module notes). The solver uses the integrator's.
+        integrator_prompt: ``"authors"`` (default) or ``"compact"``: the integrator's and the solver's prompt.
+        integrator_max_tokens: their output budget per call (default: 4,096 with the authors' prompt, the LM's own
+            with the compact one).
+        confidence: how hypothesizers state their confidence, ``"level"`` (default) or ``"number"``.
         vary_seed: derive the sampling seed from the rollout key too (see the module notes).
         max_workers: threads for the concurrent hypothesizer calls.
         temperature: the earlier single setting, an alias of ``integrator_temperature`` (used when given).
@@ -292,7 +322,8 @@ class DiverseHypothesisDeliberation(dspy.Module):
     def __init__(self, k: int = DEFAULT_K, *, recruiter_temperature: float | None = DEFAULT_RECRUITER_TEMPERATURE,
                  hypothesizer_temperature: float | None = DEFAULT_HYPOTHESIZER_TEMPERATURE,
                  integrator_temperature: float | None = DEFAULT_INTEGRATOR_TEMPERATURE, vary_seed: bool = False,
-                 max_workers: int = 8, temperature: float | None = None):
+                 max_workers: int = 8, temperature: float | None = None, integrator_prompt: str = DEFAULT_PROMPT,
+                 integrator_max_tokens: int | None = None, confidence: str = DEFAULT_CONFIDENCE):
         super().__init__()
         if k < 1:
             raise ValueError("k must be at least 1")
@@ -300,15 +331,23 @@ class DiverseHypothesisDeliberation(dspy.Module):
             integrator_temperature = temperature
         self.k, self.max_workers = k, max_workers
         self.recruiter = Recruiter(temperature=recruiter_temperature)
-        self.hypothesizer = Hypothesizer(temperature=hypothesizer_temperature)
-        self.integrator = Integrator(temperature=integrator_temperature, vary_seed=vary_seed)
-        self.solver = IndependentSolver(temperature=integrator_temperature, vary_seed=vary_seed)
+        self.hypothesizer = Hypothesizer(temperature=hypothesizer_temperature, confidence=confidence)
+        self.integrator = Integrator(temperature=integrator_temperature, vary_seed=vary_seed,
+                                     prompt=integrator_prompt, max_tokens=integrator_max_tokens)
+        self.solver = IndependentSolver(temperature=integrator_temperature, vary_seed=vary_seed,
+                                        prompt=integrator_prompt, max_tokens=integrator_max_tokens)
 
     @property
     def temperatures(self) -> dict[str, float | None]:
         """``{"recruiter", "hypothesizer", "integrator"}``: the temperature each stage sends."""
         return {"recruiter": self.recruiter.temperature, "hypothesizer": self.hypothesizer.temperature,
                 "integrator": self.integrator.temperature}
+
+    @property
+    def prompts(self) -> dict[str, Any]:
+        """``{"integrator", "integrator_max_tokens", "confidence"}``: the prompt choices the stages use."""
+        return {"integrator": self.integrator.prompt, "integrator_max_tokens": self.integrator.max_tokens,
+                "confidence": self.hypothesizer.confidence}
 
     def generate(self, problem: str, answer_format: str = "", k: int | None = None,
                  problem_id: str = "") -> dspy.Prediction:
@@ -329,7 +368,8 @@ class DiverseHypothesisDeliberation(dspy.Module):
                 return HypothesisMessage(problem_id=problem_id, index=index, role=role,
                                          error=f"{type(exc).__name__}: {exc}"[:500])
             return HypothesisMessage(problem_id=problem_id, index=index, role=role,
-                                     **{k: out[k] for k in ("proposed_answer", "confidence", *dict(_FIELD_LABELS))})
+                                     **{k: out[k] for k in ("proposed_answer", "confidence", "confidence_note",
+                                                            *dict(_FIELD_LABELS))})
 
         messages = thread_map(hypothesize, list(enumerate(recruited.roles)), self.max_workers)
         return dspy.Prediction(roles=list(recruited.roles), padded=recruited.padded, messages=messages)

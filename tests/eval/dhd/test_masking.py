@@ -41,6 +41,7 @@ from groundstate.eval.results import read_results
 from groundstate.eval.run_settings import RunSettings
 from groundstate.programs.dhd.deliberation import render_pool
 from groundstate.records import HypothesisMessage, Problem
+from groundstate.signatures.deliberation import NO_SCORE_NOTE
 from groundstate.testing import scripted_lm
 
 GOLD = "4321"
@@ -63,7 +64,8 @@ class World:
         if "proposed_answer" in fields:
             i = int(re.search(r"Role(\d+)", req.field("role")).group(1))
             return {"proposed_answer": str(7000 + i), "reasoning_direction": f"MARK{i}X", "key_idea": f"idea {i}",
-                    "critical_assumption": "none at all", "what_to_check": "the units", "confidence": 0.5}
+                    "critical_assumption": "none at all", "what_to_check": "the units", "confidence": "low",
+                    "confidence_reason": "rough guess"}
         if "equivalent" in fields:
             return {"equivalent": False}
         if "answer" in fields:
@@ -169,7 +171,7 @@ def test_masking_arms_keep_slot_and_length():
         assert [m.index for m in shown] == [0, 1, 2, 3, 4]  # same messages, same order: the slot is kept
         assert len(text) == len(full_text) and len(blocks) == len(full_blocks)
         assert [b for i, b in enumerate(blocks) if i != 3] == [b for i, b in enumerate(full_blocks) if i != 3]
-        assert blocks[3].startswith("Message 4 ")  # its own number
+        assert blocks[3].startswith(f"{NO_SCORE_NOTE}\nHypothesis 4 ")  # its own number, after the no-score note
         target, original = shown[3], pool[3]
         filled = fields.get(arm.variant, ())
         for name in ("role", "proposed_answer", *REASONING_FIELDS):
@@ -231,12 +233,18 @@ def test_table_averages_each_full_and_repeat_pair_over_repetitions():
     assert other["full"]["success"] == 50.0 and other["repeat"]["success"] == 0.0 and other["pairs"] == 1
     everything = table["rows"]["all"]
     assert everything["full"]["n"] == 10 and everything["full"]["correct"] == 6 and table["failures"] == 2
-    assert list(table["rows"]) == ["wrong-helpful", "indeterminate", "all"]
+    # every category has its row in the paper's order, an empty one too (shown empty, never dropped)
+    assert list(table["rows"]) == ["wrong-helpful", "correct-helpful", "wrong-harmful", "correct-harmful",
+                                   "indeterminate", "all"]
+    empty = table["rows"]["correct-helpful"]
+    assert (empty["pairs"], empty["sampled"], empty["repetitions"]) == (0, 0, 0)
+    assert all(empty[v] == {"success": None, "correct": 0, "n": 0, "failures": 0} for v in VARIANTS)
     lines = mask_markdown(table).splitlines()
     assert lines[0] == ("| Diagnostic sample (n) | Full | Repeat | Remove | Neutral replacement | Hide answer "
                         "| Hide reasoning |")
     assert lines[2] == "| Wrong-helpful (2) | 63 | 57 (1 failed) | 25 | 25 | 100 | 0 (1 failed) |"  # 62.5 rounds up
-    assert lines[3] == "| Indeterminate (1) | 50 | 0 | 100 | 100 | 0 | 100 |"
+    assert lines[3] == "| Correct-helpful (0) | - | - | - | - | - | - |"
+    assert lines[6] == "| Indeterminate (1) | 50 | 0 | 100 | 100 | 0 | 100 |"
     assert "2 failed call(s)" in lines[-1]
     sample = {"pairs": [{"category": "wrong-helpful"}] * 2 + [{"category": "correct-harmful"}]}
     rows = mask_table(blocks[:2], sample)["rows"]

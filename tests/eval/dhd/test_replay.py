@@ -45,7 +45,8 @@ class World:
         if "proposed_answer" in fields:
             i = int(re.search(r"Role(\d+)", req.field("role")).group(1))
             return {"proposed_answer": proposal(i), "reasoning_direction": f"MARK{i}X", "key_idea": f"idea {i}",
-                    "critical_assumption": "none", "what_to_check": "units", "confidence": 0.5}
+                    "critical_assumption": "none", "what_to_check": "units", "confidence": "medium",
+                    "confidence_reason": "one method only"}
         if "verdict" in fields:  # the judge: right iff the gold number is in the response; JUDGE-FAIL breaks it
             response = req.field("response") or ""
             if "JUDGE-FAIL" in response:

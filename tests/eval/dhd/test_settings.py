@@ -34,7 +34,8 @@ def test_generate_and_replay_configs_record_every_temperature_and_the_evaluator(
     assert result.config["temperatures"] == {"recruiter": 0.0, "hypothesizer": 0.7, "judge": None}
     assert (result.config["evaluator"], result.config["judge_lm"]) == ("rules", None)
     stored = cache.entries()["s-0"].generator["settings"]
-    assert stored == {k: result.config[k] for k in ("temperatures", "evaluator", "judge_lm")}
+    assert stored == {k: result.config[k] for k in ("temperatures", "evaluator", "judge_lm", "confidence")}
+    assert stored["confidence"] == "level"  # the hypothesizers' confidence in words (issue 25)
     replayed, _ = within(lm, lambda: replay(cache, "loo", [5], 1))
     assert replayed.config["temperatures"] == {"recruiter": 0.0, "hypothesizer": 0.7, "integrator": 0.0,
                                                "judge": None}

@@ -50,6 +50,28 @@ def test_the_model_draws_the_real_design():
         PlantedEffect.parse("X+:0.1:0.2")
 
 
+def test_the_default_is_realistic_disagreement_in_the_papers_range_and_proposals_tied_to_difficulty():
+    n = 20_000
+    sim = simulate(DesignSpec(n_problems=n), 5)
+    pairs = sim.full.reshape(-1, 2)
+    rate = float((pairs[:, 0] != pairs[:, 1]).mean())
+    margin = 3 * math.sqrt(0.07 * 0.93 / len(pairs))  # pairs of one problem are not independent: a loose margin
+    assert 0.016 + margin <= rate <= 0.175 - margin, rate  # the paper's Table 17: 1.6% to 17.5%
+    assert abs(rate - 0.071) <= 0.01  # E[2 a (1 - a)] under Beta(0.15, 0.06)
+    assert 0.1 <= ((sim.accuracy > 0.1) & (sim.accuracy < 0.9)).mean() <= 0.25  # a few borderline problems
+    easy, hard = sim.accuracy > 0.9, sim.accuracy < 0.1
+    assert sim.proposal[easy].mean() > 0.8 > 0.1 > sim.proposal[hard].mean()  # proposals follow difficulty
+    expected = 0.05 + 0.8 * sim.accuracy
+    assert abs(sim.proposal.mean() - expected.mean()) <= 3 * math.sqrt(0.25 / sim.proposal.size)
+    earlier = simulate(DesignSpec(n_problems=n, accuracy=(2.0, 1.0), proposal_correct=0.6), 5)  # before issue 25
+    earlier_pairs = earlier.full.reshape(-1, 2)
+    assert (earlier_pairs[:, 0] != earlier_pairs[:, 1]).mean() > 0.3
+    assert abs(earlier.proposal[earlier.accuracy > 0.9].mean() - earlier.proposal[earlier.accuracy < 0.3].mean()) \
+        <= 0.03
+    with pytest.raises(ValueError, match="proposal_range"):
+        DesignSpec(proposal_range=(0.2, 1.5))
+
+
 def test_the_written_cache_is_what_analyze_reads(tmp_path):
     spec = DesignSpec(n_problems=12, n_blocks=3, fail_rate=0.03, benchmarks=("x", "y"),
                       effects=(PlantedEffect("C-", 0.3, 0.5),))

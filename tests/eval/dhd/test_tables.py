@@ -21,7 +21,11 @@ def _loo(groups, disagreement, boot, by_benchmark=None):
     return {"K": 5, "n_messages": 100, "n_blocks": 5, "groups": groups, "disagreement": disagreement,
             "bootstrap": boot, "permutation_null": {"observed": observed, "null": null, "n_permutations": 5000},
             "multiplicity": {"bh": {"W+": 3, "W-": 1, "C+": 0, "C-": 2, "off_diagonal": 4, "any_effect": 5},
+                             "by": {"W+": 1, "W-": 0, "C+": 0, "C-": 1, "off_diagonal": 1, "any_effect": 2},
                              "n_tested_problems": 20},
+            "fdr": {"p_values": "within-block permutation", "n_tests": 100, "n_bh": 9, "n_by": 2,
+                    "counts": {"bh": {"W+": 4, "W-": 2, "C+": 3, "C-": 0, "indeterminate": 0, "separated": 9},
+                               "by": {"W+": 1, "W-": 0, "C+": 1, "C-": 0, "indeterminate": 0, "separated": 2}}},
             "strict": {"W+": 2, "C-": 1, "n_strict": 90, "n_messages": 100},
             **({"by_benchmark": by_benchmark} if by_benchmark else {})}
 
@@ -64,7 +68,11 @@ def test_rows_carry_the_reports_numbers_in_the_papers_units():
     assert t18[0]["correct"] is None  # a benchmark without correct-answer messages has no estimate, not a zero
     t19 = tables["19"]["rows"][0]
     assert t19["separated"] == {"observed": 14, "low": 10, "high": 30}
-    assert t19["bh"] == {"W+": 3, "W-": 1, "C+": 0, "C-": 2} and t19["strict"] == {"W+": 2, "C-": 1}
+    # the paper's BH column is per-message (its caption tests 5,000 messages); the problem level is labelled apart
+    assert t19["bh"] == {"W+": 4, "W-": 2, "C+": 3, "C-": 0} and t19["by"] == {"W+": 1, "W-": 0, "C+": 1, "C-": 0}
+    assert t19["problem_bh"] == {"W+": 3, "W-": 1, "C+": 0, "C-": 2} and t19["strict"] == {"W+": 2, "C-": 1}
+    assert t19["problem_by"] == {"W+": 1, "W-": 0, "C+": 0, "C-": 1}
+    assert t19["message_p_values"] == "within-block permutation" and t19["n_tested_messages"] == 100
     t24 = tables["24"]["rows"]
     assert len(t24) == 1 and t24[0]["full"] == 71.85 and t24[0]["crossfit"] == pytest.approx(73.53)
     assert t24[0]["gain"]["mean"] == 1.68
@@ -85,11 +93,22 @@ def test_markdown_has_the_papers_columns():
     assert "| oss | Pooled | 7.3% [6.6, 8.0] | 4 | 2 | 5 | 3 | 86 |" in text
     assert "| oss | Pooled | -1.66 [-2.91, -0.45] | +1.34 [+0.65, +2.02] | +3.00 [+1.72, +4.28] |" in text
     assert ("| Model | Separated [null] | W+ [null] | W- [null] | C+ [null] | C- [null] | BH W+/W-/C+/C- | "
-            "Strict W+/C- |") in text
-    assert "| oss | 14 [10,30] | 4 [1,9] | 2 [1,9] | 5 [1,9] | 3 [1,9] | 3/1/0/2 | 2/1 |" in text
+            "BY W+/W-/C+/C- | Problem-level BH W+/W-/C+/C- | Strict W+/C- |") in text
+    assert "| oss | 14 [10,30] | 4 [1,9] | 2 [1,9] | 5 [1,9] | 3 [1,9] | 4/2/3/0 | 1/0/1/0 | 3/1/0/2 | 2/1 |" in text
     assert "| oss | 71.85 -> 73.53 | +1.68 [+0.88, +2.50] |" in text
     assert "| x | +2.15 |" in text
     assert "| oss / A | +1.70 | [-0.78, +0.82] | [-0.50, +0.64] |" in text
+
+
+def test_a_report_from_before_the_per_message_column_shows_it_as_not_measured():
+    report = _report()
+    report["modes"]["loo"]["fdr"] = {"n_tests": 100, "n_bh": 0, "n_by": 0,  # the old sign-flip secondary view
+                                     "counts": {"bh": dict.fromkeys(("W+", "W-", "C+", "C-"), 0),
+                                                "by": dict.fromkeys(("W+", "W-", "C+", "C-"), 0)}}
+    tables = paper_tables([TableSource("oss", report)])
+    row = tables["tables"]["19"]["rows"][0]
+    assert row["bh"] == dict.fromkeys(("W+", "W-", "C+", "C-")) and row["problem_bh"]["W+"] == 3
+    assert "| -/-/-/- | -/-/-/- | 3/1/0/2 |" in tables_markdown(tables)
 
 
 def test_table_23_from_a_masking_table():
@@ -106,6 +125,16 @@ def test_table_23_from_a_masking_table():
     helpful = rows[0]
     assert helpful["title"] == "Wrong-helpful" and helpful["n"] == 1
     assert (helpful["full"], helpful["repeat"], helpful["remove"], helpful["hide_answer"]) == (100, 50, 0, 100)
+    assert [r["category"] for r in rows] == ["wrong-helpful", "correct-helpful", "wrong-harmful", "correct-harmful",
+                                             "indeterminate", "all"]  # the empty categories are shown, empty
+    assert rows[3]["n"] == 0 and rows[3]["full"] is None
+    # a masking table written before empty categories kept their rows gets them too
+    old = mask_table(blocks, sample)
+    old["rows"] = {k: v for k, v in old["rows"].items() if k in ("wrong-helpful", "all")}
+    rows = paper_tables([TableSource("oss", _report(), mask=old)])["tables"]["23"]["rows"]
+    assert [r["n"] for r in rows] == [1, 0, 0, 0, 0, 1] and rows[1]["title"] == "Correct-helpful"
+    text = tables_markdown(paper_tables([TableSource("oss", _report(), mask=old)]))
+    assert "| oss | Correct-harmful (0) | - | - | - | - | - | - |" in text
 
 
 def test_analyze_writes_the_tables_and_dhd_tables_combines_caches(tmp_path, capsys):

@@ -4,6 +4,8 @@ counts; rows a cache cannot give (benchmarks its problems do not name) say so in
 
 from __future__ import annotations
 
+import json
+
 from groundstate.eval.dhd.analysis import analyze
 from groundstate.eval.experiments.execute import run_experiment
 from groundstate.eval.experiments.load import load_spec
@@ -41,6 +43,16 @@ def test_tables_19_and_24_read_the_same_run(dhd_world):
     oss = row(t19, model="OSS")
     assert oss.values[(0, "separated")].status == "measured" and oss.values[(0, "separated")].entry["integer"]
     assert oss.values[(0, "separated")].reference.value == 170
+    # the paper's BH column is per-message; BY beside it ("retains none"); the problem level is a labelled extra
+    report = analyze(dhd_world.cache, dhd_world.run.out.parent / "check19", runs_dir=dhd_world.run.out,
+                     with_tables=False)["modes"]["loo"]
+    for group in ("W+", "W-", "C+", "C-"):
+        assert oss.values[(0, f"BH {group}")].entry["mean"] == report["fdr"]["counts"]["bh"][group]
+        assert oss.values[(0, f"BY {group}")].reference.value == 0
+        problem = oss.values[(0, f"problem BH {group}")]
+        assert problem.entry["mean"] == report["multiplicity"]["bh"][group] and problem.reference is None
+    assert oss.values[(0, "BH W+")].reference.value == 0
+    assert row(t19, model="Gemma").values[(0, "BH W-")].reference.value == 20
     assert set(t19.runs.values()) == {o.run_id for o in dhd_world.replayed.outcomes}
     t24 = table_of(dhd_world, "dhd-table24")
     gain = row(t24, model="Gemma").values[(0, "gain")]
@@ -54,4 +66,20 @@ def test_a_masking_cell_fills_table_23(dhd_world):
     helpful = row(table, category="wrong-helpful")
     assert helpful.values[(0, "full")].status == "measured" and helpful.values[(0, "remove")].entry["mean"] == 0
     assert helpful.values[(0, "full")].reference.value == 0.82
-    assert row(table, category="correct-harmful").values[(0, "full")].status == "not reported"  # none sampled
+    empty = row(table, category="correct-harmful")  # none sampled: shown empty, n = 0, beside the paper's 2
+    assert empty.values[(0, "full")].status == "not measured" and empty.values[(0, "n")].entry["mean"] == 0
+    assert empty.values[(0, "n")].reference.value == 2 and helpful.values[(0, "n")].entry["mean"] > 0
+
+
+def test_a_masking_table_from_before_empty_rows_reads_its_empty_categories_as_empty(tmp_path):
+    from groundstate.eval.experiments.dhd_readers import mask_reader
+
+    variants = ["full", "repeat", "remove", "neutral", "hide_answer", "hide_reasoning"]
+    cell = {"success": 50.0, "correct": 1, "n": 2, "failures": 0}
+    table = {"variants": variants, "rows": {"wrong-helpful": {"title": "Wrong-helpful", "pairs": 1, "sampled": 1,
+                                                              **{v: cell for v in variants}}}}
+    (tmp_path / "mask_table.json").write_text(json.dumps(table))
+    numbers = mask_reader([{"dir": str(tmp_path)}])
+    assert numbers["wrong-helpful:n"]["mean"] == 1 and numbers["wrong-helpful:full"]["mean"] == 0.5
+    assert numbers["correct-harmful:n"]["mean"] == 0 and numbers["correct-harmful:n"]["integer"]
+    assert numbers["correct-harmful:full"]["mean"] is None  # shown empty (not measured), never missing

@@ -18,6 +18,7 @@ PAPER_FILES = {"reground": "000_9fd50a72e9adc048.txt", "dhd": "001_fc999c1b8bdfe
 #: A number as a paper prints it: a sign (ASCII or the minus sign), digits with thousands commas, decimals, and
 #: a K (thousands) suffix.
 NUMBER = re.compile(r"([-\u2212]?)\s*((?<!\[)\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+)?(K?)")
+NONE = re.compile(r"\bnone\b", re.IGNORECASE)
 
 
 def papers_dir() -> Path | None:
@@ -34,11 +35,13 @@ def squash(text: str) -> str:
 
 
 def printed(quote: str) -> list[tuple[float, int, bool]]:
-    """Every number of ``quote``: ``(value, decimals, thousands)``."""
+    """Every number of ``quote``: ``(value, decimals, thousands)``; the word "none" prints a count of 0 (a caption
+    that "retains none")."""
     out = []
     for sign, whole, decimals, kilo in NUMBER.findall(quote):
         number = float(whole.replace(",", "") + (decimals or ""))
         out.append((-number if sign else number, max(0, len(decimals) - 1), bool(kilo)))
+    out += [(0.0, 0, False)] * len(NONE.findall(quote))
     return out
 
 
@@ -57,6 +60,7 @@ def test_the_number_reader_reads_what_papers_print():
     assert holds("| 0.2537 | 0.2475 |", 0.2475) and holds("19.4K, 20.2K", 20200)
     assert holds("$-6.35\\;[-11.56,-2.00]$", -6.35) and holds("| OSS | Omni-MATH-2 | 4,181 |", 4181)
     assert not holds("−1.5", 1.5) and holds("−1.5", -1.5)
+    assert holds("BY retains none.", 0) and not holds("BY retains none.", 1) and not holds("BY retains one.", 0)
 
 
 PAPERS = papers_dir()

@@ -59,8 +59,8 @@ def test_extract_number(text, value):
     ("0.123 or 0.246", [0.123, 0.246]), ("x = 2 or x = 3", [2, 3]), ("either 5 or 7", [5, 7]),
     ("between 3 and 5", [3, 5]), ("1.5; 2.5", [1.5, 2.5]), ("42 or 42.0", [42, 42]),
     ("9.8 m/s^2", [9.8]), ("3.2 \\times 10^{-3} mol", [3.2e-3]), ("12 m/s (about 43 km/h)", [12]),
-    ("12 m/s, i.e. 43 km/h", [12]), ("12 m/s or equivalently 43 km/h", [12]), ("0.123, to 3 significant figures",
-                                                                             [0.123]),
+    ("12 m/s, i.e. 43 km/h", [43]), ("12 m/s or equivalently 43 km/h", [43]), ("2 moles, i.e. 0.123", [0.123]),
+    ("0.123, to 3 significant figures", [0.123]), ("12.5%", [12.5]),
     ("0.123 (3 s.f.)", [0.123]), ("v = 3 \\times 4 = 12 m/s", [12]), ("2.5 ± 0.1", [2.5]), ("E_2 = 3.4 eV", [3.4]),
     ("\\boxed{0.5} first, finally \\boxed{0.7}", [0.7]), ("no idea", [])])
 def test_number_candidates(text, values):
@@ -127,10 +127,60 @@ def test_hedged_answers_are_wrong_in_judge_mode_too_whatever_the_judge_says():
 
 
 @pytest.mark.parametrize("answer", ["0.123", "0.123 or 0.123", "0.123 m", "1.23 \\times 10^{-1} m", "\\boxed{0.123}",
-                                    "x = 0.123, i.e. 12.3 cm", "0.123, to 3 significant figures",
+                                    "x = 12.3 cm, i.e. 0.123", "0.123, to 3 significant figures",
                                     "\\boxed{0.5} at first; finally \\boxed{0.123}", "0.1225 or 0.1235"])
 def test_repeated_values_units_and_notation_are_not_hedging(answer):
     assert rules(number("0.123"), answer) == (1, "numeric")  # the last one: two values within tolerance of each other
+
+
+# -- issue 25: the final stated value, ranges as hedges, percents against fractions --------------------------------
+@pytest.mark.parametrize(("answer", "gold", "unit", "expected"), [
+    # the final stated value is the answer
+    ("2 moles, i.e. 0.123", "0.123", None, (1, "numeric")),
+    ("2 moles, i.e. 0.123", "2", None, (0, "numeric")),
+    ("n = 2 mol; therefore c = 0.123 M", "0.123", None, (1, "numeric")),
+    ("2 mol of gas, so 0.123 M", "0.123", None, (1, "numeric")),
+    ("0.123, which is about 12%", "0.123", None, (1, "numeric")),
+    ("x = 5 - 3 = 2", "2", None, (1, "numeric")),
+    ("0.123 m, i.e. 12.3 cm", "0.123", "m", (0, "numeric")),  # the restated number: rules cannot convert units
+    ("\\boxed{0.5} first, then \\boxed{0.123}", "0.123", None, (1, "numeric")),
+    # a range is a hedge, however narrow
+    ("approximately 0.12-0.13", "0.12", None, (0, "hedged")),
+    ("approximately 0.12-0.13", "0.125", None, (0, "hedged")),
+    ("0.12\u20130.13", "0.125", None, (0, "hedged")),
+    ("0.12 to 0.13", "0.125", None, (0, "hedged")),
+    ("0.124 to 0.126", "0.125", None, (0, "hedged")),
+    ("between 0.124 and 0.126", "0.125", None, (0, "hedged")),
+    ("from 3 to 5 m", "4", None, (0, "hedged")),
+    ("0.12 m - 0.13 m", "0.125", None, (0, "hedged")),
+    ("12-13%", "0.125", None, (0, "hedged")),
+    ("3.2 \\times 10^{-3} - 3.4 \\times 10^{-3}", "0.0033", None, (0, "hedged")),
+    ("2 mol, i.e. 0.12-0.13", "0.125", None, (0, "hedged")),
+    # single values that only look like ranges
+    ("1.2e-3", "0.0012", None, (1, "numeric")), ("-0.12", "-0.12", None, (1, "numeric")),
+    ("x = -5", "-5", None, (1, "numeric")), ("2.5 \u00b1 0.1", "2.5", None, (1, "numeric")),
+    ("10^{-3} mol", "0.001", None, (1, "numeric")), ("a 10-fold rise: 10", "10", None, (1, "numeric")),
+    ("3.2 \\times 10^{-3} mol", "0.0032", None, (1, "numeric")), ("\u22124.1", "-4.1", None, (1, "numeric")),
+    # percents compare with fractions, both ways
+    ("12.5%", "0.125", None, (1, "numeric")), ("12.5\\%", "0.125", None, (1, "numeric")),
+    ("12.5 percent", "0.125", None, (1, "numeric")), ("12.5%", "12.5", None, (1, "numeric")),
+    ("0.125", "12.5", "%", (1, "numeric")), ("0.125", "12.5", "\\%", (1, "numeric")),
+    ("0.125", "12.5%", None, (1, "numeric")), ("12.5%", "12.5", "%", (1, "numeric")),
+    ("0.125 or 12.5%", "0.125", None, (1, "numeric")),  # one value stated twice, not a hedge
+    ("25%", "0.125", None, (0, "numeric")), ("0.125", "12.5", None, (0, "numeric")),
+    ("12.5% or 25%", "0.125", None, (0, "hedged")),
+])
+def test_rules_read_the_final_value_refuse_ranges_and_compare_percents(answer, gold, unit, expected):
+    assert rules(number(gold, unit=unit), answer) == expected
+
+
+def test_a_range_is_wrong_in_judge_mode_without_asking_the_judge():
+    lm = scripted_lm(lambda req: {"final_answer": "0.125", "verdict": "correct"})  # a lenient judge
+    judge = AnswerEvaluator(mode="judge")
+    verdict = run(lm, lambda: judge.evaluate(number("0.125"), "approximately 0.12-0.13", response="r\n\n0.12-0.13"))
+    assert (verdict.correct, verdict.method) == (0, "hedged") and lm.engine.calls == 0
+    restated = run(lm, lambda: judge.evaluate(number("0.125"), "2 moles, i.e. 0.125", response="r"))
+    assert (restated.correct, restated.method) == (1, "judge") and lm.engine.calls == 1  # not a hedge: judged
 
 
 def test_hedged_option_letters_are_wrong():
