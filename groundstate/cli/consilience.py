@@ -70,13 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--json-out", default=None, metavar="FILE", help="also write the result as JSON")
 
     p = cmds.add_parser("split", help="task-level train / calibration / test splits")
-    add_data_option(p, "hidden-profile tasks (JSONL or HiddenBench JSON)", positional=True)
+    add_data_option(p, "hidden-profile tasks (JSONL or HiddenBench JSON)")
     add_shares(p, {"train": 0.4, "calibration": 0.3, "test": 0.3}, what="tasks")
     p.add_argument("--seed", type=seed, default=0, help="seed of the shuffle (default 0)")
     p.set_defaults(func=cmd_split)
 
     p = cmds.add_parser("explore", help="exhaustive action outcomes on training tasks (MLP training data)")
-    add_data_option(p, "training tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
+    add_data_option(p, "training tasks (JSONL or HiddenBench JSON)")
     p.add_argument("--out", required=True, help="JSONL of state features and per-action rewards")
     p.add_argument("--policy", choices=("random", "best"), default="random", help="how trajectories move on")
     p.add_argument("--seed", type=seed, default=0, help="seed of the episodes and the random policy (default 0)")
@@ -101,7 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_train)
 
     p = cmds.add_parser("calibrate", help="round-wise conformal thresholds for one configuration")
-    add_data_option(p, "calibration tasks (separate from training and test tasks)", old=("--tasks",))
+    add_data_option(p, "calibration tasks (separate from training and test tasks)")
     p.add_argument("--alpha", type=level, default=0.1,
                    help="miscoverage level: the accepted action is in the set with probability 1 - alpha "
                         "(default 0.1)")
@@ -113,7 +113,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_calibrate)
 
     def evaluation_options(p: argparse.ArgumentParser, baselines: bool = True) -> None:
-        add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
+        add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)")
         add_settings(p, EvaluationSettings, only=("controllers", "mlp", "calibrator"),
                      overrides={"controllers": {"nargs": "*"}, "calibrator": {"nargs": "*"}})
         if baselines:
@@ -140,7 +140,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_table)
 
     p = cmds.add_parser("coverage", help="held-out coverage of a calibrator per round, under both policies")
-    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)")
     p.add_argument("--calibrator", required=True, metavar="DIR", help="a calibrator written by `consilience calibrate`")
     p.add_argument("--policy", choices=("both", "calibrated", "deployed"), default="both",
                    help="calibrated: every proposal executed (the calibrated policy); deployed: accept or replace")
@@ -154,7 +154,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_coverage)
 
     p = cmds.add_parser("routing", help="speaker-routing counterfactuals (Table 8): every speaker, same state/action")
-    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)")
     p.add_argument("--calibrator", default=None, metavar="DIR", help="run the controller with conformal acceptance")
     p.add_argument("--seed", type=seed, default=0, help="seed of the episodes (default 0)")
     json_out(p)
@@ -165,8 +165,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = cmds.add_parser("ablate", help="the paper's ablations with a calibrator per configuration (Tables 6, 7, 9)")
     p.add_argument("kind", choices=ABLATIONS, help="actions: leave one action out (Table 7); features: MLP feature "
                    "sets (Table 6); sampling: sample from the conformal set every round (Table 9)")
-    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--test",))
-    add_data_option(p, "calibration tasks", old=("--calibration",), flag="--calibration-data")
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)")
+    add_data_option(p, "calibration tasks", flag="--calibration-data")
     p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS,
                    help="the controllers to ablate (default rules)")
     p.add_argument("--mlp", default=None, metavar="DIR", help="the MLP controller (actions, sampling)")
@@ -181,7 +181,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ablate)
 
     p = cmds.add_parser("generalize", help="unseen-task generalisation of the MLP (§5.4): train on small subsets")
-    add_data_option(p, "hidden-profile tasks to split (JSONL or HiddenBench JSON)", old=("--tasks",))
+    add_data_option(p, "hidden-profile tasks to split (JSONL or HiddenBench JSON)")
     p.add_argument("--train-size", type=positive_int, default=5,
                    help="training tasks per split (default 5, as the paper)")
     p.add_argument("--splits", type=positive_int, default=5, help="seeded splits (default 5)")

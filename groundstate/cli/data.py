@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     build_sub = build.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=type(data))
     build_sub.required = True
     p = build_sub.add_parser("offquery", help="OffQuery-style healthcare instances from MediQ cases")
-    add_data_option(p, "MediQ JSONL cases (id, question, context, ...)", old=("--from-mediq",))
+    add_data_option(p, "MediQ JSONL cases (id, question, context, ...)")
     p.add_argument("--builder", choices=("rule", "lm"), default="rule",
                    help="rule: deterministic corruption, no LM; lm: an LM writes misleading evidence (appendix B.2)")
     p.add_argument("--out", required=True, help="output JSONL of OffQuery instances")
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_generate_offquery)
 
     p = data_sub.add_parser("validate", help="check a data file; one line per problem")
-    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)", positional=True)
+    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)")
     p.add_argument("--t2-truth", default=None,
                    help="the published T2 truth file of --data (task2_evaluation/truth/<name>.json)")
     p.add_argument("--t2-facts", default=None,
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_validate)
 
     p = data_sub.add_parser("stats", help="counts per domain, split, agents, facts, label balance")
-    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)", positional=True)
+    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)")
     p.add_argument("--t2-truth", default=None, help="the published T2 truth file of --data")
     p.add_argument("--t2-facts", default=None, help="the published T2 facts file beside the truth file")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")

@@ -7,9 +7,9 @@ Every LM step is a durable run (resumable: the same command skips finished work;
 **Temperatures** (the authors' public configuration by default; each is sent with every call of its stage and
 overrides the LM's own ``--temperature``): ``generate --recruiter-temperature`` (0) and
 ``--hypothesizer-temperature`` (0.7); ``replay``/``mask --integrator-temperature`` (0; the independent solver's
-too; ``--sample-temperature`` is its earlier name, still accepted); ``--judge-temperature`` (0). Repeats at
-temperature 0 are still separate calls (rollout ids), so their variation is the model's own. The run
-configuration records them all (``temperatures``), so runs with other temperatures never mix.
+too); ``--judge-temperature`` (0). Repeats at temperature 0 are still separate calls (rollout ids), so their
+variation is the model's own. The run configuration records them all (``temperatures``), so runs with other
+temperatures never mix.
 
 **Evaluator:** ``--evaluator judge`` (an LM judge sees the problem, the gold answer and the integrator's whole
 response; proposals are judged from the proposed answer alone) or ``--evaluator rules`` (tolerance, option sets,
@@ -25,8 +25,6 @@ import sys
 from groundstate.cli.numbers import level, positive_int, seed
 from groundstate.cli.output import print_summary
 
-#: Option strings of settings fields that are not ``--field-name``.
-FLAGS = {"integrator_temperature": ("--integrator-temperature", "--sample-temperature")}
 #: The integrator's and the evaluator's options, added once by :func:`_add_sampling`.
 SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "vary_seed")
 
@@ -54,8 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "assigns K roles (never seeing the answer), K hypothesizers write one message each "
                            "(concurrently, without peers or the answer), and each proposal is evaluated. Messages "
                            "are generated once and reused by every replay.")
-    add_data_option(p, "SciBench JSON, JEEBench JSON or JSONL problems", old=("--problems",))
-    add_settings(p, GenerateSettings, flags=FLAGS)
+    add_data_option(p, "SciBench JSON, JEEBench JSON or JSONL problems")
+    add_settings(p, GenerateSettings)
     add_call_threads(p, "problem")
     add_run_options(p)
     _cache_default_out(p)
@@ -66,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "vs the pool without each message; single: each message alone vs independent solving. "
                            "Pools are nested (the first K usable messages). Rerunning skips finished blocks; more "
                            "--repeats later runs only the new blocks.")
-    add_settings(p, ReplaySettings, skip=SAMPLING, flags=FLAGS)
+    add_settings(p, ReplaySettings, skip=SAMPLING)
     _add_sampling(p)
     add_run_options(p)
     _cache_default_out(p)
@@ -110,7 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "--repeats 5` and `dhd analyze` first.")
     add_settings(p, MaskSettings, only=("cache",))
     add_settings(p, MaskSettings, only=("per_category", "sample"), group=p.add_mutually_exclusive_group())
-    add_settings(p, MaskSettings, skip=(*SAMPLING, "seed"), flags=FLAGS)
+    add_settings(p, MaskSettings, skip=(*SAMPLING, "seed"))
     _add_sampling(p)
     add_run_options(p)
     _cache_default_out(p)
@@ -147,7 +145,7 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
     from groundstate.cli.settings import add_settings
     from groundstate.eval.dhd.settings import SamplingSettings
 
-    add_settings(p, SamplingSettings, flags=FLAGS)
+    add_settings(p, SamplingSettings)
     add_call_threads(p, "work item")
 
 
@@ -155,8 +153,8 @@ def _add_analysis_options(p: argparse.ArgumentParser) -> None:
     from groundstate.cli.options import add_report_dir, add_runs_dir
 
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
-    add_report_dir(p, "report directory (default <cache>/analysis)", old=("--out",))
-    add_runs_dir(p, default=None, help="where the replay runs are (default <cache>/runs)", old=("--runs",))
+    add_report_dir(p, "report directory (default <cache>/analysis)")
+    add_runs_dir(p, default=None, help="where the replay runs are (default <cache>/runs)")
     p.add_argument("--run", nargs="+", default=None, metavar="ID",
                    help="use only these replay runs (ids or prefixes) when several configurations exist")
     p.add_argument("--k", type=positive_int, default=None, help="main pool size (default: the largest replayed)")
@@ -176,7 +174,7 @@ def _step(args: argparse.Namespace, name: str):
 
     run = run_settings(args)
     context = context_for(args)
-    task, settings, planned = assemble(name, settings_from(_model(name), args, flags=FLAGS), context, run=run)
+    task, settings, planned = assemble(name, settings_from(_model(name), args), context, run=run)
     try:
         result = execute(planned, run, context)
     except RunAborted as exc:

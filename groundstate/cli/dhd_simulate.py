@@ -23,9 +23,7 @@ def register(dhd_sub: Any) -> None:
                            "chosen messages' removal accuracy. Writes a cache in the normal format (analyze runs "
                            "on it unchanged) and simulation.json with the ground truth.")
     p.add_argument("--cache", required=True, metavar="DIR", help="the new cache directory (must not exist or be empty)")
-    p.alias("--out", "--cache")
     p.add_argument("--n", type=positive_int, default=200, metavar="N", help="problems (default 200)")
-    p.alias("--problems", "--n")
     p.add_argument("--blocks", type=positive_int, default=5, metavar="B", help="replay blocks per problem (default 5)")
     p.add_argument("--k", type=positive_int, default=5, help="messages per problem (default 5)")
     p.add_argument("--seed", type=seed, default=0, help="seed (default 0)")

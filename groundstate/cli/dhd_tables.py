@@ -24,7 +24,6 @@ def register(dhd_sub: Any) -> None:
     p.add_argument("--label", nargs="+", default=None, metavar="NAME",
                    help="one model name per directory (default: each cache directory's name)")
     p.add_argument("--report-dir", required=True, metavar="DIR", help="where to write the combined tables")
-    p.alias("--out", "--report-dir")
     p.set_defaults(func=cmd_tables)
 
 

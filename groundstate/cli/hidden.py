@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "tasks; records with a travel structure are re-checked with the travel validator. "
                               "Prints one line per problem; exit status 2 if there is any. Travel tasks also get "
                               "a report of how often rules reading only the public plans find the answer.")
-    add_data_option(p, "a HiddenBench JSON file or groundstate JSONL/Parquet of hidden-profile tasks", positional=True)
+    add_data_option(p, "a HiddenBench JSON file or groundstate JSONL/Parquet of hidden-profile tasks")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
     p.add_argument("--max-leak", type=nonnegative, default=None, metavar="POINTS",
                    help="count it as a problem when a rule reading only the public plans of the travel tasks finds "
@@ -168,7 +168,7 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
                     "protocols follow HiddenBench's own simulation (shuffled facts, an initial vote, 15 rounds in "
                     "which each agent sees the others' latest messages, a first-vote tie rule); `hiddenbench` "
                     "also reports its initial votes, which are Hidden-Pre.")
-    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)", old=("--tasks",))
+    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)")
     add_settings(p, ProtocolSettings, only=("protocol", "rounds"))
     add_agent_options(p)
     add_support_options(p)
@@ -215,7 +215,7 @@ def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
                     "file (<data>.support.json) and reused: a second run asks only about facts not yet rated. "
                     "Simulated agents (--agents sim) then run on them; without this file they use the "
                     "hidden-profile design default (see groundstate.programs.consilience.annotate).")
-    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)", old=("--tasks",))
+    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)")
     p.add_argument("--out", default=None, metavar="FILE", help="the support file (default <data>.support.json)")
     p.add_argument("--replace", action="store_true",
                    help="start afresh when the existing support file was made with another LM or prompts")

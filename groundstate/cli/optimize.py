@@ -9,7 +9,7 @@ from groundstate.cli.numbers import seed
 
 def register(sub: argparse._SubParsersAction) -> None:
     from groundstate.cli.options import add_data_option, add_lm_options, add_report_dir, add_run_options, add_shares
-    from groundstate.cli.run import ALIASES, RUN_OPTIONS
+    from groundstate.cli.run import RUN_OPTIONS
     from groundstate.cli.settings import add_settings
     from groundstate.eval.reground.optimize import OptimizeSettings
     from groundstate.eval.reground.settings import EvaluationData
@@ -17,12 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case, stratified by "
                        "domain and variant")
-    add_data_option(p, "an OffQuery data file", positional=True)
+    add_data_option(p, "an OffQuery data file")
     add_shares(p, {"train": 0.6, "val": 0.2, "test": 0.2})
     p.add_argument("--seed", type=seed, default=0, help="seed of the shuffle (default 0)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for <stem>.train/val/test.jsonl (default: beside --data)")
-    p.alias("--out-dir", "--out")
     p.set_defaults(func=cmd_split)
 
     names = list(OFFQUERY_TASKS)
@@ -30,9 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Tunes PROGRAM on --data (choosing on --val-data) and saves program.json and "
                                    "manifest.json to --out. Programs: " + ", ".join(names))
     p.add_argument("program", help="the program to tune: " + ", ".join(names))
-    add_data_option(p, "training data (OffQuery file)", old=("--train",))
-    add_data_option(p, "validation data (required by random-search, mipro and gepa)", required=False,
-                    old=("--val",), flag="--val-data")
+    add_data_option(p, "training data (OffQuery file)")
+    add_data_option(p, "validation data (required by random-search, mipro and gepa)", required=False, flag="--val-data")
     p.add_argument("--out", required=True, help="directory for the optimized program")
     p.add_argument("--t2-truth", default=None, help=argparse.SUPPRESS)
     add_settings(p, OptimizeSettings, flags={"max_rounds": ("--bootstrap-rounds",)},
@@ -46,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dir", help="a directory written by `groundstate optimize`")
     p.add_argument("--data", required=True, help="held-out data (OffQuery file or 'synthetic')")
     add_report_dir(p, "where to write evaluate.md/json/png (default: DIR/evaluations)")
-    add_settings(p, EvaluationData, skip=RUN_OPTIONS, aliases=ALIASES)
+    add_settings(p, EvaluationData, skip=RUN_OPTIONS)
     add_run_options(p)
     p.set_defaults(func=cmd_evaluate)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from groundstate.cli.run import ALIASES, RUN_OPTIONS
+from groundstate.cli.run import RUN_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write the paper's Table 1 (T1/T2/T3 and gains over standard), Table 10 (M = 1..5 and "
                         "oracle) and Table 11 (tokens) layouts from every stored OffQuery run under --runs-dir "
                         "(run the programs first, or name them here)")
-    add_settings(p, CompareSettings, skip=RUN_OPTIONS, aliases=ALIASES)
+    add_settings(p, CompareSettings, skip=RUN_OPTIONS)
     add_run_options(p)
     p.set_defaults(func=cmd_compare)
 

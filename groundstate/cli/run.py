@@ -13,9 +13,6 @@ from groundstate.cli.settings import add_settings, settings_from
 DATA_HELP = ("data file, or a shipped example ('example:qa', or a bare name that is not a file); OffQuery programs: "
              "a file or 'synthetic', the default")
 
-#: Hidden earlier spellings of task options.
-ALIASES = {"synthetic_seed": ("--data-seed",)}
-
 #: Task options that the shared run options add (``--seed``, ``--allow-empty``), so a task does not add them again.
 RUN_OPTIONS = ("seed", "allow_empty")
 
@@ -29,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for task in program_tasks().values():
         p = run_sub.add_parser(task.name, help=task.help, description=task.help)
         p.add_argument("--data", default=None, help=DATA_HELP)
-        add_settings(p, task.settings, skip=RUN_OPTIONS, aliases=ALIASES)
+        add_settings(p, task.settings, skip=RUN_OPTIONS)
         add_run_options(p)
         p.set_defaults(func=cmd_run)
 

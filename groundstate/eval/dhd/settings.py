@@ -148,8 +148,7 @@ class SamplingSettings(EvaluatorSettings):
     integrator_temperature: float = Field(
         DEFAULT_INTEGRATOR_TEMPERATURE, description="the integrator's (and independent solver's) sampling temperature "
         "(default 0, as the authors run it); every replay is a separate call with its own rollout id at any "
-        "temperature, so at 0 repeats differ only by the model's own variation. --sample-temperature is the earlier "
-        "name of this option", **TEMPERATURE)
+        "temperature, so at 0 repeats differ only by the model's own variation", **TEMPERATURE)
     vary_seed: Literal["auto", "on", "off"] = Field("auto", description="derive the sampling seed from the rollout id "
                                                     "(auto: on for the embedded LM, whose sampler would otherwise "
                                                     "repeat itself at a temperature above 0)")
