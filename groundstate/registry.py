@@ -23,6 +23,8 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ConfigDict, ValidationError, create_model
+
 from groundstate.errors import ConfigError, one_line
 
 #: What an artifact may hold.
@@ -181,8 +183,6 @@ def validate_kwargs(cls: type, kwargs: Any, source: str = "the artifact") -> dic
     Raises:
         ConfigError: not an object, an undeclared or missing argument, or a value of the wrong type.
     """
-    from pydantic import ConfigDict, ValidationError, create_model
-
     if kwargs is None:
         kwargs = {}
     if not isinstance(kwargs, Mapping):

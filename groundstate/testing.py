@@ -13,12 +13,16 @@ program runs end to end with no real model.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from groundstate.lm.embedded import EmbeddedEngine
 
 SCRIPTED_MODEL_NAME = "scripted/engine"
 
@@ -50,8 +54,6 @@ class ScriptedRequest:
 
     def field(self, name: str) -> str | None:
         """The value of input field ``name`` in the last user message (``None`` if absent)."""
-        import re
-
         end = r"(?=\n\n\[\[ ## |\n\nRespond with |\Z)"
         match = re.search(r"\[\[ ## " + re.escape(name) + r" ## \]\]\n(.*?)" + end, self.user, re.S)
         return match.group(1).strip() if match else None
@@ -128,8 +130,6 @@ class ScriptedEngine:
     def complete(self, request):
         from dspy.lm15 import Message, Response, Usage
 
-        from groundstate.lm.embedded import EmbeddedEngine
-
         messages = EmbeddedEngine._messages(request)
         fmt = request.config.response_format or {}
         schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
@@ -175,8 +175,6 @@ class AsyncScriptedEngine:
         self.engine = engine
 
     async def complete(self, request):
-        import asyncio
-
         if self.engine.sleep:
             await asyncio.sleep(0)  # let other coroutines start before this call's (thread-free) sleep
         return self.engine.complete(request)

@@ -33,24 +33,33 @@ from groundstate.cli.consilience_setup import (
 )
 from groundstate.cli.consilience_studies import cmd_ablate, cmd_coverage, cmd_generalize, cmd_routing
 from groundstate.cli.numbers import count, level, positive_int, seed
+from groundstate.cli.options import (
+    add_agent_options,
+    add_backend_options,
+    add_data_option,
+    add_lm_options,
+    add_report_dir,
+    add_run_options,
+    add_shares,
+    add_support_options,
+    agent_settings,
+    context_for,
+    run_settings,
+)
+from groundstate.cli.output import report_failed_runs
+from groundstate.cli.settings import add_settings
+from groundstate.eval.io import write_jsonl
+from groundstate.eval.report import comparison_rows, write_report
+from groundstate.eval.runner import file_hash, fingerprint
+from groundstate.eval.stats import format_ci
+from groundstate.programs.consilience.state import FEATURE_GROUPS, FEATURE_SETS
 
 ABLATIONS = ("actions", "features", "sampling")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import (
-        add_agent_options,
-        add_backend_options,
-        add_data_option,
-        add_report_dir,
-        add_run_options,
-        add_shares,
-        add_support_options,
-    )
-    from groundstate.cli.settings import add_settings
     from groundstate.eval.consilience.settings import ConfigurationSettings, EvaluationSettings
     from groundstate.programs.consilience.control import CONTROLLERS
-    from groundstate.programs.consilience.state import FEATURE_GROUPS, FEATURE_SETS
 
     group = sub.add_parser("consilience", help="Consilience: controlled hidden-profile discussions with conformal "
                                               "acceptance (explore, train, calibrate, evaluate, tables)")
@@ -195,8 +204,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _lm_options(p: argparse.ArgumentParser) -> None:
-    from groundstate.cli.options import add_lm_options
-
     add_lm_options(p)
 
 
@@ -215,7 +222,6 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from groundstate.eval.io import write_jsonl
     from groundstate.optimizers.consilience import explore_tasks
 
     tasks, _, team, _, _ = tasks_and_team(args, args.data)
@@ -228,10 +234,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience.data import load_exploration
-    from groundstate.eval.runner import file_hash
     from groundstate.optimizers.artifacts import save_sklearn
     from groundstate.optimizers.consilience import feature_set, train_controller
-    from groundstate.programs.consilience.state import FEATURE_GROUPS
 
     rows = load_exploration(args.data)
     dropped = {f for g in args.drop_features for f in FEATURE_GROUPS[g]}
@@ -251,7 +255,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from groundstate.eval.runner import file_hash
     from groundstate.optimizers.artifacts import save_params
     from groundstate.optimizers.consilience import calibrate
 
@@ -272,14 +275,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import agent_settings, context_for, run_settings
-    from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_comparison
     from groundstate.eval.consilience.evaluate import evaluate_programs
     from groundstate.eval.consilience.settings import EvaluationSettings
-    from groundstate.eval.report import comparison_rows, write_report
-    from groundstate.eval.runner import fingerprint
-    from groundstate.eval.stats import format_ci
 
     settings = agent_settings(EvaluationSettings, args)
     evaluation = evaluate_programs(settings, run_settings(args), context_for(args))
@@ -301,13 +299,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import agent_settings, context_for, run_settings
-    from groundstate.cli.output import report_failed_runs
     from groundstate.cli.tables import print_table
     from groundstate.eval.consilience.evaluate import evaluate_programs
     from groundstate.eval.consilience.settings import EvaluationSettings
     from groundstate.eval.consilience.tables import HEADER, rows_from_runs, table_cells, write_table
-    from groundstate.eval.runner import fingerprint
 
     baselines = ["hiddenbench", "hiddenbench-full"] if args.preset == "hiddenbench" else \
         ["hidden-pre", "hidden-post", "full-info"]

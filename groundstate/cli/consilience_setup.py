@@ -8,6 +8,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from groundstate.cli.options import agent_settings, backend_map, configure_lms, context_for
+from groundstate.cli.settings import settings_from
+
 
 def load_tasks_file(path: str):
     from groundstate.eval.consilience.data import load_tasks
@@ -18,7 +21,6 @@ def load_tasks_file(path: str):
 def tasks_and_team(args: argparse.Namespace, path: str):
     """``(tasks, data description, team, agents description, LM description)`` for the tasks in ``path``
     (:func:`groundstate.eval.consilience.tasks.prepare_team` with the options' agent settings)."""
-    from groundstate.cli.options import agent_settings, context_for
     from groundstate.eval.consilience.settings import AgentSettings
     from groundstate.eval.consilience.tasks import prepare_team
 
@@ -31,8 +33,6 @@ def tasks_and_team(args: argparse.Namespace, path: str):
 def task_map(args: argparse.Namespace, controller: str | None = None):
     """The ``map_fn`` of ``--backend``/``--threads`` for per-task episodes; Ray workers get LM specs only when an
     agent or the controller (``llm...``) calls an LM."""
-    from groundstate.cli.options import backend_map
-
     needs_lm = getattr(args, "agents", "lm") != "sim" or (controller or "").startswith("llm")
     return backend_map(args, needs_lm=needs_lm, what="task")
 
@@ -48,7 +48,6 @@ def write_json_out(path: str | None, value: Any) -> None:
 
 def configuration_for(args: argparse.Namespace, name: str, controller: Any):
     """The configuration of controller ``name`` the options describe."""
-    from groundstate.cli.settings import settings_from
     from groundstate.eval.consilience.settings import ConfigurationSettings
 
     return settings_from(ConfigurationSettings, args).configuration(name, controller, args.agents)
@@ -56,7 +55,6 @@ def configuration_for(args: argparse.Namespace, name: str, controller: Any):
 
 def controller_named(name: str, mlp_dir: str | None, args: argparse.Namespace | None = None):
     """The controller ``name``; an LLM controller with simulated agents gets the options' LMs configured first."""
-    from groundstate.cli.options import configure_lms
     from groundstate.eval.consilience.tasks import controller_named as named
 
     if name.startswith("llm") and args is not None and getattr(args, "agents", None) == "sim":

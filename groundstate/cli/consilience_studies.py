@@ -14,6 +14,8 @@ from groundstate.cli.consilience_setup import (
     tasks_and_team,
     write_json_out,
 )
+from groundstate.errors import ConfigError
+from groundstate.eval.stats import format_ci
 
 
 def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
@@ -85,8 +87,6 @@ def cmd_routing(args: argparse.Namespace) -> int:
 
 
 def _ci(entry: dict[str, Any] | None) -> str:
-    from groundstate.eval.stats import format_ci
-
     return format_ci(entry)
 
 
@@ -100,7 +100,6 @@ ABLATION_TITLES: dict[str, str] = {
 
 def cmd_ablate(args: argparse.Namespace) -> int:
     from groundstate.cli.tables import print_table
-    from groundstate.errors import ConfigError
     from groundstate.eval.consilience import ablations
     from groundstate.eval.consilience.data import load_exploration
 

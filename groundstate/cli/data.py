@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from groundstate.cli.numbers import count, positive_int, seed
-from groundstate.errors import one_line
+from groundstate.cli.options import add_allow_empty, add_data_option, add_lm_options, add_threads
+from groundstate.errors import ConfigError, one_line
+from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_allow_empty, add_data_option, add_lm_options, add_threads
-    from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS
-
     data = sub.add_parser("data", help="OffQuery data: build from MediQ, generate synthetic, validate, stats")
     data_sub = data.add_subparsers(dest="data_command", metavar="COMMAND", parser_class=type(data))
     data_sub.required = True
@@ -71,9 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_generate_offquery(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
     from groundstate.eval.benchmarks.offquery.loader import save_instances
-    from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
 
     if args.n < 1:
         raise ConfigError("--n must be at least 1")
@@ -150,8 +148,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    import json
-
     from groundstate.eval.benchmarks.offquery.stats import dataset_stats, format_stats
 
     instances = _load(args, False, [])

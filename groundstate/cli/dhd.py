@@ -22,8 +22,25 @@ from __future__ import annotations
 import argparse
 import sys
 
+from groundstate.cli.dhd_crossfit import cmd_crossfit
+from groundstate.cli.dhd_simulate import register as register_simulate
+from groundstate.cli.dhd_tables import register as register_tables
 from groundstate.cli.numbers import level, positive_int, seed
+from groundstate.cli.options import (
+    add_call_threads,
+    add_data_option,
+    add_report_dir,
+    add_run_options,
+    add_runs_dir,
+    context_for,
+    run_settings,
+)
 from groundstate.cli.output import print_summary
+from groundstate.cli.settings import add_settings, settings_from
+from groundstate.errors import ConfigError
+from groundstate.eval.dhd.cache import MessageCache
+from groundstate.eval.runner import RunAborted
+from groundstate.eval.task import execute
 
 #: The integrator's and the evaluator's options, added once by :func:`_add_sampling`.
 SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "vary_seed")
@@ -36,8 +53,6 @@ def _cache_default_out(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_call_threads, add_data_option, add_run_options
-    from groundstate.cli.settings import add_settings
     from groundstate.eval.dhd.settings import GenerateSettings, MaskSettings, ReplaySettings
 
     dhd = sub.add_parser("dhd", help="Diverse Hypothesis Deliberation: generate messages, replay, analyze",
@@ -129,20 +144,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--control-draw", choices=("problem", "block"), default="problem",
                    help="shuffled controls: one permutation per problem, kept on all its blocks (default), or one "
                         "per held-out block")
-    from groundstate.cli.dhd_crossfit import cmd_crossfit
 
     p.set_defaults(func=cmd_crossfit)
-
-    from groundstate.cli.dhd_simulate import register as register_simulate
-    from groundstate.cli.dhd_tables import register as register_tables
 
     register_simulate(dhd_sub)
     register_tables(dhd_sub)
 
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
-    from groundstate.cli.options import add_call_threads
-    from groundstate.cli.settings import add_settings
     from groundstate.eval.dhd.settings import SamplingSettings
 
     add_settings(p, SamplingSettings)
@@ -150,8 +159,6 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
 
 
 def _add_analysis_options(p: argparse.ArgumentParser) -> None:
-    from groundstate.cli.options import add_report_dir, add_runs_dir
-
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
     add_report_dir(p, "report directory (default <cache>/analysis)")
     add_runs_dir(p, default=None, help="where the replay runs are (default <cache>/runs)")
@@ -166,11 +173,7 @@ def _step(args: argparse.Namespace, name: str):
     """Run the DHD step ``name`` (a registered task) with the options' settings and print its summary; return
     ``(result, outcome)``: ``(None, None)`` for a run stopped by --max-error-rate (its summary printed), ``(None,
     counts)`` for a generate with nothing left to do."""
-    from groundstate.cli.options import context_for, run_settings
-    from groundstate.cli.settings import settings_from
     from groundstate.eval.assemble import assemble
-    from groundstate.eval.runner import RunAborted
-    from groundstate.eval.task import execute
 
     run = run_settings(args)
     context = context_for(args)
@@ -193,8 +196,6 @@ def _model(name: str):
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from groundstate.eval.dhd.cache import MessageCache
-
     _, counts = _step(args, "dhd-generate")
     if counts is None:
         return 1
@@ -216,9 +217,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
     from groundstate.eval.dhd.analysis import analyze
-    from groundstate.eval.dhd.cache import MessageCache
     from groundstate.eval.dhd.effects import GROUPS
 
     if args.permutations < 1 or args.multiplicity_permutations < 1:

@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from groundstate.cli.numbers import positive, positive_int, seed, share
+from groundstate.errors import ConfigError
 
 
 def register(dhd_sub: Any) -> None:
@@ -48,7 +49,6 @@ def register(dhd_sub: Any) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
     from groundstate.eval.dhd.simulate import DesignSpec, PlantedEffect, simulate, write_cache
 
     try:

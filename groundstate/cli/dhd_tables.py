@@ -13,6 +13,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from groundstate.errors import ConfigError, InputError
+
 
 def register(dhd_sub: Any) -> None:
     """Add ``tables`` to the ``dhd`` command group."""
@@ -28,7 +30,6 @@ def register(dhd_sub: Any) -> None:
 
 
 def _source(directory: str, label: str | None):
-    from groundstate.errors import InputError
     from groundstate.eval.dhd.table_inputs import read_crossfit, read_mask_table, read_report
     from groundstate.eval.dhd.tables import TableSource
 
@@ -51,7 +52,6 @@ def _source(directory: str, label: str | None):
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
     from groundstate.eval.dhd.tables import write_tables
 
     labels = args.label or [None] * len(args.analysis)

@@ -26,13 +26,20 @@ from groundstate.cli.options import (
     add_lm_options,
     add_run_options,
     add_support_options,
+    agent_settings,
+    configure_lms,
+    context_for,
+    run_settings,
 )
 from groundstate.cli.output import print_summary
-from groundstate.errors import one_line
+from groundstate.cli.settings import add_settings
+from groundstate.errors import ConfigError, one_line
+from groundstate.eval.consilience.support import annotate_tasks, support_path
+from groundstate.eval.runner import RunAborted
+from groundstate.eval.stats import format_ci
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-
     hidden = sub.add_parser("hidden", help="hidden-profile tasks: generate travel tasks, validate task files")
     hidden_sub = hidden.add_subparsers(dest="hidden_command", metavar="COMMAND", parser_class=type(hidden))
     hidden_sub.required = True
@@ -84,7 +91,6 @@ def _distribution(letters: list[str]) -> str:
 
 
 def cmd_generate_travel(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
     from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
     from groundstate.eval.benchmarks.travel.convert import to_hidden_profile
     from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
@@ -122,7 +128,6 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError, one_line
     from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
     from groundstate.eval.benchmarks.travel.convert import check_record
     from groundstate.eval.benchmarks.travel.leak import DEFAULT_MAX_LEAK, leak_rates
@@ -157,7 +162,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # -- hidden run --------------------------------------------------------------------------------------------
 def register_run(hidden_sub: argparse._SubParsersAction) -> None:
     """Add ``run`` to the ``hidden`` command group."""
-    from groundstate.cli.settings import add_settings
     from groundstate.eval.consilience.settings import ProtocolSettings
 
     p = hidden_sub.add_parser(
@@ -177,12 +181,9 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_hidden_run(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import agent_settings, context_for, run_settings
     from groundstate.eval.consilience.evaluate import run_protocol
     from groundstate.eval.consilience.metrics import pooled_vote_accuracy
     from groundstate.eval.consilience.settings import ProtocolSettings
-    from groundstate.eval.runner import RunAborted
-    from groundstate.eval.stats import format_ci
 
     settings = agent_settings(ProtocolSettings, args)
     run = run_settings(args)
@@ -226,9 +227,7 @@ def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_hidden_annotate(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import configure_lms
     from groundstate.eval.consilience.data import load_tasks
-    from groundstate.eval.consilience.support import annotate_tasks, support_path
     from groundstate.programs.consilience.annotate import SupportAnnotator
 
     tasks, _ = load_tasks(args.data, args.allow_empty)

@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from groundstate.cli.numbers import seed
+from groundstate.cli.options import (
+    add_data_option,
+    add_lm_options,
+    add_report_dir,
+    add_run_options,
+    add_shares,
+    context_for,
+    run_settings,
+)
+from groundstate.cli.output import report_failed_runs
+from groundstate.cli.run import RUN_OPTIONS
+from groundstate.cli.settings import add_settings, settings_from
+from groundstate.eval.reground.settings import EvaluationData
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS
+from groundstate.eval.report import METRICS, write_report
+from groundstate.eval.runner import fingerprint
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_data_option, add_lm_options, add_report_dir, add_run_options, add_shares
-    from groundstate.cli.run import RUN_OPTIONS
-    from groundstate.cli.settings import add_settings
     from groundstate.eval.reground.optimize import OptimizeSettings
-    from groundstate.eval.reground.settings import EvaluationData
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
 
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case, stratified by "
                        "domain and variant")
@@ -63,8 +75,6 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import context_for
-    from groundstate.cli.settings import settings_from
     from groundstate.eval.reground.optimize import OptimizeSettings, optimize_task
     from groundstate.optimizers.artifacts import save_program
 
@@ -90,17 +100,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from groundstate.cli.options import context_for, run_settings
-    from groundstate.cli.output import report_failed_runs
-    from groundstate.cli.settings import settings_from
     from groundstate.cli.tables import print_comparison
     from groundstate.eval.reground.evaluate import evaluate_saved
     from groundstate.eval.reground.optimize import read_optimized
-    from groundstate.eval.reground.settings import EvaluationData
-    from groundstate.eval.report import METRICS, write_report
-    from groundstate.eval.runner import fingerprint
 
     saved = read_optimized(args.dir)  # a bad manifest stops here, before any LM is built
     data = settings_from(EvaluationData, args)

@@ -37,6 +37,11 @@ from groundstate.cli.numbers import (  # noqa: F401  (bounded, share, temperatur
     share,
     temperature,
 )
+from groundstate.cli.settings import add_settings, settings_from
+from groundstate.eval.run_settings import DEFAULT_MAX_ERROR_RATE, RunSettings
+from groundstate.eval.settings import LMSettings
+from groundstate.eval.task import RunContext
+from groundstate.lm.specs import default_adapter
 
 VERBOSE_HELP = "more logging (-vv for debug); before or after the command"
 _LATE_VERBOSE = "_verbose_after_command"  # where a command's own -v counts until the top parser adds them up
@@ -76,9 +81,6 @@ def add_verbose_options(parser: argparse.ArgumentParser) -> None:
 def add_lm_options(parser: argparse.ArgumentParser) -> None:
     """``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``, ``--lm-config``,
     ``--lm-threads``, ``--lm-contexts``: the fields of :class:`~groundstate.eval.settings.LMSettings`."""
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.settings import LMSettings
-
     add_settings(parser, LMSettings)
 
 
@@ -171,9 +173,6 @@ def add_allow_empty(parser: argparse.ArgumentParser) -> None:
 
 def lm_settings(args: argparse.Namespace):
     """The :class:`~groundstate.eval.settings.LMSettings` of the LM options (those the command has)."""
-    from groundstate.cli.settings import settings_from
-    from groundstate.eval.settings import LMSettings
-
     return settings_from(LMSettings, args)
 
 
@@ -185,8 +184,6 @@ def lm_config_from_args(args: argparse.Namespace):
 def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
     """Build the default LM, make it DSPy's default (with its adapter) and return ``(lm, lm_config)``."""
     import dspy
-
-    from groundstate.lm.specs import default_adapter
 
     config = lm_config_from_args(args)
     lm = config.lm_for(None)
@@ -202,16 +199,12 @@ def note(text: str) -> None:
 def context_for(args: argparse.Namespace):
     """The :class:`~groundstate.eval.task.RunContext` of a command: its LM options, the LMs built by
     :func:`configure_lms` when a task first needs them, and notes printed on stderr."""
-    from groundstate.eval.task import RunContext
-
     return RunContext(lms=lm_settings(args), make_lms=lambda: configure_lms(args), note=note)
 
 
 def run_settings(args: argparse.Namespace, out: Any = None):
     """The :class:`~groundstate.eval.run_settings.RunSettings` of the run options (``out`` overrides
     ``--runs-dir``)."""
-    from groundstate.eval.run_settings import DEFAULT_MAX_ERROR_RATE, RunSettings
-
     return RunSettings(out=out if out is not None else getattr(args, "runs_dir", "runs"),
                        threads=getattr(args, "threads", 1), call_threads=getattr(args, "call_threads", CALL_THREADS),
                        limit=getattr(args, "limit", None), shard=getattr(args, "shard", None),
@@ -233,7 +226,6 @@ def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
 def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "task"):
     """The ``map_fn(fn, items)`` of the backend options (:func:`groundstate.eval.task_map.backend_map`);
     ``needs_lm=False`` (simulated agents) ships no LM specs, so Ray workers build no LM."""
-    from groundstate.eval.run_settings import RunSettings
     from groundstate.eval.task_map import backend_map as make
 
     fields = backend_settings(args)
@@ -256,7 +248,6 @@ def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
     commands; ``sim`` by default everywhere, so a forgotten option never starts a long LM run, and a note on stderr
     says so), from :class:`~groundstate.eval.consilience.settings.AgentSettings`. Every ``--sim-*`` parameter
     defaults to ``None``, meaning the preset's value, so an explicit one overrides the preset (:func:`sim_params`)."""
-    from groundstate.cli.settings import add_settings
     from groundstate.eval.consilience.settings import SIM_FIELDS, AgentSettings
 
     at_least_one = bounded(int, 1, None, "a whole number of at least 1 or 'all'")
@@ -286,7 +277,6 @@ def sim_params(args: argparse.Namespace):
 
 def add_support_options(p: argparse.ArgumentParser) -> None:
     """``--support`` and ``--support-file``: where simulated agents get per-fact support for tasks without it."""
-    from groundstate.cli.settings import add_settings
     from groundstate.eval.consilience.settings import AgentSettings
 
     add_settings(p, AgentSettings, only=("support", "support_file"))
@@ -295,8 +285,6 @@ def add_support_options(p: argparse.ArgumentParser) -> None:
 def agent_settings(model: Any, args: argparse.Namespace, **values: Any):
     """``model`` (a settings model with the agents' fields) from the options; ``--agents`` left out of the
     settings when it was not given, so the task can say that simulated agents run by default."""
-    from groundstate.cli.settings import settings_from
-
     given = dict(vars(args))
     if not given.get("agents_given"):
         given.pop("agents", None)

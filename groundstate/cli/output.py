@@ -3,8 +3,12 @@ that came from a file reaches a rich table."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
+
+from groundstate.errors import one_line
+from groundstate.eval.stats import format_ci
 
 
 def cell(value: Any, limit: int | None = 200) -> Any:
@@ -12,8 +16,6 @@ def cell(value: Any, limit: int | None = 200) -> Any:
     (:func:`~groundstate.errors.one_line`: no control, bidi or line-separator character) and never parsed as rich
     markup, so a name such as ``[/x]`` from a file is shown as it is instead of raising ``MarkupError``."""
     from rich.text import Text
-
-    from groundstate.errors import one_line
 
     return Text(one_line(value, limit))
 
@@ -26,8 +28,6 @@ def print_summary(result: Any, console: Any = None) -> None:
     """
     from rich.console import Console
     from rich.table import Table
-
-    from groundstate.eval.stats import format_ci
 
     console = console or Console()
     summary = result.summary if hasattr(result, "summary") else result
@@ -64,10 +64,6 @@ def report_failed_runs(summaries: Mapping[str, Mapping[str, Any]]) -> int:
     """For a command that ran several durable runs and reported them all: one line on stderr naming each run
     that failed (stopped by ``--max-error-rate``, ended over it, or every record failed) and exit status 1;
     0, and nothing printed, when none did."""
-    import sys
-
-    from groundstate.errors import one_line
-
     failed = {name: s.get("stopped_reason") for name, s in summaries.items() if s.get("stopped_reason")}
     if not failed:
         return 0

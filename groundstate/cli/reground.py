@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from groundstate.cli.options import add_report_dir, add_run_options, context_for, run_settings
+from groundstate.cli.output import report_failed_runs
 from groundstate.cli.run import RUN_OPTIONS
+from groundstate.cli.settings import add_settings, settings_from
+from groundstate.errors import ConfigError
+from groundstate.eval.reground.settings import CompareSettings
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS
+from groundstate.eval.report import comparison_rows, write_report
+from groundstate.eval.runner import fingerprint
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_report_dir, add_run_options
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.reground.settings import CompareSettings
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
-
     names = list(OFFQUERY_TASKS)
     p = sub.add_parser("compare", help="run several OffQuery programs on the same data and LM; table + chart",
                        description="Runs each program (or reuses its stored run) and writes compare.md, "
@@ -30,18 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from groundstate.cli.options import context_for, run_settings
-    from groundstate.cli.output import report_failed_runs
-    from groundstate.cli.settings import settings_from
     from groundstate.cli.tables import console as tables_console
     from groundstate.cli.tables import print_comparison
-    from groundstate.errors import ConfigError
     from groundstate.eval.reground.compare import compare_programs
-    from groundstate.eval.reground.settings import CompareSettings
-    from groundstate.eval.report import comparison_rows, write_report
-    from groundstate.eval.runner import fingerprint
 
     console = tables_console()
     if not args.programs and not args.paper_tables:

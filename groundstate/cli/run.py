@@ -9,6 +9,7 @@ import sys
 from groundstate.cli.options import Parser, add_run_options, context_for, run_settings
 from groundstate.cli.output import print_summary
 from groundstate.cli.settings import add_settings, settings_from
+from groundstate.eval.runner import RunAborted
 
 DATA_HELP = ("data file, or a shipped example ('example:qa', or a bare name that is not a file); OffQuery programs: "
              "a file or 'synthetic', the default")
@@ -33,7 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from groundstate.eval.assemble import run_task
-    from groundstate.eval.runner import RunAborted
     from groundstate.eval.tasks import get_task
 
     task = get_task(args.program)

@@ -7,7 +7,8 @@ import json
 
 from groundstate.cli.numbers import count
 from groundstate.cli.options import Parser, add_runs_dir
-from groundstate.cli.output import print_summary
+from groundstate.cli.output import cell, print_summary
+from groundstate.errors import one_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,9 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from groundstate.cli.output import cell
     from groundstate.cli.tables import console
-    from groundstate.errors import one_line
     from groundstate.eval.runs import list_runs
 
     runs = list_runs(args.runs_dir)
@@ -59,7 +58,6 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    from groundstate.errors import one_line
     from groundstate.eval.runs import load_run, resolve_run_dir
 
     run = load_run(resolve_run_dir(args.runs_dir, args.run))
@@ -82,7 +80,6 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_merge(args: argparse.Namespace) -> int:
-    from groundstate.errors import one_line
     from groundstate.eval.runs import merge_runs, resolve_run_dir
 
     runs = [resolve_run_dir(args.runs_dir, r) for r in args.runs]

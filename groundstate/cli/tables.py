@@ -10,6 +10,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from groundstate.cli.output import cell
+from groundstate.errors import one_line
+from groundstate.eval.report import table_cells
+
 WIDTH_OFF_TTY = 220
 """Width of a console that is not a terminal (a pipe, a log file, a test), so tables are not squeezed to 80."""
 
@@ -24,8 +32,6 @@ def human(key: str) -> str:
 
 def console(width: int | None = None) -> Any:
     """A rich console on stdout, wide enough off a terminal."""
-    from rich.console import Console
-
     if width is None and not sys.stdout.isatty():
         width = WIDTH_OFF_TTY
     return Console(width=width)
@@ -42,12 +48,6 @@ def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequ
         out: a rich ``Console`` (default :func:`console`).
         headers: the headers as shown (default ``human(column)``).
     """
-    from rich.table import Table
-    from rich.text import Text
-
-    from groundstate.cli.output import cell
-    from groundstate.errors import one_line
-
     if columns is None:
         first = rows[0] if rows else {}
         columns = list(first.keys()) if isinstance(first, Mapping) else [str(i) for i in range(len(first))]
@@ -68,7 +68,5 @@ def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequ
 def print_comparison(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], title: str | None = None,
                      out: Any = None) -> None:
     """The comparison table of :func:`groundstate.eval.report.table_cells` (the one ``compare.md`` holds)."""
-    from groundstate.eval.report import table_cells
-
     header, body = table_cells(rows, metrics)
     print_table(body, columns=header, headers=header, title=title, out=out)

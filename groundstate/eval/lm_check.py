@@ -11,6 +11,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from groundstate.lm.embedded import EmbeddedEngine
+from groundstate.lm.faults import lm_failure
+from groundstate.lm.specs import default_adapter, describe_lm
+
 
 @dataclass
 class CheckReport:
@@ -38,9 +42,6 @@ def check_lm(lm: Any) -> CheckReport:
     """
     import dspy
 
-    from groundstate.lm.embedded import EmbeddedEngine
-    from groundstate.lm.faults import lm_failure
-    from groundstate.lm.specs import default_adapter, describe_lm
     from groundstate.signatures.checks import StructuredCheck
 
     model_file, load_seconds = None, None

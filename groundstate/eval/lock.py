@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import InputError, RunInUseError
+from groundstate.files import read_text
 from groundstate.paths import check_entry
 
 LOCK = ".lock"
@@ -60,8 +61,6 @@ def _acquire(lock: Any, path: Path) -> bool:
 
 
 def _holder_pid(path: Path) -> str:
-    from groundstate.files import read_text
-
     try:
         text = read_text(path, MAX_LOCK_BYTES).strip()
     except InputError:

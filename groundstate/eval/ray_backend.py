@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import cloudpickle
+
 from groundstate.errors import ConfigError, LMSetupError, scrub_secrets
 from groundstate.eval.ray_workers import LIMIT_NAMESPACE, InflightLimit, RecordWorker, WorkerJob
 
@@ -188,7 +190,6 @@ def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
                    threads: int) -> Iterator[dict[str, Any]]:
     """Yield the rows of ``todo`` as they finish on the worker actors (see the module docstring)."""
     ray = connect(options.address)
-    import cloudpickle
 
     job_blob = cloudpickle.dumps(WorkerJob(run_record, options.lm_spec, options.worker_setup))
     secrets = secret_env()

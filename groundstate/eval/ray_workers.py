@@ -14,13 +14,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import cloudpickle
+
 from groundstate.compat import wrap_lm_forward
 from groundstate.errors import LMSetupError, scrub_secrets
+from groundstate.lm.config import LMConfig
+from groundstate.lm.specs import default_adapter
 
 LIMIT_NAMESPACE = "groundstate"
 """Ray namespace of the in-flight limits, so runs of several drivers on one cluster share a bound."""
@@ -40,8 +45,6 @@ class WorkerJob:
             return dict(self.worker_setup())
         if not self.lm_spec:
             return {}
-        from groundstate.lm.config import LMConfig
-        from groundstate.lm.specs import default_adapter
 
         config = LMConfig(default=dict(self.lm_spec["default"]), roles=dict(self.lm_spec.get("roles") or {}))
         lm = config.lm_for(None)
@@ -88,8 +91,6 @@ class InflightLimit:
     """An async Ray actor: a semaphore of ``n`` permits (and the most permits ever held at once)."""
 
     def __init__(self, n: int):
-        import asyncio
-
         self.semaphore, self.held, self.peak = asyncio.Semaphore(n), 0, 0
 
     async def acquire(self) -> None:
@@ -146,8 +147,6 @@ class RecordWorker:
 
     def run(self, job_id: str, job: list, record_blob: bytes) -> dict[str, Any]:
         """One record's row, or ``{"setup_error": ...}`` if it needed an LM this worker cannot build."""
-        import cloudpickle
-
         loaded, values, unavailable = self.load(job_id, job)
         record, failed = cloudpickle.loads(record_blob)
         row = loaded.run_record(record, values, failed)

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from groundstate.eval.stats import format_ci
 
 logger = logging.getLogger(__name__)
@@ -99,7 +101,6 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
     LM, tokens per instance (a run served from cache is marked "cached"); "no data" when nothing was scored, and
     "not measured" on a metric that failed on every record."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
     names = [r["name"] for r in rows]
     tokens_panel = has_tokens_panel(rows)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError, one_line
+from groundstate.eval.lock import lock_holder
 from groundstate.eval.results import (
     CONFIG,
     RESULTS,
@@ -20,6 +22,7 @@ from groundstate.eval.results import (
 )
 from groundstate.eval.run_files import check_config, check_summary
 from groundstate.eval.runner import fingerprint
+from groundstate.files import read_json
 from groundstate.paths import check_entry, child, safe_component
 
 #: The per-record columns of :meth:`Run.to_records`, before the ``score.*`` and ``output.*`` ones.
@@ -120,8 +123,6 @@ def load_run(run_dir: str | Path) -> Run:
 
 def _read_config(run_dir: Path) -> dict[str, Any]:
     """A run directory's ``config.json`` (a JSON object), or one line: not a run directory, or a bad file."""
-    from groundstate.files import read_json
-
     config_path = run_dir / CONFIG
     if not os.path.lexists(config_path):
         raise InputError("not a run directory (no config.json)", file=str(run_dir))
@@ -131,8 +132,6 @@ def _read_config(run_dir: Path) -> dict[str, Any]:
 
 def _read_summary(run_dir: Path) -> dict[str, Any] | None:
     """A run directory's checked ``summary.json``, ``None`` when there is none."""
-    from groundstate.files import read_json
-
     summary_path = run_dir / SUMMARY
     if not os.path.lexists(summary_path):
         return None
@@ -150,8 +149,6 @@ def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str
     - ``incomplete``: it finished with fewer records than it selected;
     - ``complete``.
     """
-    from groundstate.eval.lock import lock_holder
-
     run_dir = Path(run_dir)
     holder = lock_holder(run_dir)
     if holder is not None:
@@ -276,8 +273,6 @@ def resolve_run_dir(out: str | Path, name: str) -> str:
     Raises:
         InputError: no such run, or a prefix that matches several.
     """
-    import glob
-
     path = Path(name)
     if path.is_dir():
         return str(path)

@@ -27,6 +27,7 @@ from groundstate.eval.identity import fingerprint
 from groundstate.eval.run_settings import RunSettings, run_config
 from groundstate.eval.runner import RunResult, durable_run
 from groundstate.eval.settings import LMSettings, Settings
+from groundstate.lm.specs import describe_lm
 from groundstate.paths import safe_component
 
 logger = logging.getLogger(__name__)
@@ -206,8 +207,6 @@ class ProgramTask(Task):
 
     def plan(self, settings: Any, context: RunContext, *, run: RunSettings | None = None, program: Any = None,
              source: Any = None) -> PlannedRun:
-        from groundstate.lm.specs import describe_lm
-
         program = program if program is not None else self.build(settings)
         lm, lm_config = context.lm_pair()
         lm_config.apply(program)

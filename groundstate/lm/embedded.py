@@ -18,6 +18,7 @@ the tasks.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib.util
 import json
@@ -317,13 +318,9 @@ class AsyncEmbeddedEngine:
         self.engine = engine or EmbeddedEngine()
 
     async def complete(self, request):
-        import asyncio
-
         return await asyncio.to_thread(self.engine.complete, request)
 
     async def stream(self, request):
-        import asyncio
-
         for event in await asyncio.to_thread(lambda: list(self.engine.stream(request))):
             yield event
 

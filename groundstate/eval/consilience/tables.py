@@ -22,6 +22,7 @@ from typing import Any
 
 from groundstate.eval.consilience.metrics import pooled_vote_accuracy
 from groundstate.eval.report import mark_unscored, no_data_note
+from groundstate.eval.results import write_json
 from groundstate.eval.stats import format_ci, mean_ci, wilson_ci
 
 ORDER: tuple[str, ...] = ("Hidden-Pre", "Hidden-Post", "Full-Info", "Rules", "MLP", "LLM", "LLM+Vote")
@@ -103,8 +104,6 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str) -> str:
 def write_table(rows: Sequence[dict[str, Any]], directory: str | Path, title: str, stem: str = "table",
                 config: Mapping[str, Any] | None = None, png: bool = True) -> dict[str, str]:
     """Write ``<stem>.md``, ``<stem>.json`` and (``png``, when matplotlib is installed) ``<stem>.png``."""
-    from groundstate.eval.results import write_json
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {"md": str(directory / f"{stem}.md"), "json": str(directory / f"{stem}.json")}

@@ -26,6 +26,10 @@ from groundstate.errors import ConfigError, InputError
 from groundstate.eval.consilience.settings import AgentSettings, ProgramSettings, ProtocolSettings
 from groundstate.eval.run_settings import RunSettings, run_config
 from groundstate.eval.task import PlannedRun, RunContext, Task
+from groundstate.lm.specs import describe_lm
+from groundstate.programs.consilience.control import build_controller
+from groundstate.programs.consilience.protocols import PROTOCOLS, HiddenProfileProtocol, discusses
+from groundstate.programs.consilience.simulated import SimParams, SimTeam
 from groundstate.records import HiddenProfileTask
 
 
@@ -56,9 +60,7 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
     Raises:
         InputError: simulated agents on a task without per-fact support.
     """
-    from groundstate.lm.specs import describe_lm
     from groundstate.programs.consilience.agents import LMTeam
-    from groundstate.programs.consilience.simulated import SimParams, SimTeam
 
     if kind == "sim":
         params = sim_params or SimParams()
@@ -115,8 +117,6 @@ def hidden_setup(settings: Any, context: RunContext, source: Any = None) -> Hidd
 
 def protocol_program(protocol: str, rounds: int | None, team: Any, seed: int):
     """A :class:`~groundstate.programs.consilience.protocols.HiddenProfileProtocol` (one line for a bad value)."""
-    from groundstate.programs.consilience.protocols import HiddenProfileProtocol
-
     try:
         return HiddenProfileProtocol(protocol, rounds, team=team, seed=seed)
     except ValueError as exc:
@@ -152,8 +152,6 @@ class ProtocolTask(Task):
 def program_label(settings: ProgramSettings) -> str:
     """How an evaluation names a program: the protocol, or the controller, ``(uncertified)`` without a calibrator,
     and ``[sampled ...]`` with set sampling."""
-    from groundstate.programs.consilience.protocols import PROTOCOLS
-
     if settings.program in PROTOCOLS:
         return settings.program
     return settings.program + ("" if settings.calibrator else " (uncertified)") + (
@@ -164,7 +162,6 @@ def controller_named(name: str, mlp_dir: str | None, context: RunContext | None 
     """The controller ``name`` (``mlp``: loaded from ``mlp_dir``); an LLM controller gets the context's LMs built
     first (it needs an LM even when the agents are simulated)."""
     from groundstate.optimizers.consilience import load_controller
-    from groundstate.programs.consilience.control import build_controller
 
     if name.startswith("llm") and context is not None:
         context.lm_pair()
@@ -193,8 +190,6 @@ class ConsilienceTask(Task):
 
     def plan(self, settings: ProgramSettings, context: RunContext, *, run: RunSettings | None = None,
              program: Any = None, source: Any = None) -> PlannedRun:
-        from groundstate.programs.consilience.protocols import PROTOCOLS, discusses
-
         setup = hidden_setup(settings, context, source)
         label = program_label(settings)
         if settings.program in PROTOCOLS:

@@ -34,7 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from groundstate.errors import ConfigError
+from groundstate.eval.dhd.cache import MessageCache, PoolEntry
 from groundstate.eval.dhd.effects import GROUPS, EffectTable, block_effect
+from groundstate.eval.results import write_json
+from groundstate.eval.runner import RunSettings, durable_run, run_config
+from groundstate.records import HypothesisMessage, Problem
 
 TRUTH_FILE = "simulation.json"
 GOLD, WRONG = "1", "0"
@@ -158,9 +163,6 @@ class Simulation:
 
     def entries(self) -> list[Any]:
         """The cache's :class:`~groundstate.eval.dhd.cache.PoolEntry` per problem (placeholder message texts)."""
-        from groundstate.eval.dhd.cache import PoolEntry
-        from groundstate.records import HypothesisMessage
-
         out = []
         for p, pid in enumerate(self.problem_ids):
             messages = [HypothesisMessage(problem_id=pid, index=m, role=f"simulated role {m}",
@@ -174,8 +176,6 @@ class Simulation:
         return out
 
     def problems(self) -> list[Any]:
-        from groundstate.records import Problem
-
         strata = self.strata()
         return [Problem(id=pid, question=f"Simulated DHD problem {pid}", answer=GOLD, kind="number",
                         source=strata[p], metadata={"accuracy": float(self.accuracy[p])})
@@ -274,11 +274,7 @@ def write_cache(simulation: Simulation, out: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: ``out`` exists and is not empty.
     """
-    from groundstate.errors import ConfigError
-    from groundstate.eval.dhd.cache import MessageCache
     from groundstate.eval.dhd.replay import replay_records
-    from groundstate.eval.results import write_json
-    from groundstate.eval.runner import RunSettings, durable_run, run_config
 
     out = Path(out)
     if out.exists() and any(out.iterdir()):

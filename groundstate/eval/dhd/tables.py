@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groundstate.eval.dhd.report import pyplot
 from groundstate.eval.report import no_data_note
 from groundstate.eval.results import write_json
 from groundstate.files import jsonable
@@ -294,8 +295,6 @@ def tables_markdown(tables: Mapping[str, Any]) -> str:
 def plot_table_18(rows: Sequence[Mapping[str, Any]], path: str | Path) -> bool:
     """Wrong- vs correct-answer mean value (pp) with intervals per model and benchmark; ``False`` without
     matplotlib or without rows."""
-    from groundstate.eval.dhd.report import pyplot
-
     plt = pyplot()
     if plt is None or not rows:
         return False
@@ -325,8 +324,6 @@ def plot_table_18(rows: Sequence[Mapping[str, Any]], path: str | Path) -> bool:
 def plot_table_24(rows: Sequence[Mapping[str, Any]], path: str | Path) -> bool:
     """The cross-fitted gain (pp) per model and replicate row with its interval (main) or control null range
     (A, B); ``False`` without matplotlib or without rows."""
-    from groundstate.eval.dhd.report import pyplot
-
     plt = pyplot()
     if plt is None or not rows:
         return False

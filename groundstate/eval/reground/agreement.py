@@ -16,6 +16,7 @@ from typing import Any
 from groundstate.eval.reground.contract import METRICS
 from groundstate.eval.reground.judges import Judge
 from groundstate.eval.reground.t2 import as_facts, state_text, t2_from_support
+from groundstate.eval.stats import mean_ci
 from groundstate.records import T2Fact
 
 logger = logging.getLogger(__name__)
@@ -44,8 +45,6 @@ def aggregate(score_rows: Sequence[Mapping[str, float | None]], confidence: floa
         ``{metric: {"mean", "low", "high", "n", "missing"}}`` for every metric seen in any row (``t1``, ``t2``,
         ``t3`` first), where ``n`` counts the values used and ``missing`` the rows without one.
     """
-    from groundstate.eval.stats import mean_ci
-
     names: list[str] = []
     for row in score_rows:
         names.extend(k for k in row if k not in names)

@@ -12,8 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundstate.errors import ConfigError
+from groundstate.eval.assemble import run_task
 from groundstate.eval.reground.settings import CompareSettings
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
 from groundstate.eval.run_settings import RunSettings
+from groundstate.eval.runner import RunAborted
 from groundstate.eval.task import RunContext
 
 logger = logging.getLogger(__name__)
@@ -38,10 +41,6 @@ def compare_programs(names: Sequence[str], settings: CompareSettings, run: RunSe
     Raises:
         ConfigError: an unknown program name.
     """
-    from groundstate.eval.assemble import run_task
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
-    from groundstate.eval.runner import RunAborted
-
     unknown = [p for p in names if p not in OFFQUERY_TASKS]
     if unknown:
         raise ConfigError(f"unknown program '{unknown[0]}' for compare")

@@ -23,8 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundstate.eval.assemble import assemble, execute
 from groundstate.eval.reground.settings import EvaluationData
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS
+from groundstate.eval.report import comparison_rows
 from groundstate.eval.run_settings import RunSettings
+from groundstate.eval.runner import RunAborted, program_state_hash
 from groundstate.eval.settings import LMSettings
 from groundstate.eval.task import LoadedData, RunContext
 
@@ -52,8 +56,6 @@ class Evaluation:
 
     def rows(self) -> list[dict[str, Any]]:
         """The comparison rows the command prints (:func:`~groundstate.eval.report.comparison_rows`)."""
-        from groundstate.eval.report import comparison_rows
-
         return comparison_rows(self.summaries)
 
 
@@ -79,10 +81,7 @@ def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunS
         ConfigError: the directory is not a program saved by ``groundstate optimize``, or the data overlaps the
             data it was optimized on (without ``allow_overlap``).
     """
-    from groundstate.eval.assemble import assemble, execute
     from groundstate.eval.reground.optimize import check_no_overlap, read_optimized
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
-    from groundstate.eval.runner import RunAborted, program_state_hash
     from groundstate.optimizers.artifacts import MANIFEST, build_saved, load_program
 
     manifest, checked = saved if saved is not None else read_optimized(directory)

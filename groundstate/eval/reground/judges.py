@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from groundstate.eval.reground.contract import field_of
+from groundstate.lm.failed_calls import failed_call_eviction
+from groundstate.lm.specs import get_lm
 
 logger = logging.getLogger(__name__)
 
@@ -267,7 +269,6 @@ class LMJudge:
         """
         import dspy
 
-        from groundstate.lm.failed_calls import failed_call_eviction
         from groundstate.programs.common import as_data
 
         if not facts:
@@ -305,7 +306,6 @@ def make_judge(spec: str | None = "lexical", **lm_options: Any) -> Judge:
     :class:`LMJudge` (``embedded``, ``openai/gpt-4o-mini``, ...; ``lm_options`` go to ``get_lm``)."""
     if spec is None or spec == "lexical":
         return LexicalJudge()
-    from groundstate.lm.specs import get_lm
 
     return LMJudge(get_lm(spec, **lm_options))
 

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
+from groundstate.eval.identity import file_hash
 from groundstate.eval.reground.settings import BaselineSettings, OffQueryData, ReGroundSettings
 from groundstate.eval.settings import LMSettings
+from groundstate.eval.sources import as_source, describe, resolve_data
 from groundstate.eval.task import ProgramTask
 
 OFFQUERY_OUTPUTS = ("misleading_agent", "state", "kept_facts", "removed_facts", "answer")
@@ -28,9 +31,6 @@ def load_offquery_data(settings: OffQueryData, source: Any = None) -> tuple[list
     generator's settings for ``synthetic``, or the records' content hash for records in memory
     (:func:`~groundstate.eval.sources.describe`). The source is normalised once, here, and passed down."""
     from groundstate.eval.benchmarks.offquery.loader import load_any
-    from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
-    from groundstate.eval.identity import file_hash
-    from groundstate.eval.sources import as_source, describe, resolve_data
 
     if source is None and settings.data == "synthetic":
         domains = ("healthcare", "disaster") if settings.domain == "both" else (settings.domain,)

@@ -37,8 +37,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from groundstate.lm.specs import default_adapter, is_embedded
 from groundstate.programs.common import as_data
 from groundstate.records import Belief, HiddenProfileTask, Message, Transcript
 from groundstate.signatures.discussion import (
@@ -327,8 +329,6 @@ class LMAgent(dspy.Module):
                  ) -> dspy.Prediction:
         """Call ``predictor`` with its outputs bound to the task's options (:func:`specialize`); if the LM's
         answer does not parse under those types, ask once more with the plain signature and repair the result."""
-        from dspy.utils.exceptions import AdapterParseError
-
         first, *retry = self._attempts(predictor, task, transcript, **extra)
         with self._context():
             try:
@@ -342,8 +342,6 @@ class LMAgent(dspy.Module):
     async def _apredict(self, predictor: dspy.Predict, task: HiddenProfileTask, transcript: Transcript,
                         **extra: str) -> dspy.Prediction:
         """:meth:`_predict` awaiting ``predictor.acall``."""
-        from dspy.utils.exceptions import AdapterParseError
-
         first, *retry = self._attempts(predictor, task, transcript, **extra)
         with self._context():
             try:
@@ -360,7 +358,6 @@ class LMAgent(dspy.Module):
     def _context(self):
         if self.agent_lm is None:
             return contextlib.nullcontext()
-        from groundstate.lm.specs import default_adapter, is_embedded
 
         overrides: dict[str, Any] = {"lm": self.agent_lm}
         if is_embedded(self.agent_lm):

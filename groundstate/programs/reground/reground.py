@@ -34,6 +34,7 @@ statement helpers and each stage has both a ``forward`` and the ``aforward`` of 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -338,8 +339,6 @@ class Reconstruct(dspy.Module):
     async def aforward(self, shared_context: str, trusted_statements: Sequence[str]) -> dspy.Prediction:
         """:meth:`forward` for ``await reconstruct.acall(...)``: every call awaits the LM's async path, the
         per-fact checks concurrently (``asyncio.gather``, in fact order)."""
-        import asyncio
-
         facts = model_text((await self.decompose.acall(context=as_data(shared_context))).facts)
         evidence = bullet_list([as_data(s) for s in trusted_statements])
         found = self.by_fact(facts, (await self.verify_facts.acall(facts=self.numbered(facts), evidence=evidence)
@@ -479,8 +478,6 @@ class ReGround(dspy.Module):
         (the per-fact checks concurrently); stage 1's multi-round search (argument fan-outs on
         :func:`~groundstate.concurrency.thread_map`) runs on one worker thread, ``asyncio.to_thread``, which
         carries the DSPy context."""
-        import asyncio
-
         agents = coerce_agents(agents)
         shared_context, question = as_data(shared_context), as_data(question)
         flagged, trusted_statements, verify_trace, extra = await asyncio.to_thread(self.verification, agents,

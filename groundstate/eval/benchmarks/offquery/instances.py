@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError
+from groundstate.eval.benchmarks.offquery.synthetic import check_instance
 from groundstate.eval.benchmarks.offquery.validation import from_validation
 from groundstate.eval.io import load_models
 from groundstate.eval.sources import as_source, write_records
@@ -75,7 +76,6 @@ def check_structure(instance: OffQueryInstance, file: str, record: str) -> None:
     """
     if not (instance.provenance or {}).get("structure"):
         return
-    from groundstate.eval.benchmarks.offquery.synthetic import check_instance
 
     problems = check_instance(instance)
     if problems:

@@ -13,6 +13,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
+from groundstate.concurrency import thread_map
 from groundstate.errors import ConfigError
 from groundstate.eval.benchmarks.offquery.mediq import (
     DEPARTMENTS,
@@ -28,7 +29,7 @@ from groundstate.eval.benchmarks.offquery.mediq_rule import (
     check_t2_budget,
     split_sentences,
 )
-from groundstate.records import LETTERS, OffQueryInstance, options_text
+from groundstate.records import LETTERS, OffQueryInstance, default_question, options_text
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +152,6 @@ def build_lm(cases: Iterable[MediQCase], seed: int = 0, builder: Any = None, max
     Returns:
         One instance per case that was built, in case order, with ids ``mediq-<case id>-lm-s<seed>``.
     """
-    from groundstate.concurrency import thread_map
     from groundstate.programs.reground.builder import OffQueryLMBuilder
 
     check_t2_budget(max_t2_facts)
@@ -211,8 +211,6 @@ def tag_sufficiency(instances: Iterable[OffQueryInstance], lm: Any = None, threa
     """
     import dspy
 
-    from groundstate.concurrency import thread_map
-    from groundstate.records import default_question
     from groundstate.signatures.resolution import ChooseOption
 
     if lm is None and dspy.settings.lm is None:

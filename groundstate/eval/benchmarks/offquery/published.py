@@ -62,6 +62,7 @@ from groundstate.eval.benchmarks.offquery.t2_files import check_alignment, defau
 from groundstate.eval.benchmarks.offquery.validation import from_validation
 from groundstate.eval.io import read_json, require_records
 from groundstate.eval.sources import Records, Source, as_source
+from groundstate.files import check_regular
 from groundstate.records import CONDITIONS, LETTERS, AgentEvidence, OffQueryInstance, T2Fact
 
 logger = logging.getLogger(__name__)
@@ -445,7 +446,6 @@ def _read_official(path: Source, use_datasets: bool | None) -> list[Any]:
     if isinstance(path, Records):
         return [{k: (_clean_dict(v) if k in _DICT_FIELDS else v) for k, v in row.items()} if isinstance(row, dict)
                 else row for row in path.rows]
-    from groundstate.files import check_regular
 
     size = check_regular(path.path)  # a regular file within the size limit, before datasets or JSON opens it
     if use_datasets is None:
