@@ -157,7 +157,7 @@ class OffQueryInstance(BaseModel):
 
     def to_example(self, condition: Condition = "unreliable"):
         """A ``dspy.Example`` with the program inputs marked as inputs and the labels alongside."""
-        import dspy
+        import dspy  # noqa: PLC0415 (heavy: dspy)
 
         inputs = self.inputs(condition)
         return dspy.Example(id=self.id, condition=condition, **inputs, **self.labels()).with_inputs(*inputs)

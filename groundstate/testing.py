@@ -128,7 +128,7 @@ class ScriptedEngine:
         return len(self.requests)
 
     def complete(self, request):
-        from dspy.lm15 import Message, Response, Usage
+        from dspy.lm15 import Message, Response, Usage  # noqa: PLC0415 (heavy: dspy)
 
         messages = EmbeddedEngine._messages(request)
         fmt = request.config.response_format or {}
@@ -159,7 +159,7 @@ class ScriptedEngine:
                         usage=Usage(input_tokens=inp, output_tokens=out))
 
     def stream(self, request):
-        from dspy.lm15 import response_to_events
+        from dspy.lm15 import response_to_events  # noqa: PLC0415 (heavy: dspy)
 
         return response_to_events(self.complete(request))
 
@@ -201,7 +201,7 @@ def scripted_lm(responder: Responder | None = None, *, sleep: float = 0.0, cache
     :class:`AsyncScriptedEngine` over it serves ``acall``. ``model`` is the LM's model name (a priced LiteLLM
     name such as ``openai/gpt-4o-mini`` lets tests check cost accounting; the default has no price).
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     engine = ScriptedEngine(responder, sleep=sleep, **kwargs)
     return dspy.LM(model, engine=engine, async_engine=AsyncScriptedEngine(engine), cache=cache, temperature=0.0,

@@ -48,19 +48,19 @@ from groundstate.cli.options import (
 )
 from groundstate.cli.output import report_failed_runs
 from groundstate.cli.settings import add_settings
+from groundstate.errors import ConfigError
+from groundstate.eval.consilience.settings import ConfigurationSettings, EvaluationSettings
 from groundstate.eval.io import write_jsonl
 from groundstate.eval.report import comparison_rows, write_report
 from groundstate.eval.runner import file_hash, fingerprint
 from groundstate.eval.stats import format_ci
+from groundstate.programs.consilience.control import CONTROLLERS
 from groundstate.programs.consilience.state import FEATURE_GROUPS, FEATURE_SETS
 
 ABLATIONS = ("actions", "features", "sampling")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.eval.consilience.settings import ConfigurationSettings, EvaluationSettings
-    from groundstate.programs.consilience.control import CONTROLLERS
-
     group = sub.add_parser("consilience", help="Consilience: controlled hidden-profile discussions with conformal "
                                               "acceptance (explore, train, calibrate, evaluate, tables)")
     cmds = group.add_subparsers(dest="consilience_command", metavar="COMMAND", parser_class=type(group))
@@ -208,8 +208,8 @@ def _lm_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.consilience.data import split_tasks
+    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.data import split_tasks  # noqa: PLC0415 (--help stays light)
 
     tasks, _ = load_tasks_file(args.data)
     parts = split_tasks(tasks, (args.train_share, args.calibration_share, args.test_share), seed=args.seed)
@@ -222,7 +222,7 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from groundstate.optimizers.consilience import explore_tasks
+    from groundstate.optimizers.consilience import explore_tasks  # noqa: PLC0415 (heavy: scikit-learn)
 
     tasks, _, team, _, _ = tasks_and_team(args, args.data)
     rows = explore_tasks(tasks, team, max_rounds=args.max_rounds, router=args.router, policy=args.policy,
@@ -233,16 +233,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.data import load_exploration
-    from groundstate.optimizers.artifacts import save_sklearn
-    from groundstate.optimizers.consilience import feature_set, train_controller
+    from groundstate.eval.consilience.data import load_exploration  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.artifacts import save_sklearn  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.consilience import feature_set, train_controller  # noqa: PLC0415 (heavy: scikit-learn)
 
     rows = load_exploration(args.data)
     dropped = {f for g in args.drop_features for f in FEATURE_GROUPS[g]}
     features = [f for f in feature_set(args.features, args.extra_features) if f not in dropped]
     if not features:
-        from groundstate.errors import ConfigError
-
         raise ConfigError("those options leave no feature")
     model = train_controller(rows, features, hidden_layer_sizes=tuple(args.hidden), random_state=args.seed,
                              normalize_rewards=not args.no_reward_normalization)
@@ -255,8 +253,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from groundstate.optimizers.artifacts import save_params
-    from groundstate.optimizers.consilience import calibrate
+    from groundstate.optimizers.artifacts import save_params  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.consilience import calibrate  # noqa: PLC0415 (heavy: scikit-learn)
 
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
@@ -275,9 +273,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_comparison
-    from groundstate.eval.consilience.evaluate import evaluate_programs
-    from groundstate.eval.consilience.settings import EvaluationSettings
+    from groundstate.cli.tables import print_comparison  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.evaluate import evaluate_programs  # noqa: PLC0415 (--help stays light)
 
     settings = agent_settings(EvaluationSettings, args)
     evaluation = evaluate_programs(settings, run_settings(args), context_for(args))
@@ -299,10 +296,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.eval.consilience.evaluate import evaluate_programs
-    from groundstate.eval.consilience.settings import EvaluationSettings
-    from groundstate.eval.consilience.tables import HEADER, rows_from_runs, table_cells, write_table
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.evaluate import evaluate_programs  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.tables import (  # noqa: PLC0415 (--help stays light)
+        HEADER,
+        rows_from_runs,
+        table_cells,
+        write_table,
+    )
 
     baselines = ["hiddenbench", "hiddenbench-full"] if args.preset == "hiddenbench" else \
         ["hidden-pre", "hidden-post", "full-info"]

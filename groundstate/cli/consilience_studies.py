@@ -19,7 +19,7 @@ from groundstate.eval.stats import format_ci
 
 
 def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
-    from groundstate.cli.tables import print_table
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
 
     cells = []
     for r in rows:
@@ -39,8 +39,8 @@ def _print_coverage(rows: list[dict[str, Any]], title: str) -> None:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.coverage import coverage_report
-    from groundstate.optimizers.consilience import EpisodeTrace
+    from groundstate.eval.consilience.coverage import coverage_report  # noqa: PLC0415 (heavy: scikit-learn)
+    from groundstate.optimizers.consilience import EpisodeTrace  # noqa: PLC0415 (heavy: scikit-learn)
 
     tasks, _, team, _, _ = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
@@ -70,8 +70,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_routing(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.eval.consilience.routing import HEADER, routing_ablation, table_cells
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.routing import (  # noqa: PLC0415 (--help stays light)
+        HEADER,
+        routing_ablation,
+        table_cells,
+    )
 
     tasks, _, team, _, _ = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
@@ -99,9 +103,9 @@ ABLATION_TITLES: dict[str, str] = {
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.eval.consilience import ablations
-    from groundstate.eval.consilience.data import load_exploration
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience import ablations  # noqa: PLC0415 (heavy: scikit-learn)
+    from groundstate.eval.consilience.data import load_exploration  # noqa: PLC0415 (--help stays light)
 
     calibration, _, team, _, _ = tasks_and_team(args, args.calibration_data)
     test, _, _, _, _ = tasks_and_team(args, args.data)
@@ -125,8 +129,13 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def cmd_generalize(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.eval.consilience.generalize import HEADER, summary_line, table_cells, unseen_task_generalization
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.generalize import (  # noqa: PLC0415 (heavy: scikit-learn)
+        HEADER,
+        summary_line,
+        table_cells,
+        unseen_task_generalization,
+    )
 
     tasks, _, team, _, _ = tasks_and_team(args, args.data)
     result = unseen_task_generalization(tasks, team, train_size=args.train_size, splits=args.splits, seed=args.seed,

@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 
+from groundstate.cli import options  # configure_lms looked up at call time: tests stand in for it
 from groundstate.cli.numbers import count, positive_int, seed
 from groundstate.cli.options import add_allow_empty, add_data_option, add_lm_options, add_threads
-from groundstate.errors import ConfigError, one_line
+from groundstate.errors import ConfigError, InputError, one_line
 from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
 
 
@@ -71,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_generate_offquery(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.offquery.loader import save_instances
+    from groundstate.eval.benchmarks.offquery.loader import save_instances  # noqa: PLC0415 (--help stays light)
 
     if args.n < 1:
         raise ConfigError("--n must be at least 1")
@@ -84,10 +85,16 @@ def cmd_generate_offquery(args: argparse.Namespace) -> int:
 
 
 def cmd_build_offquery(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.offquery.loader import save_instances
-    from groundstate.eval.benchmarks.offquery.mediq import load_mediq
-    from groundstate.eval.benchmarks.offquery.mediq_lm import build_lm, tag_sufficiency
-    from groundstate.eval.benchmarks.offquery.mediq_rule import BuildReport, build_rule
+    from groundstate.eval.benchmarks.offquery.loader import save_instances  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.offquery.mediq import load_mediq  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.offquery.mediq_lm import (  # noqa: PLC0415 (--help stays light)
+        build_lm,
+        tag_sufficiency,
+    )
+    from groundstate.eval.benchmarks.offquery.mediq_rule import (  # noqa: PLC0415 (--help stays light)
+        BuildReport,
+        build_rule,
+    )
 
     problems: list[str] = []
     cases = load_mediq(args.data, skip_invalid=args.skip_invalid, problems=problems,
@@ -97,9 +104,7 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
     if args.limit is not None:
         cases = cases[: args.limit]
     if args.builder == "lm" or args.tag_split:
-        from groundstate.cli.options import configure_lms
-
-        configure_lms(args)
+        options.configure_lms(args)
     report = BuildReport()
     if args.builder == "rule":
         instances = build_rule(cases, seed=args.seed, report=report)
@@ -111,8 +116,6 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
         tagged = {s: sum(1 for x in instances if x.split == s) for s in ("healthcare-s", "healthcare-i")}
         print(f"split: {tagged}" + (f", {failed} untagged (LM failures)" if failed else ""))
     if not instances and not args.allow_empty:
-        from groundstate.errors import InputError
-
         for entry in report.skipped:
             print(f"skipped case {one_line(entry['case_id'])}: {one_line(entry['reason'])}", file=sys.stderr)
         raise InputError(f"no instance could be built from {len(cases)} case(s); nothing written to {args.out} "
@@ -128,7 +131,7 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace, skip_invalid: bool, problems: list[str], condition=None):
-    from groundstate.eval.benchmarks.offquery.loader import load_any
+    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
 
     return load_any(args.data, t2_truth=args.t2_truth, condition=condition, skip_invalid=skip_invalid,
                     problems=problems, allow_empty=args.allow_empty, t2_facts=getattr(args, "t2_facts", None))
@@ -148,7 +151,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.offquery.stats import dataset_stats, format_stats
+    from groundstate.eval.benchmarks.offquery.stats import (  # noqa: PLC0415 (--help stays light)
+        dataset_stats,
+        format_stats,
+    )
 
     instances = _load(args, False, [])
     stats = dataset_stats(instances)

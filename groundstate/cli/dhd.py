@@ -39,8 +39,12 @@ from groundstate.cli.output import print_summary
 from groundstate.cli.settings import add_settings, settings_from
 from groundstate.errors import ConfigError
 from groundstate.eval.dhd.cache import MessageCache
+from groundstate.eval.dhd.mask_sample import SAMPLE_FILE
+from groundstate.eval.dhd.masking import CATEGORY_TITLES, failures_note, mask_cells
+from groundstate.eval.dhd.settings import GenerateSettings, MaskSettings, ReplaySettings, SamplingSettings
 from groundstate.eval.runner import RunAborted
 from groundstate.eval.task import execute
+from groundstate.eval.tasks import get_task
 
 #: The integrator's and the evaluator's options, added once by :func:`_add_sampling`.
 SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "vary_seed")
@@ -53,8 +57,6 @@ def _cache_default_out(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.eval.dhd.settings import GenerateSettings, MaskSettings, ReplaySettings
-
     dhd = sub.add_parser("dhd", help="Diverse Hypothesis Deliberation: generate messages, replay, analyze",
                          description="Diverse Hypothesis Deliberation: cache K role-based messages per problem, "
                          "replay the integrator with messages shown or hidden, and measure each message's "
@@ -152,8 +154,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
-    from groundstate.eval.dhd.settings import SamplingSettings
-
     add_settings(p, SamplingSettings)
     add_call_threads(p, "work item")
 
@@ -173,7 +173,7 @@ def _step(args: argparse.Namespace, name: str):
     """Run the DHD step ``name`` (a registered task) with the options' settings and print its summary; return
     ``(result, outcome)``: ``(None, None)`` for a run stopped by --max-error-rate (its summary printed), ``(None,
     counts)`` for a generate with nothing left to do."""
-    from groundstate.eval.assemble import assemble
+    from groundstate.eval.assemble import assemble  # noqa: PLC0415 (--help stays light)
 
     run = run_settings(args)
     context = context_for(args)
@@ -190,8 +190,6 @@ def _step(args: argparse.Namespace, name: str):
 
 
 def _model(name: str):
-    from groundstate.eval.tasks import get_task
-
     return get_task(name).settings
 
 
@@ -217,8 +215,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from groundstate.eval.dhd.analysis import analyze
-    from groundstate.eval.dhd.effects import GROUPS
+    from groundstate.eval.dhd.analysis import analyze  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.effects import GROUPS  # noqa: PLC0415 (--help stays light)
 
     if args.permutations < 1 or args.multiplicity_permutations < 1:
         raise ConfigError("--permutations and --multiplicity-permutations must be at least 1")
@@ -227,7 +225,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                      seed=args.seed, n_permutations=args.permutations, n_resamples=args.resamples, q=args.q,
                      method=args.method, full=args.full, null=args.null,
                      n_multiplicity=args.multiplicity_permutations, label=args.label, with_tables=not args.no_tables)
-    from groundstate.cli.tables import print_table
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
 
     rows = []
     for mode, section in report["modes"].items():
@@ -246,9 +244,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_mask(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.eval.dhd.mask_sample import SAMPLE_FILE
-    from groundstate.eval.dhd.masking import CATEGORY_TITLES, failures_note, mask_cells
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
 
     result, outcome = _step(args, "dhd-mask")
     if result is None:

@@ -49,7 +49,12 @@ def register(dhd_sub: Any) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from groundstate.eval.dhd.simulate import DesignSpec, PlantedEffect, simulate, write_cache
+    from groundstate.eval.dhd.simulate import (  # noqa: PLC0415 (--help stays light)
+        DesignSpec,
+        PlantedEffect,
+        simulate,
+        write_cache,
+    )
 
     try:
         spec = DesignSpec(n_problems=args.n, n_blocks=args.blocks, k=args.k, accuracy=tuple(args.accuracy),

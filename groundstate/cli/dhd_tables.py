@@ -30,8 +30,12 @@ def register(dhd_sub: Any) -> None:
 
 
 def _source(directory: str, label: str | None):
-    from groundstate.eval.dhd.table_inputs import read_crossfit, read_mask_table, read_report
-    from groundstate.eval.dhd.tables import TableSource
+    from groundstate.eval.dhd.table_inputs import (  # noqa: PLC0415 (--help stays light)
+        read_crossfit,
+        read_mask_table,
+        read_report,
+    )
+    from groundstate.eval.dhd.tables import TableSource  # noqa: PLC0415 (--help stays light)
 
     path = Path(directory)
     report_path = path / "report.json"
@@ -52,7 +56,7 @@ def _source(directory: str, label: str | None):
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    from groundstate.eval.dhd.tables import write_tables
+    from groundstate.eval.dhd.tables import write_tables  # noqa: PLC0415 (--help stays light)
 
     labels = args.label or [None] * len(args.analysis)
     if len(labels) != len(args.analysis):

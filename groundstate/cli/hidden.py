@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections import Counter
 
+from groundstate.cli import options  # configure_lms looked up at call time: tests stand in for it
 from groundstate.cli.numbers import count, nonnegative, positive_int, seed
 from groundstate.cli.options import (
     add_agent_options,
@@ -27,16 +28,16 @@ from groundstate.cli.options import (
     add_run_options,
     add_support_options,
     agent_settings,
-    configure_lms,
     context_for,
     run_settings,
 )
 from groundstate.cli.output import print_summary
 from groundstate.cli.settings import add_settings
 from groundstate.errors import ConfigError, one_line
+from groundstate.eval.consilience.settings import ProtocolSettings
 from groundstate.eval.consilience.support import annotate_tasks, support_path
 from groundstate.eval.runner import RunAborted
-from groundstate.eval.stats import format_ci
+from groundstate.eval.stats import format_ci, wilson_ci
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,12 +92,14 @@ def _distribution(letters: list[str]) -> str:
 
 
 def cmd_generate_travel(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.benchmarks.travel.convert import to_hidden_profile
-    from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
-    from groundstate.eval.benchmarks.travel.lm_generator import generate_travel_lm
-    from groundstate.eval.benchmarks.travel.predicates import score_plans
-    from groundstate.eval.benchmarks.travel.validator import fingerprint
+    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.convert import to_hidden_profile  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.generator import (  # noqa: PLC0415 (--help stays light)
+        generate_hidden_travel,
+    )
+    from groundstate.eval.benchmarks.travel.lm_generator import generate_travel_lm  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.predicates import score_plans  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.validator import fingerprint  # noqa: PLC0415 (--help stays light)
 
     if args.n < 1:
         raise ConfigError("--n must be at least 1")
@@ -108,9 +111,8 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
     else:
         if args.max_repairs < 0:
             raise ConfigError("--max-repairs must not be negative")
-        from groundstate.cli.options import configure_lms
 
-        configure_lms(args)
+        options.configure_lms(args)
         travel, failures = generate_travel_lm(args.n, seed=args.seed, start=args.start, travelers=args.travelers,
                                               max_repairs=args.max_repairs, review=not args.no_review,
                                               rewrite_statements=args.rewrite_statements)
@@ -128,9 +130,9 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
-    from groundstate.eval.benchmarks.travel.convert import check_record
-    from groundstate.eval.benchmarks.travel.leak import DEFAULT_MAX_LEAK, leak_rates
+    from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.convert import check_record  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.leak import DEFAULT_MAX_LEAK, leak_rates  # noqa: PLC0415 (heavy: scipy)
 
     max_leak = getattr(args, "max_leak", None)
     if max_leak is not None and not max_leak >= 0:
@@ -162,8 +164,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # -- hidden run --------------------------------------------------------------------------------------------
 def register_run(hidden_sub: argparse._SubParsersAction) -> None:
     """Add ``run`` to the ``hidden`` command group."""
-    from groundstate.eval.consilience.settings import ProtocolSettings
-
     p = hidden_sub.add_parser(
         "run", help="run a discussion protocol (hidden-pre, hidden-post, full-info, or HiddenBench's) over tasks",
         description="Runs Hidden-Pre (vote without discussion), Hidden-Post (fixed round-robin discussion, then "
@@ -181,9 +181,8 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_hidden_run(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.evaluate import run_protocol
-    from groundstate.eval.consilience.metrics import pooled_vote_accuracy
-    from groundstate.eval.consilience.settings import ProtocolSettings
+    from groundstate.eval.consilience.evaluate import run_protocol  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.metrics import pooled_vote_accuracy  # noqa: PLC0415 (--help stays light)
 
     settings = agent_settings(ProtocolSettings, args)
     run = run_settings(args)
@@ -196,8 +195,6 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
     print_summary(result)
     print(f"vote accuracy pooled over all votes (§4.2): {format_ci(pooled_vote_accuracy(result.rows))}")
     if settings.protocol == "hiddenbench":
-        from groundstate.eval.stats import wilson_ci
-
         initial = [v for r in result.rows if (v := (r.get("scores") or {}).get("initial_task_accuracy")) is not None]
         failed = sum(1 for r in result.rows if "initial_task_accuracy" in (r.get("score_errors") or {}))
         task_ci = format_ci({**wilson_ci(int(sum(initial)), len(initial)), "failed": failed})
@@ -227,11 +224,11 @@ def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_hidden_annotate(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.data import load_tasks
-    from groundstate.programs.consilience.annotate import SupportAnnotator
+    from groundstate.eval.consilience.data import load_tasks  # noqa: PLC0415 (--help stays light)
+    from groundstate.programs.consilience.annotate import SupportAnnotator  # noqa: PLC0415 (--help stays light)
 
     tasks, _ = load_tasks(args.data, args.allow_empty)
-    lm, _ = configure_lms(args)
+    lm, _ = options.configure_lms(args)
     out = args.out or support_path(args.data)
 
     def progress(done: int, total: int) -> None:

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_lm_check(args: argparse.Namespace) -> int:
-    from groundstate.eval.lm_check import check_lm
+    from groundstate.eval.lm_check import check_lm  # noqa: PLC0415 (--help stays light)
 
     config = lm_config_from_args(args)
     entry = dict(config.spec_for(args.role))

@@ -18,15 +18,15 @@ from groundstate.cli.options import (
 from groundstate.cli.output import report_failed_runs
 from groundstate.cli.run import RUN_OPTIONS
 from groundstate.cli.settings import add_settings, settings_from
+from groundstate.eval.reground.optimize import OptimizeSettings, optimize_task, read_optimized
 from groundstate.eval.reground.settings import EvaluationData
 from groundstate.eval.reground.tasks import OFFQUERY_TASKS
 from groundstate.eval.report import METRICS, write_report
 from groundstate.eval.runner import fingerprint
+from groundstate.optimizers.targets import stage_target
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.eval.reground.optimize import OptimizeSettings
-
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case, stratified by "
                        "domain and variant")
     add_data_option(p, "an OffQuery data file")
@@ -62,8 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.offquery.loader import load_any
-    from groundstate.eval.splits import split_instances, write_splits
+    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.splits import split_instances, write_splits  # noqa: PLC0415 (--help stays light)
 
     instances = load_any(args.data)
     splits = split_instances(instances, args.train_share, args.val_share, args.test_share, seed=args.seed)
@@ -75,13 +75,10 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from groundstate.eval.reground.optimize import OptimizeSettings, optimize_task
-    from groundstate.optimizers.artifacts import save_program
+    from groundstate.optimizers.artifacts import save_program  # noqa: PLC0415 (--help stays light)
 
     settings = settings_from(OptimizeSettings, args, flags={"max_rounds": ("--bootstrap-rounds",)})
     if settings.program == "reground" and settings.stage != "all" and settings.trainable is None:
-        from groundstate.optimizers.targets import stage_target
-
         patterns, metric = stage_target(settings.stage, settings.metric)
         print(f"tuning stage '{settings.stage}' ({', '.join(patterns)}) against {metric}")
     context = context_for(args)
@@ -100,9 +97,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_comparison
-    from groundstate.eval.reground.evaluate import evaluate_saved
-    from groundstate.eval.reground.optimize import read_optimized
+    from groundstate.cli.tables import print_comparison  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.evaluate import evaluate_saved  # noqa: PLC0415 (--help stays light)
 
     saved = read_optimized(args.dir)  # a bad manifest stops here, before any LM is built
     data = settings_from(EvaluationData, args)

@@ -27,6 +27,8 @@ import argparse
 import sys
 from typing import Any
 
+import dspy
+
 from groundstate.cli.numbers import (  # noqa: F401  (bounded, share, temperature: re-exported)
     bounded,
     count,
@@ -38,6 +40,7 @@ from groundstate.cli.numbers import (  # noqa: F401  (bounded, share, temperatur
     temperature,
 )
 from groundstate.cli.settings import add_settings, settings_from
+from groundstate.eval.consilience.settings import SIM_FIELDS, AgentSettings
 from groundstate.eval.run_settings import DEFAULT_MAX_ERROR_RATE, RunSettings
 from groundstate.eval.settings import LMSettings
 from groundstate.eval.task import RunContext
@@ -183,8 +186,6 @@ def lm_config_from_args(args: argparse.Namespace):
 
 def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
     """Build the default LM, make it DSPy's default (with its adapter) and return ``(lm, lm_config)``."""
-    import dspy
-
     config = lm_config_from_args(args)
     lm = config.lm_for(None)
     dspy.configure(lm=lm, adapter=default_adapter(lm))
@@ -226,7 +227,7 @@ def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
 def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "task"):
     """The ``map_fn(fn, items)`` of the backend options (:func:`groundstate.eval.task_map.backend_map`);
     ``needs_lm=False`` (simulated agents) ships no LM specs, so Ray workers build no LM."""
-    from groundstate.eval.task_map import backend_map as make
+    from groundstate.eval.task_map import backend_map as make  # noqa: PLC0415 (--help stays light)
 
     fields = backend_settings(args)
     if not needs_lm:
@@ -248,8 +249,6 @@ def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
     commands; ``sim`` by default everywhere, so a forgotten option never starts a long LM run, and a note on stderr
     says so), from :class:`~groundstate.eval.consilience.settings.AgentSettings`. Every ``--sim-*`` parameter
     defaults to ``None``, meaning the preset's value, so an explicit one overrides the preset (:func:`sim_params`)."""
-    from groundstate.eval.consilience.settings import SIM_FIELDS, AgentSettings
-
     at_least_one = bounded(int, 1, None, "a whole number of at least 1 or 'all'")
 
     def attention(text: str) -> int | str:
@@ -269,16 +268,12 @@ def sim_params(args: argparse.Namespace):
     """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe
     (:meth:`~groundstate.eval.consilience.settings.AgentSettings.sim_params`: the preset with each given parameter
     replacing its value). Values are checked by ``SimParams`` itself (one line naming the ``--sim-`` option)."""
-    from groundstate.eval.consilience.settings import AgentSettings
-
     given = {name: getattr(args, name) for name in AgentSettings.model_fields if getattr(args, name, None) is not None}
     return AgentSettings.model_construct(**given).sim_params()
 
 
 def add_support_options(p: argparse.ArgumentParser) -> None:
     """``--support`` and ``--support-file``: where simulated agents get per-fact support for tasks without it."""
-    from groundstate.eval.consilience.settings import AgentSettings
-
     add_settings(p, AgentSettings, only=("support", "support_file"))
 
 

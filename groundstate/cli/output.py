@@ -15,7 +15,7 @@ def cell(value: Any, limit: int | None = 200) -> Any:
     """``value`` as a rich ``Text`` for a table cell or title: escaped to one safe line
     (:func:`~groundstate.errors.one_line`: no control, bidi or line-separator character) and never parsed as rich
     markup, so a name such as ``[/x]`` from a file is shown as it is instead of raising ``MarkupError``."""
-    from rich.text import Text
+    from rich.text import Text  # noqa: PLC0415 (--help stays light)
 
     return Text(one_line(value, limit))
 
@@ -26,8 +26,8 @@ def print_summary(result: Any, console: Any = None) -> None:
     A metric is shown over the records it was measured on, with the count of records it failed on beside it; a
     metric measured on none is "not measured (N failed)" (:func:`~groundstate.eval.stats.format_ci`).
     """
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # noqa: PLC0415 (--help stays light)
+    from rich.table import Table  # noqa: PLC0415 (--help stays light)
 
     console = console or Console()
     summary = result.summary if hasattr(result, "summary") else result

@@ -14,6 +14,7 @@ from groundstate.eval.reground.settings import CompareSettings
 from groundstate.eval.reground.tasks import OFFQUERY_TASKS
 from groundstate.eval.report import comparison_rows, write_report
 from groundstate.eval.runner import fingerprint
+from groundstate.eval.tasks import offquery_names
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,9 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import console as tables_console
-    from groundstate.cli.tables import print_comparison
-    from groundstate.eval.reground.compare import compare_programs
+    from groundstate.cli.tables import console as tables_console  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.tables import print_comparison  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.compare import compare_programs  # noqa: PLC0415 (--help stays light)
 
     console = tables_console()
     if not args.programs and not args.paper_tables:
@@ -59,9 +60,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"))
         print_comparison(rows, metrics, title=title, out=console)
     if args.paper_tables:
-        from groundstate.cli.tables import print_table
-        from groundstate.eval.reground.tables import TITLES, built_tables, cells, offquery_runs, write_tables
-        from groundstate.eval.tasks import offquery_names
+        from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+        from groundstate.eval.reground.tables import (  # noqa: PLC0415 (--help stays light)
+            TITLES,
+            built_tables,
+            cells,
+            offquery_runs,
+            write_tables,
+        )
 
         runs = offquery_runs(args.runs_dir, offquery_names())
         tables_dir = Path(args.report_dir or Path(args.runs_dir) / "paper-tables")

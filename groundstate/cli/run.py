@@ -10,6 +10,7 @@ from groundstate.cli.options import Parser, add_run_options, context_for, run_se
 from groundstate.cli.output import print_summary
 from groundstate.cli.settings import add_settings, settings_from
 from groundstate.eval.runner import RunAborted
+from groundstate.eval.tasks import get_task, program_tasks
 
 DATA_HELP = ("data file, or a shipped example ('example:qa', or a bare name that is not a file); OffQuery programs: "
              "a file or 'synthetic', the default")
@@ -19,8 +20,6 @@ RUN_OPTIONS = ("seed", "allow_empty")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.eval.tasks import program_tasks
-
     run = sub.add_parser("run", help="run a program over a data set, durably (resumable, shardable)")
     run_sub = run.add_subparsers(dest="program", metavar="PROGRAM", parser_class=Parser)
     run_sub.required = True
@@ -33,8 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from groundstate.eval.assemble import run_task
-    from groundstate.eval.tasks import get_task
+    from groundstate.eval.assemble import run_task  # noqa: PLC0415 (--help stays light)
 
     task = get_task(args.program)
     settings = settings_from(task.settings, args)

@@ -40,9 +40,9 @@ def check_lm(lm: Any) -> CheckReport:
     Raises:
         LMCallError: the call failed (one line: what failed, which LM, how to fix it).
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
-    from groundstate.signatures.checks import StructuredCheck
+    from groundstate.signatures.checks import StructuredCheck  # noqa: PLC0415 (heavy: dspy)
 
     model_file, load_seconds = None, None
     if isinstance(getattr(lm, "engine", None), EmbeddedEngine):

@@ -59,7 +59,7 @@ qa_score.from_outputs = True  # type: ignore[attr-defined]
 
 
 def _build(settings: QASettings):
-    from groundstate.programs.qa import QuestionAnswering
+    from groundstate.programs.qa import QuestionAnswering  # noqa: PLC0415 (heavy: dspy)
 
     return QuestionAnswering()
 

@@ -53,7 +53,7 @@ class WorkerJob:
 
 def unavailable_lm(reason: str):
     """A ``dspy.BaseLM`` that raises :class:`LMSetupError` when called and remembers that it was."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     class UnavailableLM(dspy.BaseLM):
         def __init__(self):
@@ -72,7 +72,7 @@ def unavailable_lm(reason: str):
 
 def bound_lm(lm: Any, limit: Any) -> Any:
     """``lm`` with each call between ``limit.acquire`` and ``limit.release`` (an :class:`InflightLimit` handle)."""
-    import ray
+    import ray  # noqa: PLC0415 (optional extra: ray)
 
     def bounding(forward):
         def bounded(*args, **kwargs):
@@ -108,7 +108,7 @@ class InflightLimit:
 
 def node_label() -> str:
     """``ip (node id prefix)`` of the node this code runs on."""
-    import ray
+    import ray  # noqa: PLC0415 (optional extra: ray)
 
     return f"{ray.util.get_node_ip_address()} (node {ray.get_runtime_context().get_node_id()[:12]})"
 
@@ -128,15 +128,14 @@ class RecordWorker:
         """``(job, overrides, unavailable LM or None)`` of ``job_id``; ``job`` is ``[bytes ref, limit or None]``."""
         with self.lock:
             if job_id not in self.jobs:
-                import cloudpickle
-                import ray
+                import ray  # noqa: PLC0415 (optional extra: ray)
 
                 loaded = cloudpickle.loads(ray.get(job[0]))
                 unavailable = None
                 try:
                     values = loaded.overrides()
                 except Exception as exc:  # no LM here: fine until a record calls one
-                    import dspy
+                    import dspy  # noqa: PLC0415 (heavy: dspy)
 
                     unavailable = unavailable_lm(scrub_secrets(f"{type(exc).__name__}: {exc}"))
                     values = {"lm": unavailable, "adapter": dspy.ChatAdapter()}

@@ -100,7 +100,7 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
     """The comparison chart as a matplotlib figure: the metrics with 95% intervals and, when any run used an
     LM, tokens per instance (a run served from cache is marked "cached"); "no data" when nothing was scored, and
     "not measured" on a metric that failed on every record."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
     names = [r["name"] for r in rows]
     tokens_panel = has_tokens_panel(rows)
@@ -159,10 +159,10 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
               title: str | None = None) -> bool:
     """Write a PNG of :func:`comparison_figure`; ``False`` without matplotlib."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: PLC0415 (optional extra: plot)
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
     except ImportError:
         logger.warning("matplotlib is not installed (pip install 'groundstate[plot]'); no chart written")
         return False

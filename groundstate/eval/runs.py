@@ -69,13 +69,13 @@ class Run(dict):
 
     def to_pandas(self) -> Any:
         """The flat table as a pandas ``DataFrame`` (one row per record)."""
-        import pandas
+        import pandas  # noqa: PLC0415 (heavy: pandas)
 
         return pandas.DataFrame(self.to_records(), columns=self._columns())
 
     def to_dataset(self) -> Any:
         """The flat table as a ``datasets.Dataset`` (one row per record)."""
-        import datasets
+        import datasets  # noqa: PLC0415 (heavy: datasets)
 
         records = self.to_records()
         return datasets.Dataset.from_dict({c: [r.get(c) for r in records] for c in self._columns()})
@@ -155,8 +155,6 @@ def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str
         return f"running (pid {holder})"
     summary_path, results_path = run_dir / SUMMARY, run_dir / RESULTS
     if summary is None and summary_path.is_file():
-        from groundstate.files import read_json
-
         summary = read_json(summary_path)
     if not summary_path.is_file() or not isinstance(summary, dict) or summary.get("finished") is False:
         return "killed"

@@ -238,7 +238,7 @@ def resolve_data(value: str) -> str:
     Raises:
         ConfigError: ``example:NAME`` with no such example.
     """
-    from groundstate.examples import resolve
+    from groundstate.examples import resolve  # noqa: PLC0415 (--help stays light)
 
     try:
         return resolve(value)
@@ -309,8 +309,8 @@ def read_parquet(path: Path) -> Records:
             before pyarrow opens it: a FIFO, a device or an oversized file is one line, never a hang).
     """
     check_regular(path)
-    import datasets
-    import pyarrow.parquet as pq
+    import datasets  # noqa: PLC0415 (heavy: datasets)
+    import pyarrow.parquet as pq  # noqa: PLC0415 (heavy: pyarrow)
 
     bars = not datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
@@ -387,8 +387,8 @@ def write_records(path: str | Path, rows: Sequence[Any]) -> None:
     if path.suffix.lower() not in PARQUET_SUFFIXES:
         write_jsonl(path, list(rows))
         return
-    import datasets
-    import pyarrow.parquet as pq
+    import datasets  # noqa: PLC0415 (heavy: datasets)
+    import pyarrow.parquet as pq  # noqa: PLC0415 (heavy: pyarrow)
 
     data = [row.model_dump(mode="json") if hasattr(row, "model_dump") else dict(row) for row in rows]
     columns = list(dict.fromkeys(k for row in data for k in row))

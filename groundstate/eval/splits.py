@@ -101,7 +101,7 @@ def split_instances(instances: Sequence[Any], train: float = 0.6, val: float = 0
         strata, largest_stratum = ["-"] * len(instances), len(instances)
     k, counts = fold_plan(fractions, min(len(set(groups)), largest_stratum, MAX_FOLDS))
     owner = [name for name in SPLITS for _ in range(counts[name])]
-    from sklearn.model_selection import StratifiedGroupKFold  # heavy: imported when a split is made
+    from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415 (heavy: scikit-learn)
 
     splitter = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
     fold_of = [0] * len(instances)

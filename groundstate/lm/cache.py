@@ -57,7 +57,7 @@ def identity_hash(lm) -> str:
 @functools.lru_cache(maxsize=1)
 def keyed_lm_class() -> type:
     """The :class:`KeyedLM` class (built on first use, so importing this module does not import DSPy)."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     class KeyedLM(dspy.LM):
         """A ``dspy.LM`` whose response-cache entries are keyed by the LM's identity as well as the request.

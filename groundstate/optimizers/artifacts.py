@@ -60,7 +60,7 @@ PARAMS = "params.json"
 def versions() -> dict[str, str]:
     out = {"groundstate": groundstate.__version__, "dspy": dspy.__version__, "python": platform.python_version()}
     try:
-        import sklearn
+        import sklearn  # noqa: PLC0415 (heavy: scikit-learn)
 
         out["scikit-learn"] = sklearn.__version__
     except ImportError:  # pragma: no cover - scikit-learn is a core dependency
@@ -286,7 +286,7 @@ def _no_custom(allow_custom: bool) -> None:
 
 def save_sklearn(estimator: Any, directory: str | Path, **manifest: Any) -> Path:
     """Save a scikit-learn estimator with ``skops.io`` plus a manifest."""
-    import skops.io as sio
+    import skops.io as sio  # noqa: PLC0415 (heavy: skops)
 
     directory = Path(directory)
     _prepare(directory, SKLEARN_MODEL)
@@ -330,7 +330,7 @@ def _check_skops_archive(path: Path) -> None:
 def load_sklearn(directory: str | Path) -> Any:
     """Load an estimator saved by :func:`save_sklearn`, trusting only scikit-learn's and NumPy's types, plain
     containers, and groundstate's registered estimators (any other type in the file is refused)."""
-    import skops.io as sio
+    import skops.io as sio  # noqa: PLC0415 (heavy: skops)
 
     directory = Path(directory)
     manifest = _manifest_of(directory, "sklearn", "a scikit-learn model")

@@ -120,7 +120,7 @@ def annotate_tasks(tasks: Sequence[HiddenProfileTask], tasks_file: str | Path, a
     Raises:
         ConfigError: the existing file was made by another annotator and ``replace`` is false.
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     path = Path(out) if out is not None else support_path(tasks_file)
     described = annotator_description(annotator, lm)
@@ -164,7 +164,7 @@ def annotate_tasks(tasks: Sequence[HiddenProfileTask], tasks_file: str | Path, a
 
 
 def _design(task: HiddenProfileTask) -> HiddenProfileTask:
-    from groundstate.programs.consilience.annotate import design_support
+    from groundstate.programs.consilience.annotate import design_support  # noqa: PLC0415 (heavy: dspy)
 
     return task.model_copy(update={"support": design_support(task)})
 

@@ -118,10 +118,10 @@ def write_table(rows: Sequence[dict[str, Any]], directory: str | Path, title: st
 
 
 def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> str:
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 (optional extra: plot)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
     names = [r["method"] for r in rows]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows)), 3.6))

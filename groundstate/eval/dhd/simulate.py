@@ -183,7 +183,7 @@ class Simulation:
 
     def block(self, p: int, b: int) -> dict[str, Any]:
         """The replay block output of problem ``p``, block ``b`` (the runner's ``outputs`` of ``dhd replay``)."""
-        from groundstate.eval.dhd.replay import replay_arms
+        from groundstate.eval.dhd.replay import replay_arms  # noqa: PLC0415 (heavy: dspy)
 
         pid, k = self.problem_ids[p], self.spec.k
         arms = []
@@ -204,7 +204,7 @@ class Simulation:
 
     def pair_rows(self) -> list[dict[str, Any]]:
         """Pair rows as :func:`~groundstate.eval.dhd.run.collect_pairs` returns them for the written cache."""
-        from groundstate.eval.dhd.replay import pair_rows
+        from groundstate.eval.dhd.replay import pair_rows  # noqa: PLC0415 (heavy: dspy)
 
         entries = {e.problem_id: e for e in self.entries()}
         strata = dict(zip(self.problem_ids, self.strata(), strict=True))
@@ -263,7 +263,7 @@ class _SimulatedReplay:
         self.index = {pid: p for p, pid in enumerate(simulation.problem_ids)}
 
     def __call__(self, work: dict[str, Any]) -> Any:
-        import dspy
+        import dspy  # noqa: PLC0415 (heavy: dspy)
 
         return dspy.Prediction(**self.simulation.block(self.index[work["problem_id"]], int(work["block"])))
 
@@ -274,7 +274,7 @@ def write_cache(simulation: Simulation, out: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: ``out`` exists and is not empty.
     """
-    from groundstate.eval.dhd.replay import replay_records
+    from groundstate.eval.dhd.replay import replay_records  # noqa: PLC0415 (heavy: dspy)
 
     out = Path(out)
     if out.exists() and any(out.iterdir()):

@@ -89,7 +89,7 @@ def aggregate_spearman(a_by_setting: Mapping[str, float], b_by_setting: Mapping[
     Raises:
         ValueError: fewer than two settings in common.
     """
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     common = sorted(set(a_by_setting) & set(b_by_setting))
     if len(common) < 2:
@@ -110,7 +110,7 @@ def cohens_kappa(a_labels: Sequence[Any], b_labels: Sequence[Any]) -> float:
     Raises:
         ValueError: the sequences differ in length or are empty.
     """
-    from sklearn.metrics import cohen_kappa_score
+    from sklearn.metrics import cohen_kappa_score  # noqa: PLC0415 (heavy: scikit-learn)
 
     a, b = list(a_labels), list(b_labels)
     if len(a) != len(b):

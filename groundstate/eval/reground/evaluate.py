@@ -81,8 +81,8 @@ def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunS
         ConfigError: the directory is not a program saved by ``groundstate optimize``, or the data overlaps the
             data it was optimized on (without ``allow_overlap``).
     """
-    from groundstate.eval.reground.optimize import check_no_overlap, read_optimized
-    from groundstate.optimizers.artifacts import MANIFEST, build_saved, load_program
+    from groundstate.eval.reground.optimize import check_no_overlap, read_optimized  # noqa: PLC0415 (heavy: dspy)
+    from groundstate.optimizers.artifacts import MANIFEST, build_saved, load_program  # noqa: PLC0415 (heavy: dspy)
 
     manifest, checked = saved if saved is not None else read_optimized(directory)
     context = context or RunContext()

@@ -92,9 +92,9 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
         ConfigError: an unknown program, a bad budget, metric or stage, or train and val that share instances.
         OptimizationFailed: every LM call failed (nothing should be saved).
     """
-    from groundstate.eval.benchmarks.offquery.loader import load_any
-    from groundstate.eval.reground.metrics import offquery_metric, parse_metric
-    from groundstate.eval.splits import content_hash, group_key
+    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.metrics import offquery_metric, parse_metric  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.splits import content_hash, group_key  # noqa: PLC0415 (--help stays light)
 
     if settings.program not in OFFQUERY_TASKS:
         raise ConfigError(f"unknown program '{settings.program}'; available: {', '.join(sorted(OFFQUERY_TASKS))}")
@@ -157,8 +157,12 @@ def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:
         InputError: an unreadable manifest, or a field of the wrong type or missing (one line naming the field).
         ConfigError: not a program saved by ``optimize``, or one saved by an incompatible version.
     """
-    from groundstate.optimizers.artifacts import MANIFEST, check_compatible, read_manifest
-    from groundstate.optimizers.manifests import ProgramManifest
+    from groundstate.optimizers.artifacts import (  # noqa: PLC0415 (--help stays light)
+        MANIFEST,
+        check_compatible,
+        read_manifest,
+    )
+    from groundstate.optimizers.manifests import ProgramManifest  # noqa: PLC0415 (--help stays light)
 
     manifest = read_manifest(directory)
     if manifest.get("kind") != "dspy-program" or "task" not in manifest:
@@ -178,7 +182,7 @@ def check_no_overlap(records: list[Any], manifest: Any) -> None:
     """Raise :class:`ConfigError` when ``records`` share instance ids or source cases with the manifest's
     train/val data (manifests from before source cases were recorded are checked by id only). ``manifest`` is
     the manifest's dict or its :class:`~groundstate.eval.reground.saved.OptimizedManifest`."""
-    from groundstate.eval.splits import group_key
+    from groundstate.eval.splits import group_key  # noqa: PLC0415 (--help stays light)
 
     for split in ("train", "val"):
         if isinstance(manifest, OptimizedManifest):

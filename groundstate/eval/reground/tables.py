@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from groundstate.eval.report import pipe_lines
+from groundstate.eval.report import bar_chart, pipe_lines
 from groundstate.eval.runs import list_runs
 from groundstate.eval.stats import format_ci
 
@@ -183,8 +183,6 @@ def write_tables(runs: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict
                                                    encoding="utf-8")
         paths[f"table{name}"] = str(out_dir / f"table{name}.md")
     if built["1"]:
-        from groundstate.eval.report import bar_chart
-
         tokens = {t["run_id"]: t for t in built["11"]}
         chart_rows = [{"name": f"{r['program']} ({r['setting']})", **{m: r[m] for m in METRICS},
                        "tokens_per_instance": tokens.get(r["run_id"], {}).get("total", 0),

@@ -30,7 +30,7 @@ def load_offquery_data(settings: OffQueryData, source: Any = None) -> tuple[list
     description of them for the run fingerprint: the file's name and hash (and the T2 truth file's hash), the
     generator's settings for ``synthetic``, or the records' content hash for records in memory
     (:func:`~groundstate.eval.sources.describe`). The source is normalised once, here, and passed down."""
-    from groundstate.eval.benchmarks.offquery.loader import load_any
+    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
 
     if source is None and settings.data == "synthetic":
         domains = ("healthcare", "disaster") if settings.domain == "both" else (settings.domain,)
@@ -60,15 +60,15 @@ def offquery_outputs(prediction: Any) -> dict[str, Any]:
 def offquery_judge(settings: OffQueryData, lms: LMSettings):
     """The T2 judge of ``settings.judge_lm`` (:func:`~groundstate.eval.reground.judges.judge_for`): ``auto`` is the
     LM judge on ``lms.lm`` when that names a real model, else the lexical judge."""
-    from groundstate.eval.reground.judges import judge_for
+    from groundstate.eval.reground.judges import judge_for  # noqa: PLC0415 (--help stays light)
 
     return judge_for(settings.judge_lm, lms.lm, api_base=lms.api_base, timeout=lms.lm_timeout)
 
 
 def offquery_scorer(settings: OffQueryData, judge: Any):
     """T1/T2/T3 with ``judge`` scoring T2 (statement precision/recall too in ReGround's statement mode)."""
-    from groundstate.eval.reground.scores import make_scorer
-    from groundstate.eval.reground.statements import statement_scorer
+    from groundstate.eval.reground.scores import make_scorer  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.statements import statement_scorer  # noqa: PLC0415 (--help stays light)
 
     scorer = make_scorer(judge, halves=True)
     return statement_scorer(scorer, judge) if getattr(settings, "mode", "agent") == "statement" else scorer
@@ -108,7 +108,7 @@ REGROUND = offquery_task(
 
 def _baseline_builder(name: str):
     def build(settings: BaselineSettings):
-        from groundstate.programs.reground.baselines import BASELINES
+        from groundstate.programs.reground.baselines import BASELINES  # noqa: PLC0415 (heavy: dspy)
 
         return BASELINES[name](**settings.baseline_arguments(name, settings.seed))
 

@@ -30,6 +30,7 @@ import copy
 import functools
 import logging
 import math
+import random
 import re
 import string
 import threading
@@ -374,8 +375,6 @@ class LMAgent(dspy.Module):
         inputs = {"agent": f"Agent {self.index}", "task": as_data(task.description),
                   "options": options_block(task.options), "discussion": discussion}
         if self.presentation == "shuffled":
-            import random
-
             facts = task.facts_of(self.index)
             random.Random(f"facts:{self.presentation_seed}:{task.id}:{self.index}").shuffle(facts)
             inputs["facts"] = "\n".join(f"Fact {k}: {as_data(f)}" for k, f in enumerate(facts, start=1)) or "(none)"

@@ -47,7 +47,7 @@ def test_compare_paper_tables_from_stored_runs(tmp_path, monkeypatch, capsys):
     lm = scripted_lm()
     monkeypatch.setattr(LMConfig, "lm_for", lambda self, role=None: lm)
     out = tmp_path / "runs"
-    common = ["--n", "1", "--out", str(out), "--no-progress"]
+    common = ["--n", "1", "--runs-dir", str(out), "--no-progress"]
     assert main(["compare", "standard", "reground", *common]) == 0
     assert main(["run", "reground", "--max-candidates", "1", *common]) == 0
     assert main(["run", "reground", "--oracle-t1", *common]) == 0

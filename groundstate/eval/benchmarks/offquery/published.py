@@ -466,7 +466,7 @@ def _read_official(path: Source, use_datasets: bool | None) -> list[Any]:
 
 def _read_with_datasets(path: Path) -> list[dict]:
     """Read a JSON list / JSON Lines file through ``datasets`` (Arrow), into a temporary cache."""
-    import datasets
+    import datasets  # noqa: PLC0415 (heavy: datasets)
 
     bars = not datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
