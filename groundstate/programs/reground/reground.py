@@ -28,8 +28,12 @@ Where both sources are silent we chose: an invalid pair from an unconstrained LM
 source, or the same id twice) ends the search and is recorded in the trace; a detector answer outside the
 candidate pool falls back to the candidate with the lowest consistency score.
 
-The three stages and ReGround stay in one file, over 400 lines, because they share the source-block and
-statement helpers and each stage has both a ``forward`` and the ``aforward`` of ``await program.acall(...)``.
+Why one file (over 400 lines): every stage is a program of its own that Python users compose and save
+(``save_program(Verify())``), and a saved program names its class by import path in its manifest
+(:data:`groundstate.registry.BUILTIN`), e.g. ``groundstate.programs.reground.reground:Verify``; moving a stage to
+a module of its own would change what every later save writes (the old path would load only through an alias).
+The stages also share the source-block and statement helpers, and each has both a ``forward`` and the
+``aforward`` of ``await program.acall(...)``.
 """
 
 from __future__ import annotations
