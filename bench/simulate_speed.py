@@ -39,7 +39,12 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from groundstate.programs.consilience import simulated, simulated_group  # noqa: E402
+from groundstate.programs.consilience import (  # noqa: E402
+    simulated,
+    simulated_belief,
+    simulated_group,
+    simulated_speech,
+)
 from groundstate.programs.consilience.consilience import Consilience  # noqa: E402
 from groundstate.programs.consilience.control import RuleController  # noqa: E402
 from groundstate.programs.consilience.protocols import run_discussion  # noqa: E402
@@ -131,9 +136,9 @@ def measure(params: SimParams, tasks: list[HiddenProfileTask], seconds: float) -
 def _cold() -> None:
     """Empty the simulated agents' caches, so that a pass does not reuse draws from an earlier pass over the
     same tasks (within an episode they are reused, as in any run)."""
-    for name in ("_NOISE", "_GROUPS", "_LEADERS"):
-        getattr(simulated, name, {}).clear()
-    getattr(simulated_group, "_PLANS", {}).clear()
+    for module, name in ((simulated_belief, "_NOISE"), (simulated, "_GROUPS"), (simulated_speech, "_LEADERS"),
+                         (simulated_group, "_PLANS")):
+        getattr(module, name).clear()
 
 
 def _timed(fn: Callable[[HiddenProfileTask], object], task: HiddenProfileTask) -> tuple[float, object]:

@@ -117,7 +117,7 @@ def lm_call_patch(wrap_call: Callable[[Callable], Callable], wrap_acall: Callabl
     DSPy's usage tracker does not see (it hears only calls that reached the model); DSPy's callbacks see them
     but cost 1.06 ms per call (issue 18).
     """
-    from dspy.clients.base_lm import BaseLM
+    from dspy.clients.base_lm import BaseLM  # noqa: PLC0415 (heavy: dspy)
 
     return ScopedPatch(BaseLM, {"__call__": wrap_call, "acall": wrap_acall})
 
@@ -135,8 +135,8 @@ def predictor_cache_patch(wrap_forward: Callable[[Callable], Callable], wrap_afo
     reply would be replayed to every retry (:mod:`groundstate.lm.failed_calls`); DSPy has no hook that tells
     which cache entries one predictor call touched.
     """
-    import dspy
-    from dspy.clients.cache import Cache
+    import dspy  # noqa: PLC0415 (heavy: dspy)
+    from dspy.clients.cache import Cache  # noqa: PLC0415 (heavy: dspy)
 
     return (ScopedPatch(dspy.Predict, {"forward": wrap_forward, "aforward": wrap_aforward}),
             ScopedPatch(Cache, {"get": wrap_get, "put": wrap_put}))
@@ -202,7 +202,7 @@ def memoized_json_adapter_class(formats: Any, freeze: Callable[[Any], Any]) -> t
         formats: ``get(key, build)``, e.g. :class:`groundstate.lm.adapters.BoundedCache` (``key=None``: build).
         freeze: applied once to each format DSPy builds before it is shared between calls.
     """
-    from dspy.adapters.json_adapter import JSONAdapter
+    from dspy.adapters.json_adapter import JSONAdapter  # noqa: PLC0415 (heavy: dspy)
 
     class MemoizedFormatJSONAdapter(JSONAdapter):
         def _prepare_response_format(self, lm, lm_kwargs, signature):
@@ -225,7 +225,7 @@ def warn_zero_temperature_rollout(lm: Any, temperature: Any, rollout_id: Any) ->
 
     Relies on (dspy 3.4.1): ``dspy.LM._warn_zero_temp_rollout(temperature, rollout_id)``.
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     dspy.LM._warn_zero_temp_rollout(lm, temperature, rollout_id)
 
@@ -238,7 +238,7 @@ def quiet_rollout_warning(cls: type, is_own: Callable[[Any], bool]) -> type:
     key through ``rollout_id`` (DSPy's documented way to tell identical requests apart), which is not a request
     for distinct samples; the warning is kept for a rollout id the caller set (the LM warns about it itself).
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     def _warn_zero_temp_rollout(self, temperature, rollout_id):
         if not is_own(rollout_id):
@@ -261,7 +261,6 @@ def retries_property(effective: Callable[[int], int]) -> property:
     (:mod:`groundstate.lm.budget`); DSPy has no per-call retry setting, so inside an attempt the property reads 0.
     The configured value is :func:`configured_retries`.
     """
-
     def get(self) -> int:
         return effective(configured_retries(self))
 
@@ -315,7 +314,7 @@ def quiet_litellm() -> Any:
     the same switch the first time it uses LiteLLM (``dspy.clients._litellm``), so a DSPy program already runs with
     it; this is the only process-wide setting groundstate changes.
     """
-    import litellm
+    import litellm  # noqa: PLC0415 (heavy: litellm)
 
     litellm.suppress_debug_info = True
     return litellm

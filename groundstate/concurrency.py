@@ -31,7 +31,7 @@ DEFAULT_MAX_WORKERS = 8
 
 def current_overrides() -> dict[str, Any]:
     """The DSPy settings in force on this thread (``dspy.settings.config``), to hand to worker threads."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     return dict(dspy.settings.config)
 
@@ -40,7 +40,7 @@ def current_overrides() -> dict[str, Any]:
 def overrides(values: dict[str, Any]) -> Iterator[None]:
     """Apply DSPy settings on this thread for the block (``dspy.context(**values)``), on any thread, including
     workers that did not inherit the caller's context."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     with dspy.context(**values):
         yield

@@ -12,11 +12,14 @@ the user reads, nor write to the user's terminal.
 
 from __future__ import annotations
 
+import base64
 import functools
+import logging
 import os
 import re
 import unicodedata
 from typing import Any
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 #: Unicode categories a terminal can use to hide, reorder or break text: controls (Cc: newlines, ANSI escapes,
 #: C1), format characters (Cf: the bidi overrides and isolates U+202A-U+202E and U+2066-U+2069, the marks U+200E,
@@ -135,8 +138,6 @@ def register_secret(value: str) -> None:
 def register_url_secrets(url: Any) -> None:
     """Register the password of ``url``'s userinfo, and ``user:password`` (what HTTP Basic auth encodes), as
     secrets (:func:`register_secret`), both as written and percent-decoded."""
-    from urllib.parse import unquote, urlsplit
-
     if not isinstance(url, str) or "@" not in url:
         return
     try:
@@ -172,9 +173,6 @@ def secret_forms(value: str) -> tuple[str, ...]:
     own base64 are included too: a server that echoes ``Authorization: Basic <base64 of user:key>`` base64-encoded
     encodes the key twice.
     """
-    import base64
-    from urllib.parse import quote, quote_plus
-
     def cores(raw: bytes) -> set[str]:
         found = set()
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
@@ -257,8 +255,6 @@ def install_log_scrubbing() -> None:
     error text a server sent back), so the command line installs this once, before any command runs. It wraps
     the log record factory, which every logger and handler goes through; calling it again does nothing.
     """
-    import logging
-
     previous = logging.getLogRecordFactory()
     if getattr(previous, "scrubs_secrets", False):
         return

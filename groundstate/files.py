@@ -18,6 +18,7 @@ The limits can be raised with the environment variables ``GROUNDSTATE_MAX_FILE_B
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -208,8 +209,6 @@ def iter_chunks(path: str | os.PathLike, max_bytes: int | None = None, chunk: in
 
 def sha256(path: str | os.PathLike, max_bytes: int | None = None) -> str:
     """The sha256 of a regular file's bytes (hex), read in chunks (see :func:`iter_chunks`)."""
-    import hashlib
-
     digest = hashlib.sha256()
     for data in iter_chunks(path, max_bytes):
         digest.update(data)

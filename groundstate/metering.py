@@ -50,7 +50,7 @@ METER_KEY = "groundstate_meters"
 
 @lru_cache(maxsize=1)
 def meter_class() -> type:
-    from dspy.utils.usage_tracker import UsageTracker
+    from dspy.utils.usage_tracker import UsageTracker  # noqa: PLC0415 (heavy: dspy)
 
     class Meter(UsageTracker):
         """LM calls, failed calls (the LM hook) and billed tokens (usage tracker) of one piece of work."""
@@ -137,7 +137,7 @@ def metered(call: Callable) -> Callable:
     attempt of :class:`~groundstate.lm.cache.KeyedLM`, which retries within one call's budget, or an LM that
     delegates to another) and is not counted again. With no meter in force, ``call`` runs as it is.
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     @wraps(call)
     def metered_call(self, *args, **kwargs):
@@ -161,7 +161,7 @@ def metered(call: Callable) -> Callable:
 
 def ametered(acall: Callable) -> Callable:
     """:func:`metered` for an LM class's ``async acall``."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     @wraps(acall)
     async def metered_acall(self, *args, **kwargs):
@@ -222,7 +222,7 @@ def model_price(model: str) -> tuple[float, float] | None:
 
 def call_cost(model: str, input_tokens: int, output_tokens: int) -> float:
     """One priced call's dollars (LiteLLM's ``cost_per_token``, which handles tiered prices)."""
-    import litellm
+    import litellm  # noqa: PLC0415 (heavy: litellm)
 
     prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=input_tokens,
                                                 completion_tokens=output_tokens)
@@ -236,7 +236,7 @@ def new_meter():
 
 def meter_overrides(meter, base: dict | None = None) -> dict:
     """DSPy setting overrides that route calls and usage into ``meter`` (on top of ``base``; no callback)."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     base = dict(base or {})
     meters = tuple(base.get(METER_KEY, dspy.settings.get(METER_KEY)) or ())
@@ -246,7 +246,7 @@ def meter_overrides(meter, base: dict | None = None) -> dict:
 @contextmanager
 def meter_context() -> Iterator:
     """``with meter_context() as meter:`` counts every LM call made inside the block (on any thread it starts)."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     meter = new_meter()
     with metered_lm_calls(), dspy.context(**meter_overrides(meter)):

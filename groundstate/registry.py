@@ -4,8 +4,8 @@ A saved program, controller or calibrator names its class in ``manifest.json``, 
 with the manifest's keyword arguments. Saved artifacts are shared between people, so the name in a manifest
 is untrusted input: :func:`resolve` accepts only
 
-- groundstate's own classes, listed here by their import path (:data:`BUILTIN`, with the paths earlier
-  versions wrote in :data:`ALIASES`), imported only after the name is found in the list; and
+- groundstate's own classes, listed here by their import path (:data:`BUILTIN`, with the paths earlier commits
+  wrote in :data:`ALIASES`), imported only after the name is found in the list; and
 - classes a user registered in this process with :func:`register` (or the ``@groundstate.saveable``
   decorator, which registers the class it decorates), looked up by their path, never imported.
 
@@ -22,6 +22,8 @@ import threading
 import typing
 from collections.abc import Mapping
 from typing import Any
+
+from pydantic import ConfigDict, ValidationError, create_model
 
 from groundstate.errors import ConfigError, one_line
 
@@ -57,7 +59,12 @@ BUILTIN: dict[str, str] = {
     "groundstate.optimizers.conformal:RoundwiseConformal": "params",
 }
 
-#: Paths written by earlier versions -> today's path (old saved artifacts keep loading).
+#: Paths that earlier commits of main wrote into saved programs (before classes moved) -> today's path, so those
+#: artifacts keep loading. Only paths whose artifacts still fit today's class are kept: checked by saving each
+#: class with every commit of main that had it at the old path and loading the result with today's code. Programs
+#: whose predictors or arguments changed since (the standard and confidence collaborations, the oracle, the LLM
+#: controller's ``transcript_messages``, the DHD evaluator's ``use_judge``) cannot load from those artifacts
+#: whatever their path says, so their old paths are not listed.
 ALIASES: dict[str, str] = {
     **{f"groundstate.programs.reground:{name}": f"groundstate.programs.reground.reground:{name}"
        for name in ("ReGround", "Verify", "Reconstruct", "Resolve")},
@@ -65,14 +72,8 @@ ALIASES: dict[str, str] = {
        for name in ("Voting", "Robin", "SelfReflect")},
     **{f"groundstate.programs.{old}:{name}": f"groundstate.programs.reground.centralized:{name}"
        for old in ("collaboration", "reground.baselines") for name in ("Manager", "Instructor")},
-    "groundstate.programs.collaboration:Oracle": "groundstate.programs.reground.oracle:Oracle",
-    "groundstate.programs.reground.baselines:Oracle": "groundstate.programs.reground.oracle:Oracle",
-    **{f"groundstate.programs.collaboration:{name}": f"groundstate.programs.reground.standard:{name}"
-       for name in ("StandardCollaboration", "Confidence")},
     **{f"groundstate.programs.deliberation:{name}": f"groundstate.programs.dhd.deliberation:{name}"
        for name in ("Recruiter", "Hypothesizer", "Integrator", "IndependentSolver", "DiverseHypothesisDeliberation")},
-    "groundstate.programs.deliberation_evaluator:AnswerEvaluator": "groundstate.programs.dhd.evaluator:AnswerEvaluator",
-    "groundstate.programs.consilience_control:LLMController": "groundstate.programs.consilience.control:LLMController",
 }
 
 _USER: dict[str, tuple[type, str]] = {}
@@ -182,8 +183,6 @@ def validate_kwargs(cls: type, kwargs: Any, source: str = "the artifact") -> dic
     Raises:
         ConfigError: not an object, an undeclared or missing argument, or a value of the wrong type.
     """
-    from pydantic import ConfigDict, ValidationError, create_model
-
     if kwargs is None:
         kwargs = {}
     if not isinstance(kwargs, Mapping):

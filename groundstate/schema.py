@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from groundstate.errors import InputError
+from groundstate.files import read_json
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -133,6 +134,4 @@ def read_model(path: str | os.PathLike, model: type[M], max_bytes: int | None = 
     Raises:
         InputError: an unreadable or malformed file, or one that does not fit ``model`` (one line).
     """
-    from groundstate.files import read_json
-
     return validate(model, read_json(path, max_bytes), file=path)

@@ -13,12 +13,16 @@ program runs end to end with no real model.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from groundstate.lm.embedded import EmbeddedEngine
 
 SCRIPTED_MODEL_NAME = "scripted/engine"
 
@@ -54,8 +58,6 @@ class ScriptedRequest:
 
     def field(self, name: str) -> str | None:
         """The value of input field ``name`` in the last user message (``None`` if absent)."""
-        import re
-
         end = r"(?=\n\n\[\[ ## |\n\nRespond with |\Z)"
         match = re.search(r"\[\[ ## " + re.escape(name) + r" ## \]\]\n(.*?)" + end, self.user, re.S)
         return match.group(1).strip() if match else None
@@ -130,9 +132,7 @@ class ScriptedEngine:
         return len(self.requests)
 
     def complete(self, request):
-        from dspy.lm15 import Message, Response, Usage
-
-        from groundstate.lm.embedded import EmbeddedEngine
+        from dspy.lm15 import Message, Response, Usage  # noqa: PLC0415 (heavy: dspy)
 
         messages = EmbeddedEngine._messages(request)
         fmt = request.config.response_format or {}
@@ -164,7 +164,7 @@ class ScriptedEngine:
                         usage=Usage(input_tokens=inp, output_tokens=out))
 
     def stream(self, request):
-        from dspy.lm15 import response_to_events
+        from dspy.lm15 import response_to_events  # noqa: PLC0415 (heavy: dspy)
 
         return response_to_events(self.complete(request))
 
@@ -180,8 +180,6 @@ class AsyncScriptedEngine:
         self.engine = engine
 
     async def complete(self, request):
-        import asyncio
-
         if self.engine.sleep:
             await asyncio.sleep(0)  # let other coroutines start before this call's (thread-free) sleep
         return self.engine.complete(request)
@@ -208,7 +206,7 @@ def scripted_lm(responder: Responder | None = None, *, sleep: float = 0.0, cache
     :class:`AsyncScriptedEngine` over it serves ``acall``. ``model`` is the LM's model name (a priced LiteLLM
     name such as ``openai/gpt-4o-mini`` lets tests check cost accounting; the default has no price).
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     engine = ScriptedEngine(responder, sleep=sleep, **kwargs)
     return dspy.LM(model, engine=engine, async_engine=AsyncScriptedEngine(engine), cache=cache, temperature=0.0,

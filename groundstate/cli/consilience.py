@@ -40,25 +40,34 @@ from groundstate.cli.consilience_setup import (
 )
 from groundstate.cli.consilience_studies import cmd_ablate, cmd_coverage, cmd_generalize, cmd_routing
 from groundstate.cli.numbers import count, level, positive_int, seed
+from groundstate.cli.options import (
+    add_agent_options,
+    add_backend_options,
+    add_data_option,
+    add_lm_options,
+    add_report_dir,
+    add_run_options,
+    add_shares,
+    add_support_options,
+    agent_settings,
+    context_for,
+    run_settings,
+)
+from groundstate.cli.output import report_failed_runs
+from groundstate.cli.settings import add_settings
+from groundstate.errors import ConfigError
+from groundstate.eval.consilience.settings import ConfigurationSettings, EvaluationSettings
+from groundstate.eval.io import write_jsonl
+from groundstate.eval.report import comparison_rows, write_report
+from groundstate.eval.runner import file_hash, fingerprint
+from groundstate.eval.stats import format_ci
+from groundstate.programs.consilience.control import CONTROLLERS
+from groundstate.programs.consilience.state import FEATURE_GROUPS, FEATURE_SETS
 
 ABLATIONS = ("actions", "features", "sampling")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import (
-        add_agent_options,
-        add_backend_options,
-        add_data_option,
-        add_report_dir,
-        add_run_options,
-        add_shares,
-        add_support_options,
-    )
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.consilience.settings import ConfigurationSettings, EvaluationSettings
-    from groundstate.programs.consilience.control import CONTROLLERS
-    from groundstate.programs.consilience.state import FEATURE_GROUPS, FEATURE_SETS
-
     group = sub.add_parser("consilience", help="Consilience: controlled hidden-profile discussions with conformal "
                                               "acceptance (explore, train, calibrate, evaluate, tables)")
     cmds = group.add_subparsers(dest="consilience_command", metavar="COMMAND", parser_class=type(group))
@@ -77,13 +86,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--json-out", default=None, metavar="FILE", help="also write the result as JSON")
 
     p = cmds.add_parser("split", help="task-level train / calibration / test splits")
-    add_data_option(p, "hidden-profile tasks (JSONL or HiddenBench JSON)", positional=True)
+    add_data_option(p, "hidden-profile tasks (JSONL or HiddenBench JSON)")
     add_shares(p, {"train": 0.4, "calibration": 0.3, "test": 0.3}, what="tasks")
     p.add_argument("--seed", type=seed, default=0, help="seed of the shuffle (default 0)")
     p.set_defaults(func=cmd_split)
 
     p = cmds.add_parser("explore", help="exhaustive action outcomes on training tasks (MLP training data)")
-    add_data_option(p, "training tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
+    add_data_option(p, "training tasks (JSONL or HiddenBench JSON)")
     p.add_argument("--out", required=True, help="JSONL of state features and per-action rewards")
     p.add_argument("--policy", choices=("random", "best"), default="random", help="how trajectories move on")
     p.add_argument("--seed", type=seed, default=0, help="seed of the episodes and the random policy (default 0)")
@@ -108,7 +117,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_train)
 
     p = cmds.add_parser("calibrate", help="round-wise conformal thresholds for one configuration")
-    add_data_option(p, "calibration tasks (separate from training and test tasks)", old=("--tasks",))
+    add_data_option(p, "calibration tasks (separate from training and test tasks)")
     p.add_argument("--alpha", type=level, default=0.1,
                    help="miscoverage level: the accepted action is in the set with probability 1 - alpha "
                         "(default 0.1)")
@@ -120,7 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_calibrate)
 
     def evaluation_options(p: argparse.ArgumentParser, baselines: bool = True) -> None:
-        add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
+        add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)")
         add_settings(p, EvaluationSettings, only=("controllers", "mlp", "calibrator"),
                      overrides={"controllers": {"nargs": "*"}, "calibrator": {"nargs": "*"}})
         if baselines:
@@ -151,7 +160,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_table)
 
     p = cmds.add_parser("coverage", help="held-out coverage of a calibrator per round, under both policies")
-    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)")
     p.add_argument("--calibrator", required=True, metavar="DIR", help="a calibrator written by `consilience calibrate`")
     p.add_argument("--policy", choices=("both", "calibrated", "deployed"), default="both",
                    help="calibrated: every proposal executed (the calibrated policy); deployed: accept or replace")
@@ -165,7 +174,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_coverage)
 
     p = cmds.add_parser("routing", help="speaker-routing counterfactuals (Table 8): every speaker, same state/action")
-    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--tasks",))
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)")
     p.add_argument("--calibrator", default=None, metavar="DIR", help="run the controller with conformal acceptance")
     p.add_argument("--seed", type=seed, default=0, help="seed of the episodes (default 0)")
     json_out(p)
@@ -176,8 +185,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = cmds.add_parser("ablate", help="the paper's ablations with a calibrator per configuration (Tables 6, 7, 9)")
     p.add_argument("kind", choices=ABLATIONS, help="actions: leave one action out (Table 7); features: MLP feature "
                    "sets (Table 6); sampling: sample from the conformal set every round (Table 9)")
-    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)", old=("--test",))
-    add_data_option(p, "calibration tasks", old=("--calibration",), flag="--calibration-data")
+    add_data_option(p, "held-out tasks (JSONL or HiddenBench JSON)")
+    add_data_option(p, "calibration tasks", flag="--calibration-data")
     p.add_argument("--controllers", nargs="*", default=["rules"], choices=CONTROLLERS,
                    help="the controllers to ablate (default rules)")
     p.add_argument("--mlp", default=None, metavar="DIR", help="the MLP controller (actions, sampling)")
@@ -192,7 +201,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ablate)
 
     p = cmds.add_parser("generalize", help="unseen-task generalisation of the MLP (§5.4): train on small subsets")
-    add_data_option(p, "hidden-profile tasks to split (JSONL or HiddenBench JSON)", old=("--tasks",))
+    add_data_option(p, "hidden-profile tasks to split (JSONL or HiddenBench JSON)")
     p.add_argument("--train-size", type=positive_int, default=5,
                    help="training tasks per split (default 5, as the paper)")
     p.add_argument("--splits", type=positive_int, default=5, help="seeded splits (default 5)")
@@ -206,14 +215,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _lm_options(p: argparse.ArgumentParser) -> None:
-    from groundstate.cli.options import add_lm_options
-
     add_lm_options(p)
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.consilience.data import split_tasks
+    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.data import split_tasks  # noqa: PLC0415 (--help stays light)
 
     tasks, _ = load_tasks_file(args.data)
     parts = split_tasks(tasks, (args.train_share, args.calibration_share, args.test_share), seed=args.seed)
@@ -226,8 +233,7 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from groundstate.eval.io import write_jsonl
-    from groundstate.optimizers.consilience import explore_tasks
+    from groundstate.optimizers.consilience import explore_tasks  # noqa: PLC0415 (heavy: scikit-learn)
 
     tasks, _, team, _, _ = tasks_and_team(args, args.data)
     rows = explore_tasks(tasks, team, max_rounds=args.max_rounds, router=args.router, policy=args.policy,
@@ -238,18 +244,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.data import load_exploration
-    from groundstate.eval.runner import file_hash
-    from groundstate.optimizers.artifacts import save_sklearn
-    from groundstate.optimizers.consilience import feature_set, train_controller
-    from groundstate.programs.consilience.state import FEATURE_GROUPS
+    from groundstate.eval.consilience.data import load_exploration  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.artifacts import save_sklearn  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.consilience import feature_set, train_controller  # noqa: PLC0415 (heavy: scikit-learn)
 
     rows = load_exploration(args.data)
     dropped = {f for g in args.drop_features for f in FEATURE_GROUPS[g]}
     features = [f for f in feature_set(args.features, args.extra_features) if f not in dropped]
     if not features:
-        from groundstate.errors import ConfigError
-
         raise ConfigError("those options leave no feature")
     model = train_controller(rows, features, hidden_layer_sizes=tuple(args.hidden), random_state=args.seed,
                              normalize_rewards=not args.no_reward_normalization)
@@ -262,10 +264,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.provenance import describe_agents, warned_title
-    from groundstate.eval.runner import file_hash
-    from groundstate.optimizers.artifacts import save_params
-    from groundstate.optimizers.consilience import calibrate
+    from groundstate.eval.consilience.provenance import (  # noqa: PLC0415 (--help stays light)
+        describe_agents,
+        warned_title,
+    )
+    from groundstate.optimizers.artifacts import save_params  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.consilience import calibrate  # noqa: PLC0415 (heavy: scikit-learn)
 
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
@@ -285,15 +289,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import agent_settings, context_for, run_settings
-    from groundstate.cli.output import report_failed_runs
-    from groundstate.cli.tables import print_comparison
-    from groundstate.eval.consilience.evaluate import evaluate_programs
-    from groundstate.eval.consilience.provenance import provenance, warned_title
-    from groundstate.eval.consilience.settings import EvaluationSettings
-    from groundstate.eval.report import comparison_rows, write_report
-    from groundstate.eval.runner import fingerprint
-    from groundstate.eval.stats import format_ci
+    from groundstate.cli.tables import print_comparison  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.evaluate import evaluate_programs  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.provenance import provenance, warned_title  # noqa: PLC0415 (--help stays light)
 
     settings = agent_settings(EvaluationSettings, args)
     evaluation = evaluate_programs(settings, run_settings(args), context_for(args))
@@ -316,17 +314,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from groundstate.cli.experiment import print_built_table
-    from groundstate.cli.options import agent_settings, context_for, note, run_settings
-    from groundstate.cli.output import report_failed_runs
-    from groundstate.cli.tables import console, print_table
-    from groundstate.errors import ConfigError
-    from groundstate.eval.consilience import sensitivity as sens
-    from groundstate.eval.consilience.settings import EvaluationSettings
-    from groundstate.eval.consilience.table_spec import BASELINES, table_spec, tabulate
-    from groundstate.eval.experiments.execute import run_experiment
-    from groundstate.eval.experiments.render import write_table
-    from groundstate.eval.runner import fingerprint
+    from groundstate.cli.experiment import print_built_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.options import note  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.tables import (  # noqa: PLC0415 (--help stays light)
+        console,
+        print_table,
+    )
+    from groundstate.eval.consilience import sensitivity as sens  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.table_spec import (  # noqa: PLC0415 (--help stays light)
+        BASELINES,
+        table_spec,
+        tabulate,
+    )
+    from groundstate.eval.consilience.tables import (  # noqa: PLC0415 (--help stays light)
+        write_table,
+    )
+    from groundstate.eval.experiments.execute import run_experiment  # noqa: PLC0415 (--help stays light)
 
     settings = agent_settings(EvaluationSettings, args, baselines=BASELINES[args.preset])
     if args.sensitivity and settings.agents != "sim":

@@ -8,9 +8,16 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from groundstate.cli import options  # configure_lms looked up at call time: tests stand in for it
+from groundstate.cli.options import agent_settings, backend_map, context_for
+from groundstate.cli.settings import settings_from
+from groundstate.eval.consilience import tasks as consilience_tasks
+from groundstate.eval.consilience.settings import AgentSettings, ConfigurationSettings
+from groundstate.eval.results import write_json
+
 
 def load_tasks_file(path: str):
-    from groundstate.eval.consilience.data import load_tasks
+    from groundstate.eval.consilience.data import load_tasks  # noqa: PLC0415 (--help stays light)
 
     return load_tasks(path)
 
@@ -18,29 +25,22 @@ def load_tasks_file(path: str):
 def tasks_and_team(args: argparse.Namespace, path: str):
     """``(tasks, data description, team, agents description, LM description)`` for the tasks in ``path``
     (:func:`groundstate.eval.consilience.tasks.prepare_team` with the options' agent settings)."""
-    from groundstate.cli.options import agent_settings, context_for
-    from groundstate.eval.consilience.settings import AgentSettings
-    from groundstate.eval.consilience.tasks import prepare_team
-
     tasks, data = load_tasks_file(path)
     settings = agent_settings(AgentSettings, args)
-    tasks, team, agents, lm = prepare_team(settings, tasks, path, context_for(args), seed=getattr(args, "seed", 0))
+    tasks, team, agents, lm = consilience_tasks.prepare_team(settings, tasks, path, context_for(args),
+                                                             seed=getattr(args, "seed", 0))
     return tasks, data, team, agents, lm
 
 
 def task_map(args: argparse.Namespace, controller: str | None = None):
     """The ``map_fn`` of ``--backend``/``--threads`` for per-task episodes; Ray workers get LM specs only when an
     agent or the controller (``llm...``) calls an LM."""
-    from groundstate.cli.options import backend_map
-
     needs_lm = getattr(args, "agents", "lm") != "sim" or (controller or "").startswith("llm")
     return backend_map(args, needs_lm=needs_lm, what="task")
 
 
 def write_json_out(path: str | None, value: Any) -> None:
     if path:
-        from groundstate.eval.results import write_json
-
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         write_json(path, value)
         print(f"wrote {path}")
@@ -48,23 +48,15 @@ def write_json_out(path: str | None, value: Any) -> None:
 
 def configuration_for(args: argparse.Namespace, name: str, controller: Any):
     """The configuration of controller ``name`` the options describe."""
-    from groundstate.cli.settings import settings_from
-    from groundstate.eval.consilience.settings import ConfigurationSettings
-
     return settings_from(ConfigurationSettings, args).configuration(name, controller, args.agents)
 
 
 def controller_named(name: str, mlp_dir: str | None, args: argparse.Namespace | None = None):
     """The controller ``name``; an LLM controller with simulated agents gets the options' LMs configured first."""
-    from groundstate.cli.options import configure_lms
-    from groundstate.eval.consilience.tasks import controller_named as named
-
     if name.startswith("llm") and args is not None and getattr(args, "agents", None) == "sim":
-        configure_lms(args)  # the LLM controller needs an LM even when the agents are simulated
-    return named(name, mlp_dir)
+        options.configure_lms(args)  # the LLM controller needs an LM even when the agents are simulated
+    return consilience_tasks.controller_named(name, mlp_dir)
 
 
 def load_calibrator(path: str, config) -> Any:
-    from groundstate.eval.consilience.tasks import load_calibrator as load
-
-    return load(path, config)
+    return consilience_tasks.load_calibrator(path, config)

@@ -17,10 +17,12 @@ from groundstate.cli.consilience_setup import (
     tasks_and_team,
     write_json_out,
 )
+from groundstate.errors import ConfigError
+from groundstate.eval.stats import format_ci
 
 
 def _print_coverage(rows: list[dict[str, Any]], title: str, caption: str = "") -> None:
-    from groundstate.cli.tables import print_table
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
 
     cells = []
     for r in rows:
@@ -41,9 +43,9 @@ def _print_coverage(rows: list[dict[str, Any]], title: str, caption: str = "") -
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    from groundstate.eval.consilience.coverage import coverage_report
-    from groundstate.eval.consilience.provenance import provenance, warned_title
-    from groundstate.optimizers.consilience import EpisodeTrace
+    from groundstate.eval.consilience.coverage import coverage_report  # noqa: PLC0415 (heavy: scikit-learn)
+    from groundstate.eval.consilience.provenance import provenance, warned_title  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.consilience import EpisodeTrace  # noqa: PLC0415 (heavy: scikit-learn)
 
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     about = provenance(agents, lm)
@@ -74,9 +76,13 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_routing(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.eval.consilience.provenance import provenance, warned_title
-    from groundstate.eval.consilience.routing import HEADER, routing_ablation, table_cells
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.provenance import provenance, warned_title  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.routing import (  # noqa: PLC0415 (--help stays light)
+        HEADER,
+        routing_ablation,
+        table_cells,
+    )
 
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     about = provenance(agents, lm)
@@ -94,8 +100,6 @@ def cmd_routing(args: argparse.Namespace) -> int:
 
 
 def _ci(entry: dict[str, Any] | None) -> str:
-    from groundstate.eval.stats import format_ci
-
     return format_ci(entry)
 
 
@@ -108,11 +112,10 @@ ABLATION_TITLES: dict[str, str] = {
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.errors import ConfigError
-    from groundstate.eval.consilience import ablations
-    from groundstate.eval.consilience.data import load_exploration
-    from groundstate.eval.consilience.provenance import provenance, warned_title
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience import ablations  # noqa: PLC0415 (heavy: scikit-learn)
+    from groundstate.eval.consilience.data import load_exploration  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.provenance import provenance, warned_title  # noqa: PLC0415 (--help stays light)
 
     calibration, _, team, _, _ = tasks_and_team(args, args.calibration_data)
     test, _, _, agents, lm = tasks_and_team(args, args.data)
@@ -137,9 +140,14 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def cmd_generalize(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.eval.consilience.generalize import HEADER, summary_line, table_cells, unseen_task_generalization
-    from groundstate.eval.consilience.provenance import provenance, warned_title
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.generalize import (  # noqa: PLC0415 (heavy: scikit-learn)
+        HEADER,
+        summary_line,
+        table_cells,
+        unseen_task_generalization,
+    )
+    from groundstate.eval.consilience.provenance import provenance, warned_title  # noqa: PLC0415 (--help stays light)
 
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     about = provenance(agents, lm)

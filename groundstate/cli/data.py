@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
+from groundstate.cli import options  # configure_lms looked up at call time: tests stand in for it
 from groundstate.cli.numbers import count, positive_int, seed
-from groundstate.errors import one_line
+from groundstate.cli.options import add_allow_empty, add_data_option, add_lm_options, add_threads
+from groundstate.errors import ConfigError, InputError, one_line
+from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_allow_empty, add_data_option, add_lm_options, add_threads
-    from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS
-
     data = sub.add_parser("data", help="OffQuery data: build from MediQ, generate synthetic, validate, stats")
     data_sub = data.add_subparsers(dest="data_command", metavar="COMMAND", parser_class=type(data))
     data_sub.required = True
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     build_sub = build.add_subparsers(dest="benchmark", metavar="BENCHMARK", parser_class=type(data))
     build_sub.required = True
     p = build_sub.add_parser("offquery", help="OffQuery-style healthcare instances from MediQ cases")
-    add_data_option(p, "MediQ JSONL cases (id, question, context, ...)", old=("--from-mediq",))
+    add_data_option(p, "MediQ JSONL cases (id, question, context, ...)")
     p.add_argument("--builder", choices=("rule", "lm"), default="rule",
                    help="rule: deterministic corruption, no LM; lm: an LM writes misleading evidence (appendix B.2)")
     p.add_argument("--out", required=True, help="output JSONL of OffQuery instances")
@@ -49,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_generate_offquery)
 
     p = data_sub.add_parser("validate", help="check a data file; one line per problem")
-    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)", positional=True)
+    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)")
     p.add_argument("--t2-truth", default=None,
                    help="the published T2 truth file of --data (task2_evaluation/truth/<name>.json)")
     p.add_argument("--t2-facts", default=None,
@@ -62,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_validate)
 
     p = data_sub.add_parser("stats", help="counts per domain, split, agents, facts, label balance")
-    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)", positional=True)
+    add_data_option(p, "an OffQuery data file (JSON, JSONL or Parquet)")
     p.add_argument("--t2-truth", default=None, help="the published T2 truth file of --data")
     p.add_argument("--t2-facts", default=None, help="the published T2 facts file beside the truth file")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
@@ -71,9 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_generate_offquery(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
-    from groundstate.eval.benchmarks.offquery.loader import save_instances
-    from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
+    from groundstate.eval.benchmarks.offquery.loader import save_instances  # noqa: PLC0415 (--help stays light)
 
     if args.n < 1:
         raise ConfigError("--n must be at least 1")
@@ -86,10 +85,16 @@ def cmd_generate_offquery(args: argparse.Namespace) -> int:
 
 
 def cmd_build_offquery(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.offquery.loader import save_instances
-    from groundstate.eval.benchmarks.offquery.mediq import load_mediq
-    from groundstate.eval.benchmarks.offquery.mediq_lm import build_lm, tag_sufficiency
-    from groundstate.eval.benchmarks.offquery.mediq_rule import BuildReport, build_rule
+    from groundstate.eval.benchmarks.offquery.loader import save_instances  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.offquery.mediq import load_mediq  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.offquery.mediq_lm import (  # noqa: PLC0415 (--help stays light)
+        build_lm,
+        tag_sufficiency,
+    )
+    from groundstate.eval.benchmarks.offquery.mediq_rule import (  # noqa: PLC0415 (--help stays light)
+        BuildReport,
+        build_rule,
+    )
 
     problems: list[str] = []
     cases = load_mediq(args.data, skip_invalid=args.skip_invalid, problems=problems,
@@ -99,9 +104,7 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
     if args.limit is not None:
         cases = cases[: args.limit]
     if args.builder == "lm" or args.tag_split:
-        from groundstate.cli.options import configure_lms
-
-        configure_lms(args)
+        options.configure_lms(args)
     report = BuildReport()
     if args.builder == "rule":
         instances = build_rule(cases, seed=args.seed, report=report)
@@ -113,8 +116,6 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
         tagged = {s: sum(1 for x in instances if x.split == s) for s in ("healthcare-s", "healthcare-i")}
         print(f"split: {tagged}" + (f", {failed} untagged (LM failures)" if failed else ""))
     if not instances and not args.allow_empty:
-        from groundstate.errors import InputError
-
         for entry in report.skipped:
             print(f"skipped case {one_line(entry['case_id'])}: {one_line(entry['reason'])}", file=sys.stderr)
         raise InputError(f"no instance could be built from {len(cases)} case(s); nothing written to {args.out} "
@@ -130,7 +131,7 @@ def cmd_build_offquery(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace, skip_invalid: bool, problems: list[str], condition=None):
-    from groundstate.eval.benchmarks.offquery.loader import load_any
+    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
 
     return load_any(args.data, t2_truth=args.t2_truth, condition=condition, skip_invalid=skip_invalid,
                     problems=problems, allow_empty=args.allow_empty, t2_facts=getattr(args, "t2_facts", None))
@@ -150,9 +151,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    import json
-
-    from groundstate.eval.benchmarks.offquery.stats import dataset_stats, format_stats
+    from groundstate.eval.benchmarks.offquery.stats import (  # noqa: PLC0415 (--help stays light)
+        dataset_stats,
+        format_stats,
+    )
 
     instances = _load(args, False, [])
     stats = dataset_stats(instances)

@@ -7,9 +7,9 @@ Every LM step is a durable run (resumable: the same command skips finished work;
 **Temperatures** (the authors' public configuration by default; each is sent with every call of its stage and
 overrides the LM's own ``--temperature``): ``generate --recruiter-temperature`` (0) and
 ``--hypothesizer-temperature`` (0.7); ``replay``/``mask --integrator-temperature`` (0; the independent solver's
-too; ``--sample-temperature`` is its earlier name, still accepted); ``--judge-temperature`` (0). Repeats at
-temperature 0 are still separate calls (rollout ids), so their variation is the model's own. The run
-configuration records them all (``temperatures``), so runs with other temperatures never mix.
+too); ``--judge-temperature`` (0). Repeats at temperature 0 are still separate calls (rollout ids), so their
+variation is the model's own. The run configuration records them all (``temperatures``), so runs with other
+temperatures never mix.
 
 **Prompts:** ``replay``/``mask --integrator-prompt authors`` (default: the authors' protocol, think step by step,
 a no-score note before every hypothesis, ``--integrator-max-tokens`` 4096) or ``compact`` (the earlier prompt;
@@ -27,11 +27,30 @@ from __future__ import annotations
 import argparse
 import sys
 
+from groundstate.cli.dhd_crossfit import cmd_crossfit
+from groundstate.cli.dhd_simulate import register as register_simulate
+from groundstate.cli.dhd_tables import register as register_tables
 from groundstate.cli.numbers import level, positive_int, seed
+from groundstate.cli.options import (
+    add_call_threads,
+    add_data_option,
+    add_report_dir,
+    add_run_options,
+    add_runs_dir,
+    context_for,
+    run_settings,
+)
 from groundstate.cli.output import print_summary
+from groundstate.cli.settings import add_settings, settings_from
+from groundstate.errors import ConfigError
+from groundstate.eval.dhd.cache import MessageCache
+from groundstate.eval.dhd.mask_sample import SAMPLE_FILE
+from groundstate.eval.dhd.masking import CATEGORY_TITLES, failures_note, mask_cells
+from groundstate.eval.dhd.settings import GenerateSettings, MaskSettings, ReplaySettings, SamplingSettings
+from groundstate.eval.runner import RunAborted
+from groundstate.eval.task import execute
+from groundstate.eval.tasks import get_task
 
-#: Option strings of settings fields that are not ``--field-name``.
-FLAGS = {"integrator_temperature": ("--integrator-temperature", "--sample-temperature")}
 #: The integrator's and the evaluator's options, added once by :func:`_add_sampling`.
 SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "integrator_prompt",
             "integrator_max_tokens", "vary_seed")
@@ -44,10 +63,6 @@ def _cache_default_out(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_call_threads, add_data_option, add_run_options
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.dhd.settings import GenerateSettings, MaskSettings, ReplaySettings
-
     dhd = sub.add_parser("dhd", help="Diverse Hypothesis Deliberation: generate messages, replay, analyze",
                          description="Diverse Hypothesis Deliberation: cache K role-based messages per problem, "
                          "replay the integrator with messages shown or hidden, and measure each message's "
@@ -60,8 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "assigns K roles (never seeing the answer), K hypothesizers write one message each "
                            "(concurrently, without peers or the answer), and each proposal is evaluated. Messages "
                            "are generated once and reused by every replay.")
-    add_data_option(p, "SciBench JSON, JEEBench JSON or JSONL problems", old=("--problems",))
-    add_settings(p, GenerateSettings, flags=FLAGS)
+    add_data_option(p, "SciBench JSON, JEEBench JSON or JSONL problems")
+    add_settings(p, GenerateSettings)
     add_call_threads(p, "problem")
     add_run_options(p)
     _cache_default_out(p)
@@ -72,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "vs the pool without each message; single: each message alone vs independent solving. "
                            "Pools are nested (the first K usable messages). Rerunning skips finished blocks; more "
                            "--repeats later runs only the new blocks.")
-    add_settings(p, ReplaySettings, skip=SAMPLING, flags=FLAGS)
+    add_settings(p, ReplaySettings, skip=SAMPLING)
     _add_sampling(p)
     add_run_options(p)
     _cache_default_out(p)
@@ -122,7 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "--repeats 5` and `dhd analyze` first.")
     add_settings(p, MaskSettings, only=("cache",))
     add_settings(p, MaskSettings, only=("per_category", "sample"), group=p.add_mutually_exclusive_group())
-    add_settings(p, MaskSettings, skip=(*SAMPLING, "seed"), flags=FLAGS)
+    add_settings(p, MaskSettings, skip=(*SAMPLING, "seed"))
     _add_sampling(p)
     add_run_options(p)
     _cache_default_out(p)
@@ -143,32 +158,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--control-draw", choices=("problem", "block"), default="problem",
                    help="shuffled controls: one permutation per problem, kept on all its blocks (default), or one "
                         "per held-out block")
-    from groundstate.cli.dhd_crossfit import cmd_crossfit
 
     p.set_defaults(func=cmd_crossfit)
-
-    from groundstate.cli.dhd_simulate import register as register_simulate
-    from groundstate.cli.dhd_tables import register as register_tables
 
     register_simulate(dhd_sub)
     register_tables(dhd_sub)
 
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
-    from groundstate.cli.options import add_call_threads
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.dhd.settings import SamplingSettings
-
-    add_settings(p, SamplingSettings, flags=FLAGS)
+    add_settings(p, SamplingSettings)
     add_call_threads(p, "work item")
 
 
 def _add_analysis_options(p: argparse.ArgumentParser) -> None:
-    from groundstate.cli.options import add_report_dir, add_runs_dir
-
     p.add_argument("--cache", required=True, metavar="DIR", help="the message cache directory")
-    add_report_dir(p, "report directory (default <cache>/analysis)", old=("--out",))
-    add_runs_dir(p, default=None, help="where the replay runs are (default <cache>/runs)", old=("--runs",))
+    add_report_dir(p, "report directory (default <cache>/analysis)")
+    add_runs_dir(p, default=None, help="where the replay runs are (default <cache>/runs)")
     p.add_argument("--run", nargs="+", default=None, metavar="ID",
                    help="use only these replay runs (ids or prefixes) when several configurations exist")
     p.add_argument("--k", type=positive_int, default=None, help="main pool size (default: the largest replayed)")
@@ -180,15 +185,11 @@ def _step(args: argparse.Namespace, name: str):
     """Run the DHD step ``name`` (a registered task) with the options' settings and print its summary; return
     ``(result, outcome)``: ``(None, None)`` for a run stopped by --max-error-rate (its summary printed), ``(None,
     counts)`` for a generate with nothing left to do."""
-    from groundstate.cli.options import context_for, run_settings
-    from groundstate.cli.settings import settings_from
-    from groundstate.eval.assemble import assemble
-    from groundstate.eval.runner import RunAborted
-    from groundstate.eval.task import execute
+    from groundstate.eval.assemble import assemble  # noqa: PLC0415 (--help stays light)
 
     run = run_settings(args)
     context = context_for(args)
-    task, settings, planned = assemble(name, settings_from(_model(name), args, flags=FLAGS), context, run=run)
+    task, settings, planned = assemble(name, settings_from(_model(name), args), context, run=run)
     try:
         result = execute(planned, run, context)
     except RunAborted as exc:
@@ -201,14 +202,10 @@ def _step(args: argparse.Namespace, name: str):
 
 
 def _model(name: str):
-    from groundstate.eval.tasks import get_task
-
     return get_task(name).settings
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from groundstate.eval.dhd.cache import MessageCache
-
     _, counts = _step(args, "dhd-generate")
     if counts is None:
         return 1
@@ -230,10 +227,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
-    from groundstate.eval.dhd.analysis import analyze
-    from groundstate.eval.dhd.cache import MessageCache
-    from groundstate.eval.dhd.effects import GROUPS
+    from groundstate.eval.dhd.analysis import analyze  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.effects import GROUPS  # noqa: PLC0415 (--help stays light)
 
     if args.permutations < 1 or args.multiplicity_permutations < 1:
         raise ConfigError("--permutations and --multiplicity-permutations must be at least 1")
@@ -243,7 +238,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                      method=args.method, full=args.full, null=args.null,
                      n_multiplicity=args.multiplicity_permutations, label=args.label, with_tables=not args.no_tables,
                      mask_run=args.mask_run)
-    from groundstate.cli.tables import print_table
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
 
     rows = []
     for mode, section in report["modes"].items():
@@ -263,9 +258,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_mask(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import print_table
-    from groundstate.eval.dhd.mask_sample import SAMPLE_FILE
-    from groundstate.eval.dhd.masking import CATEGORY_TITLES, failures_note, mask_cells
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
 
     result, outcome = _step(args, "dhd-mask")
     if result is None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from groundstate.errors import one_line
+from groundstate.eval.dhd.cache import MessageCache
+
 
 def cmd_crossfit(args: argparse.Namespace) -> int:
-    from groundstate.errors import one_line
-    from groundstate.eval.dhd.analysis import crossfit
-    from groundstate.eval.dhd.cache import MessageCache
+    from groundstate.eval.dhd.analysis import crossfit  # noqa: PLC0415 (--help stays light)
 
     result = crossfit(MessageCache(args.cache), args.report_dir, runs_dir=args.runs_dir, run_ids=args.run, k=args.k,
                       seed=args.seed, n_resamples=args.resamples, n_shuffles=args.shuffles,

@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from groundstate.cli.numbers import positive, positive_int, seed, share
+from groundstate.errors import ConfigError
 
 
 def register(dhd_sub: Any) -> None:
@@ -26,9 +27,7 @@ def register(dhd_sub: Any) -> None:
                            "problems. Writes a cache in the normal format (analyze runs on it unchanged) and "
                            "simulation.json with the ground truth.")
     p.add_argument("--cache", required=True, metavar="DIR", help="the new cache directory (must not exist or be empty)")
-    p.alias("--out", "--cache")
     p.add_argument("--n", type=positive_int, default=200, metavar="N", help="problems (default 200)")
-    p.alias("--problems", "--n")
     p.add_argument("--blocks", type=positive_int, default=5, metavar="B", help="replay blocks per problem (default 5)")
     p.add_argument("--k", type=positive_int, default=5, help="messages per problem (default 5)")
     p.add_argument("--seed", type=seed, default=0, help="seed (default 0)")
@@ -58,8 +57,12 @@ def register(dhd_sub: Any) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
-    from groundstate.eval.dhd.simulate import DesignSpec, PlantedEffect, simulate, write_cache
+    from groundstate.eval.dhd.simulate import (  # noqa: PLC0415 (--help stays light)
+        DesignSpec,
+        PlantedEffect,
+        simulate,
+        write_cache,
+    )
 
     try:
         spec = DesignSpec(n_problems=args.n, n_blocks=args.blocks, k=args.k, accuracy=tuple(args.accuracy),

@@ -17,6 +17,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from groundstate.errors import ConfigError, InputError
+
 
 def register(dhd_sub: Any) -> None:
     """Add ``tables`` to the ``dhd`` command group."""
@@ -31,17 +33,15 @@ def register(dhd_sub: Any) -> None:
                    help="the masking run whose Table 23 a cache shows (run ids under <cache>/runs; needed for a "
                         "cache with several)")
     p.add_argument("--report-dir", required=True, metavar="DIR", help="where to write the combined tables")
-    p.alias("--out", "--report-dir")
     p.set_defaults(func=cmd_tables)
 
 
 def _source(directory: str, label: str | None, mask_runs: list[str]):
     """The tables' source of one analysis directory (:class:`~groundstate.eval.dhd.tables.TableSource`), its Table 23
     from the masking run :func:`~groundstate.eval.dhd.blocks.choose_mask_run` picks among ``mask_runs``."""
-    from groundstate.errors import InputError
-    from groundstate.eval.dhd.blocks import MASK_TABLE, choose_mask_run
-    from groundstate.eval.dhd.table_inputs import read_crossfit, read_mask_table, read_report
-    from groundstate.eval.dhd.tables import TableSource
+    from groundstate.eval.dhd.blocks import MASK_TABLE, choose_mask_run  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.table_inputs import read_crossfit, read_mask_table, read_report  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.tables import TableSource  # noqa: PLC0415 (--help stays light)
 
     path = Path(directory)
     report_path = path / "report.json"
@@ -60,7 +60,7 @@ def _source(directory: str, label: str | None, mask_runs: list[str]):
 def _cache_of(analysis: Path, report: dict[str, Any]):
     """The cache an analysis directory was made from: the one its report names, else (a relative path from another
     working directory) the directory above it, the usual layout; ``None`` when neither is a cache."""
-    from groundstate.eval.dhd.cache import MessageCache
+    from groundstate.eval.dhd.cache import MessageCache  # noqa: PLC0415 (--help stays light)
 
     for cache_dir in (Path(str(report.get("cache", ""))), analysis.resolve().parent):
         if (cache_dir / "cache.json").is_file():
@@ -69,10 +69,9 @@ def _cache_of(analysis: Path, report: dict[str, Any]):
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
-    from groundstate.eval.dhd.blocks import mask_run_dirs
-    from groundstate.eval.dhd.table_inputs import read_report
-    from groundstate.eval.dhd.tables import write_tables
+    from groundstate.eval.dhd.blocks import mask_run_dirs  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.table_inputs import read_report  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.tables import write_tables  # noqa: PLC0415 (--help stays light)
 
     labels = args.label or [None] * len(args.analysis)
     if len(labels) != len(args.analysis):

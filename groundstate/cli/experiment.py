@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from groundstate.cli.numbers import positive
@@ -44,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Run every cell of the spec (or those --cells selects) through the durable "
                         "runner; a finished cell is not run again, a failed one is reported and the others run.")
     _common(p)
-    from groundstate.cli.options import add_call_threads, add_execution_options
+    from groundstate.cli.options import add_call_threads, add_execution_options  # noqa: PLC0415 (--help stays light)
 
     add_execution_options(p)
     add_call_threads(p)
@@ -59,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--use-run", action="append", default=[], metavar="CELL=RUN",
                    help="adopt a stored run (id or directory) for one cell (a selector such as "
                         "method:Standard,data:healthcare); it must match the cell's plan (repeatable)")
-    from groundstate.cli.options import add_report_dir
+    from groundstate.cli.options import add_report_dir  # noqa: PLC0415 (--help stays light)
 
     add_report_dir(p, "where to write the table (default <runs-dir>/experiment-<name>)")
     p.add_argument("--no-png", action="store_true", help="skip the chart")
@@ -81,15 +83,15 @@ def _common(p: argparse.ArgumentParser, cells: bool = True) -> None:
 
 
 def _selection(p: argparse.ArgumentParser) -> None:
-    from groundstate.cli.options import add_selection_options
+    from groundstate.cli.options import add_selection_options  # noqa: PLC0415 (--help stays light)
 
     add_selection_options(p)
 
 
 def load(args: argparse.Namespace) -> Any:
     """The spec the options name, with its inputs, models and LM options applied."""
-    from groundstate.eval.experiments.cells import with_lm_options, with_models
-    from groundstate.eval.experiments.load import load_spec, parse_assignments
+    from groundstate.eval.experiments.cells import with_lm_options, with_models  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.load import load_spec, parse_assignments  # noqa: PLC0415 (--help stays light)
 
     spec = load_spec(args.spec, parse_assignments(args.inputs))
     return with_lm_options(with_models(spec, args.lm), args.api_base, args.lm_timeout)
@@ -102,7 +104,7 @@ SPEC_RUN_OPTIONS = ("threads", "call_threads", "max_error_rate", "backend", "ray
 def run_settings(spec: Any, args: argparse.Namespace) -> Any:
     """The run settings: the spec's ``defaults.run``, replaced by every option given on the command line with
     another value than its usual default (an option left at its usual default keeps the spec's value)."""
-    from groundstate.eval.identity import parse_shard
+    from groundstate.eval.identity import parse_shard  # noqa: PLC0415 (--help stays light)
 
     given: dict[str, Any] = {"out": args.runs_dir, "limit": args.limit, "shard": parse_shard(args.shard),
                              "ray_address": getattr(args, "ray_address", None)}
@@ -128,8 +130,8 @@ def _dollars(value: float | None) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from groundstate.cli.tables import console, print_table
-    from groundstate.eval.experiments.load import shipped_specs
+    from groundstate.cli.tables import console, print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.load import shipped_specs  # noqa: PLC0415 (--help stays light)
 
     specs = shipped_specs()
     if args.json:
@@ -143,9 +145,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from groundstate.cli.output import cell
-    from groundstate.cli.tables import console, print_table
-    from groundstate.eval.experiments.plan import plan_experiment
+    from groundstate.cli.output import cell  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.tables import console, print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.plan import plan_experiment  # noqa: PLC0415 (--help stays light)
 
     spec = load(args)
     plan = plan_experiment(spec, run_settings(spec, args), cells=args.cells, note=_note)
@@ -173,7 +175,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def plan_json(plan: Any) -> dict[str, Any]:
     """The plan as JSON (cells, their counts per model, the totals and what the counts assume)."""
-    from dataclasses import asdict
 
     return {"spec": plan.spec.source, "experiment": plan.spec.experiment.name, "assumptions": plan.assumptions,
             "cells": [{"cell": r.label, "run_id": r.cell.run_id, "task": r.cell.task.name,
@@ -186,9 +187,9 @@ def plan_json(plan: Any) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from groundstate.cli.output import cell, report_failed_runs
-    from groundstate.cli.tables import console
-    from groundstate.eval.experiments.execute import run_experiment
+    from groundstate.cli.output import cell, report_failed_runs  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.tables import console  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.execute import run_experiment  # noqa: PLC0415 (--help stays light)
 
     spec = load(args)
     out = console()
@@ -206,10 +207,10 @@ def print_built_table(table: Any, out: Any = None) -> None:
     """Print a built table (:class:`groundstate.eval.experiments.table.Table`) in the terminal: its header lines, a
     rich table (the subtitle as its caption), the paper's values for cells not in it, and its notes. Shared by
     ``experiment table`` and the front-ends (``compare --paper-tables``, ``consilience table``)."""
-    from groundstate.cli.output import cell
-    from groundstate.cli.tables import console, print_table
-    from groundstate.eval.experiments.render import cells as table_cells
-    from groundstate.eval.experiments.render import paper_only_lines, title
+    from groundstate.cli.output import cell  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.tables import console, print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.render import cells as table_cells  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.render import paper_only_lines, title  # noqa: PLC0415 (--help stays light)
 
     out = out or console()
     for line in table.header:
@@ -225,12 +226,11 @@ def print_built_table(table: Any, out: Any = None) -> None:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
-    from groundstate.cli.output import cell
-    from groundstate.cli.tables import console
-    from groundstate.eval.experiments.render import write_table
-    from groundstate.eval.experiments.table import build_table
+    from groundstate.cli.output import cell  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.tables import console  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.render import write_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.table import build_table  # noqa: PLC0415 (--help stays light)
 
     spec = load(args)
     table = build_table(spec, run_settings(spec, args), use_runs=args.use_run, note=_note)

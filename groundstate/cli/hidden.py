@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections import Counter
 
+from groundstate.cli import options  # configure_lms looked up at call time: tests stand in for it
 from groundstate.cli.numbers import count, nonnegative, positive_int, seed
 from groundstate.cli.options import (
     add_agent_options,
@@ -26,13 +27,20 @@ from groundstate.cli.options import (
     add_lm_options,
     add_run_options,
     add_support_options,
+    agent_settings,
+    context_for,
+    run_settings,
 )
 from groundstate.cli.output import print_summary
-from groundstate.errors import one_line
+from groundstate.cli.settings import add_settings
+from groundstate.errors import ConfigError, one_line
+from groundstate.eval.consilience.settings import ProtocolSettings
+from groundstate.eval.consilience.support import annotate_tasks, support_path
+from groundstate.eval.runner import RunAborted
+from groundstate.eval.stats import format_ci, wilson_ci
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-
     hidden = sub.add_parser("hidden", help="hidden-profile tasks: generate travel tasks, validate task files")
     hidden_sub = hidden.add_subparsers(dest="hidden_command", metavar="COMMAND", parser_class=type(hidden))
     hidden_sub.required = True
@@ -66,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "tasks; records with a travel structure are re-checked with the travel validator. "
                               "Prints one line per problem; exit status 2 if there is any. Travel tasks also get "
                               "a report of how often rules reading only the public plans find the answer.")
-    add_data_option(p, "a HiddenBench JSON file or groundstate JSONL/Parquet of hidden-profile tasks", positional=True)
+    add_data_option(p, "a HiddenBench JSON file or groundstate JSONL/Parquet of hidden-profile tasks")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
     p.add_argument("--max-leak", type=nonnegative, default=None, metavar="POINTS",
                    help="count it as a problem when a rule reading only the public plans of the travel tasks finds "
@@ -84,13 +92,14 @@ def _distribution(letters: list[str]) -> str:
 
 
 def cmd_generate_travel(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError
-    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks
-    from groundstate.eval.benchmarks.travel.convert import to_hidden_profile
-    from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
-    from groundstate.eval.benchmarks.travel.lm_generator import generate_travel_lm
-    from groundstate.eval.benchmarks.travel.predicates import score_plans
-    from groundstate.eval.benchmarks.travel.validator import fingerprint
+    from groundstate.eval.benchmarks.hiddenbench import save_hidden_tasks  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.convert import to_hidden_profile  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.generator import (  # noqa: PLC0415 (--help stays light)
+        generate_hidden_travel,
+    )
+    from groundstate.eval.benchmarks.travel.lm_generator import generate_travel_lm  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.predicates import score_plans  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.validator import fingerprint  # noqa: PLC0415 (--help stays light)
 
     if args.n < 1:
         raise ConfigError("--n must be at least 1")
@@ -102,9 +111,8 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
     else:
         if args.max_repairs < 0:
             raise ConfigError("--max-repairs must not be negative")
-        from groundstate.cli.options import configure_lms
 
-        configure_lms(args)
+        options.configure_lms(args)
         travel, failures = generate_travel_lm(args.n, seed=args.seed, start=args.start, travelers=args.travelers,
                                               max_repairs=args.max_repairs, review=not args.no_review,
                                               rewrite_statements=args.rewrite_statements)
@@ -122,10 +130,9 @@ def cmd_generate_travel(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from groundstate.errors import ConfigError, one_line
-    from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
-    from groundstate.eval.benchmarks.travel.convert import check_record
-    from groundstate.eval.benchmarks.travel.leak import DEFAULT_MAX_LEAK, leak_rates
+    from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.convert import check_record  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.benchmarks.travel.leak import DEFAULT_MAX_LEAK, leak_rates  # noqa: PLC0415 (heavy: scipy)
 
     max_leak = getattr(args, "max_leak", None)
     if max_leak is not None and not max_leak >= 0:
@@ -157,9 +164,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 # -- hidden run --------------------------------------------------------------------------------------------
 def register_run(hidden_sub: argparse._SubParsersAction) -> None:
     """Add ``run`` to the ``hidden`` command group."""
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.consilience.settings import ProtocolSettings
-
     p = hidden_sub.add_parser(
         "run", help="run a discussion protocol (hidden-pre, hidden-post, full-info, or HiddenBench's) over tasks",
         description="Runs Hidden-Pre (vote without discussion), Hidden-Post (fixed round-robin discussion, then "
@@ -168,7 +172,7 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
                     "protocols follow HiddenBench's own simulation (shuffled facts, an initial vote, 15 rounds in "
                     "which each agent sees the others' latest messages, a first-vote tie rule); `hiddenbench` "
                     "also reports its initial votes, which are Hidden-Pre.")
-    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)", old=("--tasks",))
+    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)")
     add_settings(p, ProtocolSettings, only=("protocol", "rounds"))
     add_agent_options(p)
     add_support_options(p)
@@ -177,12 +181,8 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_hidden_run(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import agent_settings, context_for, run_settings
-    from groundstate.eval.consilience.evaluate import run_protocol
-    from groundstate.eval.consilience.metrics import pooled_vote_accuracy
-    from groundstate.eval.consilience.settings import ProtocolSettings
-    from groundstate.eval.runner import RunAborted
-    from groundstate.eval.stats import format_ci
+    from groundstate.eval.consilience.evaluate import run_protocol  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.consilience.metrics import pooled_vote_accuracy  # noqa: PLC0415 (--help stays light)
 
     settings = agent_settings(ProtocolSettings, args)
     run = run_settings(args)
@@ -195,8 +195,6 @@ def cmd_hidden_run(args: argparse.Namespace) -> int:
     print_summary(result)
     print(f"vote accuracy pooled over all votes (§4.2): {format_ci(pooled_vote_accuracy(result.rows))}")
     if settings.protocol == "hiddenbench":
-        from groundstate.eval.stats import wilson_ci
-
         initial = [v for r in result.rows if (v := (r.get("scores") or {}).get("initial_task_accuracy")) is not None]
         failed = sum(1 for r in result.rows if "initial_task_accuracy" in (r.get("score_errors") or {}))
         task_ci = format_ci({**wilson_ci(int(sum(initial)), len(initial)), "failed": failed})
@@ -215,7 +213,7 @@ def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
                     "file (<data>.support.json) and reused: a second run asks only about facts not yet rated. "
                     "Simulated agents (--agents sim) then run on them; without this file they use the "
                     "hidden-profile design default (see groundstate.programs.consilience.annotate).")
-    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)", old=("--tasks",))
+    add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)")
     p.add_argument("--out", default=None, metavar="FILE", help="the support file (default <data>.support.json)")
     p.add_argument("--replace", action="store_true",
                    help="start afresh when the existing support file was made with another LM or prompts")
@@ -226,13 +224,11 @@ def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_hidden_annotate(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import configure_lms
-    from groundstate.eval.consilience.data import load_tasks
-    from groundstate.eval.consilience.support import annotate_tasks, support_path
-    from groundstate.programs.consilience.annotate import SupportAnnotator
+    from groundstate.eval.consilience.data import load_tasks  # noqa: PLC0415 (--help stays light)
+    from groundstate.programs.consilience.annotate import SupportAnnotator  # noqa: PLC0415 (--help stays light)
 
     tasks, _ = load_tasks(args.data, args.allow_empty)
-    lm, _ = configure_lms(args)
+    lm, _ = options.configure_lms(args)
     out = args.out or support_path(args.data)
 
     def progress(done: int, total: int) -> None:

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from groundstate.cli.options import Parser, add_lm_options, lm_config_from_args
+from groundstate.lm.specs import describe_lm, get_lm
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,8 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_lm_check(args: argparse.Namespace) -> int:
-    from groundstate.eval.lm_check import check_lm
-    from groundstate.lm.specs import describe_lm, get_lm
+    from groundstate.eval.lm_check import check_lm  # noqa: PLC0415 (--help stays light)
 
     config = lm_config_from_args(args)
     entry = dict(config.spec_for(args.role))

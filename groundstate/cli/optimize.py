@@ -3,26 +3,37 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from groundstate.cli.numbers import seed
+from groundstate.cli.options import (
+    add_data_option,
+    add_lm_options,
+    add_report_dir,
+    add_run_options,
+    add_shares,
+    context_for,
+    run_settings,
+)
+from groundstate.cli.output import report_failed_runs
+from groundstate.cli.run import RUN_OPTIONS
+from groundstate.cli.settings import add_settings, settings_from
+from groundstate.eval.reground.optimize import OptimizeSettings, optimize_task, read_optimized
+from groundstate.eval.reground.settings import EvaluationData
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS
+from groundstate.eval.report import METRICS, write_report
+from groundstate.eval.runner import fingerprint
+from groundstate.optimizers.targets import stage_target
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_data_option, add_lm_options, add_report_dir, add_run_options, add_shares
-    from groundstate.cli.run import ALIASES, RUN_OPTIONS
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.reground.optimize import OptimizeSettings
-    from groundstate.eval.reground.settings import EvaluationData
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
-
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case, stratified by "
                        "domain and variant")
-    add_data_option(p, "an OffQuery data file", positional=True)
+    add_data_option(p, "an OffQuery data file")
     add_shares(p, {"train": 0.6, "val": 0.2, "test": 0.2})
     p.add_argument("--seed", type=seed, default=0, help="seed of the shuffle (default 0)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory for <stem>.train/val/test.jsonl (default: beside --data)")
-    p.alias("--out-dir", "--out")
     p.set_defaults(func=cmd_split)
 
     names = list(OFFQUERY_TASKS)
@@ -30,9 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Tunes PROGRAM on --data (choosing on --val-data) and saves program.json and "
                                    "manifest.json to --out. Programs: " + ", ".join(names))
     p.add_argument("program", help="the program to tune: " + ", ".join(names))
-    add_data_option(p, "training data (OffQuery file)", old=("--train",))
-    add_data_option(p, "validation data (required by random-search, mipro and gepa)", required=False,
-                    old=("--val",), flag="--val-data")
+    add_data_option(p, "training data (OffQuery file)")
+    add_data_option(p, "validation data (required by random-search, mipro and gepa)", required=False, flag="--val-data")
     p.add_argument("--out", required=True, help="directory for the optimized program")
     p.add_argument("--t2-truth", default=None, help=argparse.SUPPRESS)
     add_settings(p, OptimizeSettings, flags={"max_rounds": ("--bootstrap-rounds",)},
@@ -46,14 +56,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dir", help="a directory written by `groundstate optimize`")
     p.add_argument("--data", required=True, help="held-out data (OffQuery file or 'synthetic')")
     add_report_dir(p, "where to write evaluate.md/json/png (default: DIR/evaluations)")
-    add_settings(p, EvaluationData, skip=RUN_OPTIONS, aliases=ALIASES)
+    add_settings(p, EvaluationData, skip=RUN_OPTIONS)
     add_run_options(p)
     p.set_defaults(func=cmd_evaluate)
 
 
 def cmd_split(args: argparse.Namespace) -> int:
-    from groundstate.eval.benchmarks.offquery.loader import load_any
-    from groundstate.eval.splits import split_instances, write_splits
+    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.splits import split_instances, write_splits  # noqa: PLC0415 (--help stays light)
 
     instances = load_any(args.data)
     splits = split_instances(instances, args.train_share, args.val_share, args.test_share, seed=args.seed)
@@ -65,16 +75,11 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from groundstate.cli.options import context_for
-    from groundstate.cli.settings import settings_from
-    from groundstate.eval.metric_spec import header_lines, scoring_description
-    from groundstate.eval.reground.optimize import OptimizeSettings, optimize_task
-    from groundstate.optimizers.artifacts import save_program
+    from groundstate.eval.metric_spec import header_lines, scoring_description  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.artifacts import save_program  # noqa: PLC0415 (--help stays light)
 
     settings = settings_from(OptimizeSettings, args, flags={"max_rounds": ("--bootstrap-rounds",)})
     if settings.program == "reground" and settings.stage != "all" and settings.trainable is None:
-        from groundstate.optimizers.targets import stage_target
-
         patterns, metric = stage_target(settings.stage, settings.metric)
         print(f"tuning stage '{settings.stage}' ({', '.join(patterns)}) against {metric}")
     context = context_for(args)
@@ -96,17 +101,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from groundstate.cli.options import context_for, run_settings
-    from groundstate.cli.output import report_failed_runs
-    from groundstate.cli.settings import settings_from
-    from groundstate.cli.tables import print_comparison
-    from groundstate.eval.reground.evaluate import evaluate_saved
-    from groundstate.eval.reground.optimize import read_optimized
-    from groundstate.eval.reground.settings import EvaluationData
-    from groundstate.eval.report import METRICS, write_report
-    from groundstate.eval.runner import fingerprint
+    from groundstate.cli.tables import print_comparison  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.evaluate import evaluate_saved  # noqa: PLC0415 (--help stays light)
 
     data = settings_from(EvaluationData, args)
     run = run_settings(args)

@@ -15,10 +15,6 @@
   generator seed of ``--data synthetic``.
 - ``--<share>-share X``: the share of a split (``split --train-share``, ``consilience split --test-share``).
 
-Earlier spellings (``--tasks``, ``--problems``, ``--from-mediq``, a positional input, ``--out`` for a runs or a
-report directory, ``--out-dir``, ``--workers``, ``--data-seed``, ``--train/--val`` for files or shares) are hidden
-aliases for one release: they still work and print a note naming the new spelling (:meth:`Parser.alias`).
-
 A command group's module adds its own options and calls these for the shared ones, so every command spells
 and documents them the same way; :func:`lm_config_from_args` and :func:`configure_lms` turn the LM options into
 the :class:`~groundstate.lm.config.LMConfig` and the configured default LM, and :func:`run_settings` turns the
@@ -31,6 +27,8 @@ import argparse
 import sys
 from typing import Any
 
+import dspy
+
 from groundstate.cli.numbers import (  # noqa: F401  (bounded, share, temperature: re-exported)
     bounded,
     count,
@@ -41,68 +39,29 @@ from groundstate.cli.numbers import (  # noqa: F401  (bounded, share, temperatur
     share,
     temperature,
 )
+from groundstate.cli.settings import add_settings, settings_from
+from groundstate.eval.consilience.settings import SIM_FIELDS, AgentSettings
+from groundstate.eval.run_settings import DEFAULT_MAX_ERROR_RATE, RunSettings
+from groundstate.eval.settings import LMSettings
+from groundstate.eval.task import RunContext
+from groundstate.lm.specs import default_adapter
 
 VERBOSE_HELP = "more logging (-vv for debug); before or after the command"
 _LATE_VERBOSE = "_verbose_after_command"  # where a command's own -v counts until the top parser adds them up
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line and exit 2 like every other user error, ``-v`` given after the
-    command (:func:`add_verbose_options`) adds to ``verbose``, and earlier option spellings are hidden aliases
-    (:meth:`alias`, :meth:`positional_alias`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.aliases: dict[str, str] = {}  # earlier spelling -> today's option (this parser only)
-        self.positional_inputs: list[tuple[str, str]] = []  # (dest, flag) also accepted as a positional
+    """argparse, but usage errors are one line and exit 2 like every other user error, and ``-v`` given after the
+    command (:func:`add_verbose_options`) adds to ``verbose``."""
 
     def error(self, message: str):  # noqa: D401
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
-    def alias(self, old: str, new: str) -> None:
-        """Accept the earlier spelling ``old`` of the option ``new`` (hidden from ``--help``; a note on stderr
-        names the new spelling). The same ``old`` may mean different new options in different commands."""
-        self.aliases[old] = new
-
-    def positional_alias(self, dest: str, flag: str, metavar: str = "FILE") -> None:
-        """Accept the input of ``flag`` (added with ``required=False``) as a positional argument too, the earlier
-        spelling; ``flag`` is then required unless the positional is given."""
-        self.add_argument(f"_positional_{dest}", nargs="?", default=None, metavar=metavar, help=argparse.SUPPRESS)
-        self.positional_inputs.append((dest, flag))
-
     def parse_known_args(self, args=None, namespace=None):
-        if args is not None and self.aliases:
-            args = self._respell(list(args))
         namespace, extras = super().parse_known_args(args, namespace)
-        for dest, flag in self.positional_inputs:
-            given = vars(namespace).pop(f"_positional_{dest}", None)
-            if given is not None and getattr(namespace, dest, None) not in (None, given):
-                self.error(f"the input is given twice (positional {given!r} and {flag}); give only {flag}")
-            if given is not None:
-                self._note(f"a positional {flag.lstrip('-')} file", flag)
-                setattr(namespace, dest, given)
-            elif getattr(namespace, dest, None) is None:  # (--help has exited inside argparse already)
-                self.error(f"the following arguments are required: {flag}")
         if hasattr(namespace, "verbose"):  # the top parser (a command's parser sees only its own namespace)
             namespace.verbose += vars(namespace).pop(_LATE_VERBOSE, 0)
         return namespace, extras
-
-    def _respell(self, args: list[str]) -> list[str]:
-        aliases = self.aliases
-        out = []
-        for i, token in enumerate(args):
-            if token == "--":
-                return out + args[i:]
-            name, eq, value = token.partition("=")
-            if name in aliases:
-                self._note(name, aliases[name])
-                token = aliases[name] + eq + value
-            out.append(token)
-        return out
-
-    def _note(self, old: str, new: str) -> None:
-        print(f"{self.prog}: note: {old} is now {new} (the old spelling works for one more release)",
-              file=sys.stderr)
 
 
 def add_verbose_options(parser: argparse.ArgumentParser) -> None:
@@ -125,9 +84,6 @@ def add_verbose_options(parser: argparse.ArgumentParser) -> None:
 def add_lm_options(parser: argparse.ArgumentParser) -> None:
     """``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``, ``--lm-config``,
     ``--lm-threads``, ``--lm-contexts``: the fields of :class:`~groundstate.eval.settings.LMSettings`."""
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.settings import LMSettings
-
     add_settings(parser, LMSettings)
 
 
@@ -165,31 +121,20 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_runs_dir(parser: argparse.ArgumentParser, default: str | None = "runs",
-                 help: str = "directory of run directories (default runs/)", old: tuple[str, ...] = ("--out",)) -> None:
-    """``--runs-dir DIR`` (earlier spellings ``old``): where durable runs live."""
+                 help: str = "directory of run directories (default runs/)") -> None:
+    """``--runs-dir DIR``: where durable runs live."""
     parser.add_argument("--runs-dir", default=default, metavar="DIR", help=help)
-    for spelling in old:
-        parser.alias(spelling, "--runs-dir")
 
 
 def add_data_option(parser: argparse.ArgumentParser, help: str, required: bool = True, metavar: str = "FILE",
-                    old: tuple[str, ...] = (), positional: bool = False, flag: str = "--data",
-                    default: Any = None) -> None:
-    """The input option ``flag`` (``--data``; dest ``data``, or ``<split>_data`` for ``--<split>-data``) with the
-    hidden earlier spellings ``old`` and, with ``positional``, the earlier positional form."""
-    parser.add_argument(flag, required=required and not positional, default=default, metavar=metavar,
-                        help=f"{help} (required)" if positional else help)  # argparse shows it as optional
-    for spelling in old:
-        parser.alias(spelling, flag)
-    if positional:
-        parser.positional_alias(flag.lstrip("-").replace("-", "_"), flag, metavar)
+                    flag: str = "--data", default: Any = None) -> None:
+    """The input option ``flag`` (``--data``; dest ``data``, or ``<split>_data`` for ``--<split>-data``)."""
+    parser.add_argument(flag, required=required, default=default, metavar=metavar, help=help)
 
 
-def add_report_dir(parser: argparse.ArgumentParser, help: str, old: tuple[str, ...] = ()) -> None:
+def add_report_dir(parser: argparse.ArgumentParser, help: str) -> None:
     """``--report-dir DIR``: where a command writes its tables and charts."""
     parser.add_argument("--report-dir", default=None, metavar="DIR", help=help)
-    for spelling in old:
-        parser.alias(spelling, "--report-dir")
 
 
 THREADS = 4
@@ -205,18 +150,16 @@ def add_threads(parser: argparse.ArgumentParser, unit: str = "records") -> None:
 
 
 def add_call_threads(parser: argparse.ArgumentParser, unit: str = "record") -> None:
-    """``--call-threads N`` (earlier ``--workers``): LM calls at once inside one ``unit``."""
+    """``--call-threads N``: LM calls at once inside one ``unit``."""
     parser.add_argument("--call-threads", type=positive_int, default=CALL_THREADS, metavar="N",
                         help=f"LM calls at once inside one {unit} (default {CALL_THREADS})")
-    parser.alias("--workers", "--call-threads")
 
 
 def add_shares(parser: argparse.ArgumentParser, defaults: dict[str, float], what: str = "data") -> None:
-    """``--<name>-share X`` for each split ``name`` (earlier ``--<name>``), with its default."""
+    """``--<name>-share X`` for each split ``name``, with its default."""
     for name, default in defaults.items():
         parser.add_argument(f"--{name}-share", type=share, default=default, metavar="X",
                             help=f"share of the {what} in the {name} split (default {default})")
-        parser.alias(f"--{name}", f"--{name}-share")
 
 
 def add_backend_options(parser: argparse.ArgumentParser, unit: str = "records") -> None:
@@ -246,9 +189,6 @@ def add_allow_empty(parser: argparse.ArgumentParser) -> None:
 
 def lm_settings(args: argparse.Namespace):
     """The :class:`~groundstate.eval.settings.LMSettings` of the LM options (those the command has)."""
-    from groundstate.cli.settings import settings_from
-    from groundstate.eval.settings import LMSettings
-
     return settings_from(LMSettings, args)
 
 
@@ -259,10 +199,6 @@ def lm_config_from_args(args: argparse.Namespace):
 
 def configure_lms(args: argparse.Namespace) -> tuple[Any, Any]:
     """Build the default LM, make it DSPy's default (with its adapter) and return ``(lm, lm_config)``."""
-    import dspy
-
-    from groundstate.lm.specs import default_adapter
-
     config = lm_config_from_args(args)
     lm = config.lm_for(None)
     dspy.configure(lm=lm, adapter=default_adapter(lm))
@@ -277,16 +213,12 @@ def note(text: str) -> None:
 def context_for(args: argparse.Namespace):
     """The :class:`~groundstate.eval.task.RunContext` of a command: its LM options, the LMs built by
     :func:`configure_lms` when a task first needs them, and notes printed on stderr."""
-    from groundstate.eval.task import RunContext
-
     return RunContext(lms=lm_settings(args), make_lms=lambda: configure_lms(args), note=note)
 
 
 def run_settings(args: argparse.Namespace, out: Any = None):
     """The :class:`~groundstate.eval.run_settings.RunSettings` of the run options (``out`` overrides
     ``--runs-dir``)."""
-    from groundstate.eval.run_settings import DEFAULT_MAX_ERROR_RATE, RunSettings
-
     return RunSettings(out=out if out is not None else getattr(args, "runs_dir", "runs"),
                        threads=getattr(args, "threads", 1), call_threads=getattr(args, "call_threads", CALL_THREADS),
                        limit=getattr(args, "limit", None), shard=getattr(args, "shard", None),
@@ -308,8 +240,7 @@ def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
 def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "task"):
     """The ``map_fn(fn, items)`` of the backend options (:func:`groundstate.eval.task_map.backend_map`);
     ``needs_lm=False`` (simulated agents) ships no LM specs, so Ray workers build no LM."""
-    from groundstate.eval.run_settings import RunSettings
-    from groundstate.eval.task_map import backend_map as make
+    from groundstate.eval.task_map import backend_map as make  # noqa: PLC0415 (--help stays light)
 
     fields = backend_settings(args)
     if not needs_lm:
@@ -331,9 +262,6 @@ def add_agent_options(p: argparse.ArgumentParser, default: str = "sim") -> None:
     commands; ``sim`` by default everywhere, so a forgotten option never starts a long LM run, and a note on stderr
     says so), from :class:`~groundstate.eval.consilience.settings.AgentSettings`. Every ``--sim-*`` parameter
     defaults to ``None``, meaning the preset's value, so an explicit one overrides the preset (:func:`sim_params`)."""
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.consilience.settings import SIM_FIELDS, AgentSettings
-
     at_least_one = bounded(int, 1, None, "a whole number of at least 1 or 'all'")
 
     def attention(text: str) -> int | str:
@@ -353,25 +281,18 @@ def sim_params(args: argparse.Namespace):
     """The :class:`~groundstate.programs.consilience.simulated.SimParams` the ``--sim-*`` options describe
     (:meth:`~groundstate.eval.consilience.settings.AgentSettings.sim_params`: the preset with each given parameter
     replacing its value). Values are checked by ``SimParams`` itself (one line naming the ``--sim-`` option)."""
-    from groundstate.eval.consilience.settings import AgentSettings
-
     given = {name: getattr(args, name) for name in AgentSettings.model_fields if getattr(args, name, None) is not None}
     return AgentSettings.model_construct(**given).sim_params()
 
 
 def add_support_options(p: argparse.ArgumentParser) -> None:
     """``--support`` and ``--support-file``: where simulated agents get per-fact support for tasks without it."""
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.consilience.settings import AgentSettings
-
     add_settings(p, AgentSettings, only=("support", "support_file"))
 
 
 def agent_settings(model: Any, args: argparse.Namespace, **values: Any):
     """``model`` (a settings model with the agents' fields) from the options; ``--agents`` left out of the
     settings when it was not given, so the task can say that simulated agents run by default."""
-    from groundstate.cli.settings import settings_from
-
     given = dict(vars(args))
     if not given.get("agents_given"):
         given.pop("agents", None)

@@ -3,17 +3,19 @@ that came from a file reaches a rich table."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
+
+from groundstate.errors import one_line
+from groundstate.eval.stats import format_ci
 
 
 def cell(value: Any, limit: int | None = 200) -> Any:
     """``value`` as a rich ``Text`` for a table cell or title: escaped to one safe line
     (:func:`~groundstate.errors.one_line`: no control, bidi or line-separator character) and never parsed as rich
     markup, so a name such as ``[/x]`` from a file is shown as it is instead of raising ``MarkupError``."""
-    from rich.text import Text
-
-    from groundstate.errors import one_line
+    from rich.text import Text  # noqa: PLC0415 (--help stays light)
 
     return Text(one_line(value, limit))
 
@@ -29,12 +31,15 @@ def print_summary(result: Any, console: Any = None, config: Mapping[str, Any] | 
     table, and a title warns when simulated agents ran on design-default support
     (:mod:`groundstate.eval.consilience.provenance`); runs without an LM (simulated agents) get no LM lines.
     """
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # noqa: PLC0415 (--help stays light)
+    from rich.table import Table  # noqa: PLC0415 (--help stays light)
 
-    from groundstate.eval.consilience.provenance import agents_of, describe_agents, warned_title
-    from groundstate.eval.metric_spec import scoring_description
-    from groundstate.eval.stats import format_ci
+    from groundstate.eval.consilience.provenance import (  # noqa: PLC0415 (--help stays light)
+        agents_of,
+        describe_agents,
+        warned_title,
+    )
+    from groundstate.eval.metric_spec import scoring_description  # noqa: PLC0415 (--help stays light)
 
     console = console or Console()
     summary = result.summary if hasattr(result, "summary") else result
@@ -81,10 +86,6 @@ def report_failed_runs(summaries: Mapping[str, Mapping[str, Any]]) -> int:
     """For a command that ran several durable runs and reported them all: one line on stderr naming each run
     that failed (stopped by ``--max-error-rate``, ended over it, or every record failed) and exit status 1;
     0, and nothing printed, when none did."""
-    import sys
-
-    from groundstate.errors import one_line
-
     failed = {name: s.get("stopped_reason") for name, s in summaries.items() if s.get("stopped_reason")}
     if not failed:
         return 0

@@ -10,16 +10,20 @@ mixed in.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from groundstate.cli.run import ALIASES, RUN_OPTIONS
+from groundstate.cli.options import add_report_dir, add_run_options, context_for, run_settings
+from groundstate.cli.output import report_failed_runs
+from groundstate.cli.run import RUN_OPTIONS
+from groundstate.cli.settings import add_settings, settings_from
+from groundstate.errors import ConfigError
+from groundstate.eval.reground.settings import CompareSettings
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS
+from groundstate.eval.report import comparison_rows, write_report
+from groundstate.eval.runner import fingerprint
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.cli.options import add_report_dir, add_run_options
-    from groundstate.cli.settings import add_settings
-    from groundstate.eval.reground.settings import CompareSettings
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
-
     names = list(OFFQUERY_TASKS)
     p = sub.add_parser("compare", help="run several OffQuery programs on the same data and LM; table + chart",
                        description="Runs each program (or reuses its stored run) and writes compare.md, "
@@ -32,25 +36,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "oracle) and Table 11 (tokens) layouts: each cell is the run of exactly these options (LM, "
                         "data, judge, program options, seed; 'not run' when none is stored), never the newest run; "
                         "with no PROGRAM it runs nothing and plans the paper's programs")
-    add_settings(p, CompareSettings, skip=RUN_OPTIONS, aliases=ALIASES)
+    add_settings(p, CompareSettings, skip=RUN_OPTIONS)
     add_run_options(p)
     p.set_defaults(func=cmd_compare)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from groundstate.cli.options import context_for, run_settings
-    from groundstate.cli.output import report_failed_runs
-    from groundstate.cli.settings import settings_from
-    from groundstate.cli.tables import console as tables_console
-    from groundstate.cli.tables import print_comparison
-    from groundstate.errors import ConfigError
-    from groundstate.eval.metric_spec import header_lines
-    from groundstate.eval.reground.compare import compare_programs, compared_with
-    from groundstate.eval.reground.settings import CompareSettings
-    from groundstate.eval.report import comparison_rows, write_report
-    from groundstate.eval.runner import fingerprint
+    from groundstate.cli.tables import console as tables_console  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.tables import print_comparison  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.metric_spec import header_lines  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.compare import (  # noqa: PLC0415 (--help stays light)
+        compare_programs,
+        compared_with,
+    )
 
     console = tables_console()
     if not args.programs and not args.paper_tables:
@@ -83,12 +81,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _paper_tables(args: argparse.Namespace, settings, context, console) -> dict[str, str]:
     """Tables 1, 10 and 11 of exactly compare's options (:mod:`groundstate.eval.reground.tables`), printed and
     written; the stored OffQuery runs that are no cell of them are named in a note."""
-    from pathlib import Path
 
-    from groundstate.cli.experiment import print_built_table
-    from groundstate.cli.options import note, run_settings
-    from groundstate.eval.reground.tables import paper_tables, stray_runs, write_tables
-    from groundstate.lm.specs import describe_lm
+    from groundstate.cli.experiment import print_built_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.cli.options import note, run_settings  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.tables import paper_tables, stray_runs, write_tables  # noqa: PLC0415 (--help stays light)
+    from groundstate.lm.specs import describe_lm  # noqa: PLC0415 (--help stays light)
 
     model = describe_lm(context.lm)["model"] or "configured"
     tables = paper_tables(settings, args.programs, run_settings(args), lms=lambda cell: context.lm_pair(),

@@ -9,35 +9,30 @@ import sys
 from groundstate.cli.options import Parser, add_run_options, context_for, run_settings
 from groundstate.cli.output import print_summary
 from groundstate.cli.settings import add_settings, settings_from
+from groundstate.eval.runner import RunAborted
+from groundstate.eval.tasks import get_task, program_tasks
 
 DATA_HELP = ("data file, or a shipped example ('example:qa', or a bare name that is not a file); OffQuery programs: "
              "a file or 'synthetic', the default")
-
-#: Hidden earlier spellings of task options.
-ALIASES = {"synthetic_seed": ("--data-seed",)}
 
 #: Task options that the shared run options add (``--seed``, ``--allow-empty``), so a task does not add them again.
 RUN_OPTIONS = ("seed", "allow_empty")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from groundstate.eval.tasks import program_tasks
-
     run = sub.add_parser("run", help="run a program over a data set, durably (resumable, shardable)")
     run_sub = run.add_subparsers(dest="program", metavar="PROGRAM", parser_class=Parser)
     run_sub.required = True
     for task in program_tasks().values():
         p = run_sub.add_parser(task.name, help=task.help, description=task.help)
         p.add_argument("--data", default=None, help=DATA_HELP)
-        add_settings(p, task.settings, skip=RUN_OPTIONS, aliases=ALIASES)
+        add_settings(p, task.settings, skip=RUN_OPTIONS)
         add_run_options(p)
         p.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from groundstate.eval.assemble import run_task
-    from groundstate.eval.runner import RunAborted
-    from groundstate.eval.tasks import get_task
+    from groundstate.eval.assemble import run_task  # noqa: PLC0415 (--help stays light)
 
     task = get_task(args.program)
     settings = settings_from(task.settings, args)

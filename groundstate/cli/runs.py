@@ -7,7 +7,8 @@ import json
 
 from groundstate.cli.numbers import count
 from groundstate.cli.options import Parser, add_runs_dir
-from groundstate.cli.output import print_summary
+from groundstate.cli.output import cell, print_summary
+from groundstate.errors import one_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,12 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    from rich.table import Table
+    from rich.table import Table  # noqa: PLC0415 (--help stays light)
 
-    from groundstate.cli.output import cell
-    from groundstate.cli.tables import console
-    from groundstate.errors import one_line
-    from groundstate.eval.runs import list_runs
+    from groundstate.cli.tables import console  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.runs import list_runs  # noqa: PLC0415 (--help stays light)
 
     runs = list_runs(args.runs_dir)
     if not runs:
@@ -59,8 +58,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    from groundstate.errors import one_line
-    from groundstate.eval.runs import load_run, resolve_run_dir
+    from groundstate.eval.runs import load_run, resolve_run_dir  # noqa: PLC0415 (--help stays light)
 
     run = load_run(resolve_run_dir(args.runs_dir, args.run))
     if args.json:
@@ -82,8 +80,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_merge(args: argparse.Namespace) -> int:
-    from groundstate.errors import one_line
-    from groundstate.eval.runs import merge_runs, resolve_run_dir
+    from groundstate.eval.runs import merge_runs, resolve_run_dir  # noqa: PLC0415 (--help stays light)
 
     runs = [resolve_run_dir(args.runs_dir, r) for r in args.runs]
     merged = merge_runs(runs, out=args.runs_dir)

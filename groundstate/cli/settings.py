@@ -114,14 +114,12 @@ def option_kwargs(name: str, field: Any) -> dict[str, Any]:
 
 def add_settings(parser: argparse.ArgumentParser, model: type[BaseModel], *, skip: Sequence[str] = (),
                  only: Sequence[str] | None = None, flags: Mapping[str, Sequence[str]] | None = None,
-                 aliases: Mapping[str, Sequence[str]] | None = None,
                  overrides: Mapping[str, Mapping[str, Any]] | None = None, group: Any = None) -> None:
     """Add an option for each field of ``model`` that ``parser`` does not have yet (by dest), is not in ``skip``
     and, when ``only`` is given, is in ``only``.
 
     Args:
         flags: a field's option strings when they are not ``--field-name`` (``max_rounds``: ``--bootstrap-rounds``).
-        aliases: a field's hidden earlier spellings (:meth:`groundstate.cli.options.Parser.alias`).
         overrides: argparse keyword arguments that replace the derived ones (``nargs``, ``metavar``, ``help``).
         group: an argument group of ``parser`` to add the options to.
     """
@@ -133,8 +131,6 @@ def add_settings(parser: argparse.ArgumentParser, model: type[BaseModel], *, ski
         kwargs = {**option_kwargs(name, field), **((overrides or {}).get(name) or {})}
         strings = (flags or {}).get(name) or (flag_of(name),)
         target.add_argument(*strings, **kwargs)
-        for old in (aliases or {}).get(name, ()):
-            parser.alias(old, strings[0])
 
 
 def settings_from(model: type[M], args: argparse.Namespace | Mapping[str, Any], *,

@@ -10,6 +10,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from groundstate.cli.output import cell
+from groundstate.errors import one_line
+from groundstate.eval.report import table_cells
+
 WIDTH_OFF_TTY = 220
 """Width of a console that is not a terminal (a pipe, a log file, a test), so tables are not squeezed to 80."""
 
@@ -24,8 +32,6 @@ def human(key: str) -> str:
 
 def console(width: int | None = None) -> Any:
     """A rich console on stdout, wide enough off a terminal."""
-    from rich.console import Console
-
     if width is None and not sys.stdout.isatty():
         width = WIDTH_OFF_TTY
     return Console(width=width)
@@ -44,12 +50,6 @@ def print_table(rows: Sequence[Mapping[str, Any] | Sequence[Any]], columns: Sequ
         headers: the headers as shown (default ``human(column)``).
         caption: shown under the table (what produced the figures, e.g. the agents), wrapped to its width.
     """
-    from rich.table import Table
-    from rich.text import Text
-
-    from groundstate.cli.output import cell
-    from groundstate.errors import one_line
-
     if columns is None:
         first = rows[0] if rows else {}
         columns = list(first.keys()) if isinstance(first, Mapping) else [str(i) for i in range(len(first))]
@@ -72,8 +72,6 @@ def print_comparison(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], 
                      out: Any = None, caption: str | None = None, notes: Sequence[str] = ()) -> None:
     """The comparison table of :func:`groundstate.eval.report.table_cells` (the one ``compare.md`` holds), with
     ``notes`` (the LM, decoding and judge behind it) printed above it and ``caption`` under it."""
-    from groundstate.cli.output import cell
-    from groundstate.eval.report import table_cells
 
     out = out or console()
     for note in notes:

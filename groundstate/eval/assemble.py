@@ -40,7 +40,7 @@ def task_named(task: Task | str) -> Task:
     """The task itself, or the registered task of that name (:func:`groundstate.eval.tasks.get_task`)."""
     if isinstance(task, Task):
         return task
-    from groundstate.eval.tasks import get_task
+    from groundstate.eval.tasks import get_task  # noqa: PLC0415 (heavy: dspy)
 
     return get_task(task)
 

@@ -13,6 +13,8 @@ import os
 from typing import Any
 
 from groundstate.errors import ConfigError
+from groundstate.files import sha256
+from groundstate.lm.embedded import RUNTIME_KEY
 
 
 def record_id(record: Any) -> str:
@@ -34,8 +36,6 @@ def fingerprint(config: dict[str, Any], length: int = 12) -> str:
 
 
 def _without_runtime(value: Any) -> Any:
-    from groundstate.lm.embedded import RUNTIME_KEY
-
     if isinstance(value, dict):
         return {k: _without_runtime(v) for k, v in value.items() if k != RUNTIME_KEY}
     if isinstance(value, list | tuple):
@@ -46,8 +46,6 @@ def _without_runtime(value: Any) -> Any:
 def file_hash(path: str | os.PathLike) -> str:
     """sha256 of a file's bytes (the data part of a run fingerprint); only a regular file within the size limit is
     read (:func:`groundstate.files.sha256`: a FIFO, a device or a directory is one line, never a hang)."""
-    from groundstate.files import sha256
-
     return sha256(path)
 
 

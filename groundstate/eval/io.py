@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from groundstate import files
 from groundstate.errors import InputError
 from groundstate.eval.sources import (  # noqa: F401  (first_list_item, write_jsonl: re-exported)
@@ -120,8 +122,6 @@ def load_models(path: Any, model: type, to_error: Callable[[Any, str, str], Inpu
     Raises:
         InputError: a bad line, an invalid record or a duplicate id (unless ``skip_invalid``), or no records.
     """
-    from pydantic import ValidationError
-
     path = as_source(path, what)  # normalised once; a Source passed down is used as it is
     reported = problems if problems is not None else []
     records: list[Any] = []

@@ -11,6 +11,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from groundstate.lm.embedded import EmbeddedEngine
+from groundstate.lm.faults import lm_failure
+from groundstate.lm.specs import default_adapter, describe_lm
+
 
 @dataclass
 class CheckReport:
@@ -36,12 +40,9 @@ def check_lm(lm: Any) -> CheckReport:
     Raises:
         LMCallError: the call failed (one line: what failed, which LM, how to fix it).
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
-    from groundstate.lm.embedded import EmbeddedEngine
-    from groundstate.lm.faults import lm_failure
-    from groundstate.lm.specs import default_adapter, describe_lm
-    from groundstate.signatures.checks import StructuredCheck
+    from groundstate.signatures.checks import StructuredCheck  # noqa: PLC0415 (heavy: dspy)
 
     model_file, load_seconds = None, None
     if isinstance(getattr(lm, "engine", None), EmbeddedEngine):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import InputError, RunInUseError
+from groundstate.files import read_text
 from groundstate.paths import check_entry
 
 LOCK = ".lock"
@@ -37,7 +38,7 @@ def _check_descriptor(fd: int, path: Path) -> None:
 
 
 def _file_lock(path: Path, on_acquired: Any) -> Any:
-    from filelock import FileLock
+    from filelock import FileLock  # noqa: PLC0415 (--help stays light)
 
     return FileLock(str(path), blocking=False, thread_local=False, fallback_to_soft=False,
                     preserve_lock_file=True, on_acquired=on_acquired)
@@ -45,7 +46,7 @@ def _file_lock(path: Path, on_acquired: Any) -> Any:
 
 def _acquire(lock: Any, path: Path) -> bool:
     """Take ``lock`` without waiting: ``True`` if taken, ``False`` if another process holds it."""
-    from filelock import Timeout
+    from filelock import Timeout  # noqa: PLC0415 (--help stays light)
 
     try:
         lock.acquire()
@@ -60,8 +61,6 @@ def _acquire(lock: Any, path: Path) -> bool:
 
 
 def _holder_pid(path: Path) -> str:
-    from groundstate.files import read_text
-
     try:
         text = read_text(path, MAX_LOCK_BYTES).strip()
     except InputError:

@@ -166,7 +166,7 @@ class MetricSpec(Settings):
                 raise ConfigError(f"the judge is '{self.judge}' but the --lm-config role '{JUDGE_ROLE}' names "
                                   f"'{role.get('model')}': give one model")
             return lm_config.lm_for(JUDGE_ROLE)
-        from groundstate.lm.specs import get_lm
+        from groundstate.lm.specs import get_lm  # noqa: PLC0415 (--help stays light)
 
         return get_lm(self.judge, **({"timeout": timeout} if timeout is not None and self.judge != "embedded"
                                      else {}))
@@ -177,7 +177,7 @@ class MetricSpec(Settings):
         judge (the spec as given, and the judge LM's description with its decoding)."""
         if self.is_lexical:
             return {}
-        from groundstate.lm.specs import describe_lm
+        from groundstate.lm.specs import describe_lm  # noqa: PLC0415 (--help stays light)
 
         return {"metric_spec": {"judge": self.judge, "judge_lm": describe_lm(judge_lm)}}
 

@@ -121,8 +121,8 @@ class RunProgress:
             return self
         out = self._out()
         if getattr(out, "isatty", lambda: False)():
-            from rich.console import Console
-            from rich.progress import (
+            from rich.console import Console  # noqa: PLC0415 (--help stays light)
+            from rich.progress import (  # noqa: PLC0415 (--help stays light)
                 BarColumn,
                 MofNCompleteColumn,
                 Progress,

@@ -8,7 +8,9 @@ from typing import Any
 from pydantic import Field
 
 from groundstate.errors import ConfigError, InputError
+from groundstate.eval.io import read_records
 from groundstate.eval.settings import TaskSettings
+from groundstate.eval.sources import as_source, describe, resolve_data
 from groundstate.eval.task import ProgramTask
 
 
@@ -24,9 +26,6 @@ class QASettings(TaskSettings):
 def load_questions(settings: QASettings, source: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The rows of ``settings.data`` (each with a string ``question`` and a unique ``id``) and the file's name and
     hash."""
-    from groundstate.eval.io import read_records
-    from groundstate.eval.sources import as_source, describe, resolve_data
-
     if source is None and not settings.data:
         raise ConfigError("qa needs --data FILE (JSON Lines, a JSON list or Parquet of {id, question, answer})")
     data = as_source(source if source is not None else resolve_data(settings.data), "questions")
@@ -60,7 +59,7 @@ qa_score.from_outputs = True  # type: ignore[attr-defined]
 
 
 def _build(settings: QASettings):
-    from groundstate.programs.qa import QuestionAnswering
+    from groundstate.programs.qa import QuestionAnswering  # noqa: PLC0415 (heavy: dspy)
 
     return QuestionAnswering()
 

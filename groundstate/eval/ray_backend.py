@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import cloudpickle
+
 from groundstate.errors import ConfigError, LMSetupError, scrub_secrets
 from groundstate.eval.ray_workers import LIMIT_NAMESPACE, InflightLimit, RecordWorker, WorkerJob
 
@@ -77,7 +79,7 @@ class RayOptions:
 def require_ray():
     """The ``ray`` module, or :class:`ConfigError` saying how to install it."""
     try:
-        import ray
+        import ray  # noqa: PLC0415 (optional extra: ray)
     except ImportError:
         raise ConfigError("--backend ray needs Ray, which is not installed: pip install 'groundstate[ray]' "
                           "(or use --backend threads)") from None
@@ -188,7 +190,6 @@ def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
                    threads: int) -> Iterator[dict[str, Any]]:
     """Yield the rows of ``todo`` as they finish on the worker actors (see the module docstring)."""
     ray = connect(options.address)
-    import cloudpickle
 
     job_blob = cloudpickle.dumps(WorkerJob(run_record, options.lm_spec, options.worker_setup))
     secrets = secret_env()
@@ -234,7 +235,7 @@ def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
 def task_row(ray, ref, rid: str, record: Any, failed: dict, pool: WorkerPool, slot: int, actor: Any,
              error_row: Callable[[Any, str, dict], dict[str, Any]]) -> dict[str, Any]:
     """The row of a finished record: its result, or an error row if its worker died or the call raised."""
-    from ray.exceptions import RayActorError, RayError, RayTaskError
+    from ray.exceptions import RayActorError, RayError, RayTaskError  # noqa: PLC0415 (optional extra: ray)
 
     try:
         row = ray.get(ref)

@@ -14,13 +14,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import cloudpickle
+
 from groundstate.compat import wrap_lm_forward
 from groundstate.errors import LMSetupError, scrub_secrets
+from groundstate.lm.config import LMConfig
+from groundstate.lm.specs import default_adapter
 
 LIMIT_NAMESPACE = "groundstate"
 """Ray namespace of the in-flight limits, so runs of several drivers on one cluster share a bound."""
@@ -40,8 +45,6 @@ class WorkerJob:
             return dict(self.worker_setup())
         if not self.lm_spec:
             return {}
-        from groundstate.lm.config import LMConfig
-        from groundstate.lm.specs import default_adapter
 
         config = LMConfig(default=dict(self.lm_spec["default"]), roles=dict(self.lm_spec.get("roles") or {}))
         lm = config.lm_for(None)
@@ -50,7 +53,7 @@ class WorkerJob:
 
 def unavailable_lm(reason: str):
     """A ``dspy.BaseLM`` that raises :class:`LMSetupError` when called and remembers that it was."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     class UnavailableLM(dspy.BaseLM):
         def __init__(self):
@@ -69,7 +72,7 @@ def unavailable_lm(reason: str):
 
 def bound_lm(lm: Any, limit: Any) -> Any:
     """``lm`` with each call between ``limit.acquire`` and ``limit.release`` (an :class:`InflightLimit` handle)."""
-    import ray
+    import ray  # noqa: PLC0415 (optional extra: ray)
 
     def bounding(forward):
         def bounded(*args, **kwargs):
@@ -88,8 +91,6 @@ class InflightLimit:
     """An async Ray actor: a semaphore of ``n`` permits (and the most permits ever held at once)."""
 
     def __init__(self, n: int):
-        import asyncio
-
         self.semaphore, self.held, self.peak = asyncio.Semaphore(n), 0, 0
 
     async def acquire(self) -> None:
@@ -107,7 +108,7 @@ class InflightLimit:
 
 def node_label() -> str:
     """``ip (node id prefix)`` of the node this code runs on."""
-    import ray
+    import ray  # noqa: PLC0415 (optional extra: ray)
 
     return f"{ray.util.get_node_ip_address()} (node {ray.get_runtime_context().get_node_id()[:12]})"
 
@@ -127,15 +128,14 @@ class RecordWorker:
         """``(job, overrides, unavailable LM or None)`` of ``job_id``; ``job`` is ``[bytes ref, limit or None]``."""
         with self.lock:
             if job_id not in self.jobs:
-                import cloudpickle
-                import ray
+                import ray  # noqa: PLC0415 (optional extra: ray)
 
                 loaded = cloudpickle.loads(ray.get(job[0]))
                 unavailable = None
                 try:
                     values = loaded.overrides()
                 except Exception as exc:  # no LM here: fine until a record calls one
-                    import dspy
+                    import dspy  # noqa: PLC0415 (heavy: dspy)
 
                     unavailable = unavailable_lm(scrub_secrets(f"{type(exc).__name__}: {exc}"))
                     values = {"lm": unavailable, "adapter": dspy.ChatAdapter()}
@@ -146,8 +146,6 @@ class RecordWorker:
 
     def run(self, job_id: str, job: list, record_blob: bytes) -> dict[str, Any]:
         """One record's row, or ``{"setup_error": ...}`` if it needed an LM this worker cannot build."""
-        import cloudpickle
-
         loaded, values, unavailable = self.load(job_id, job)
         record, failed = cloudpickle.loads(record_blob)
         row = loaded.run_record(record, values, failed)

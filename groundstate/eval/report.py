@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from groundstate.eval.stats import format_ci
 
@@ -110,7 +113,6 @@ def fit_title(fig: Any, ax: Any, title: str, subtitle: str = "", **kwargs: Any) 
     Returns:
         The title's matplotlib ``Text``.
     """
-    import textwrap
 
     parts = [part for part in (title, subtitle) if part]
     text = ax.set_title("\n".join(parts), **kwargs)
@@ -144,8 +146,7 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
     LM, tokens per instance (a run served from cache is marked "cached"); "no data" when nothing was scored, and
     "not measured" on a metric that failed on every record. The title (``subtitle`` under it) is wrapped to fit
     the figure (:func:`fit_title`)."""
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
     names = [r["name"] for r in rows]
     tokens_panel = has_tokens_panel(rows)
@@ -204,10 +205,10 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
               title: str | None = None, subtitle: str = "") -> bool:
     """Write a PNG of :func:`comparison_figure`; ``False`` without matplotlib."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: PLC0415 (optional extra: plot)
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
     except ImportError:
         logger.warning("matplotlib is not installed (pip install 'groundstate[plot]'); no chart written")
         return False

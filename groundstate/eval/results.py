@@ -15,7 +15,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from groundstate.files import jsonable
+from groundstate.errors import InputError
+from groundstate.eval.run_files import check_row
+from groundstate.eval.stats import mean_ci
+from groundstate.files import iter_chunks, jsonable, loads_json, read_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +45,6 @@ def read_results(path: str | os.PathLike, repair: bool = False, strict: bool = F
             torn last line (what ``runs show`` and ``runs merge`` do: a garbage line in the middle is corruption,
             not an interrupted write); otherwise such lines are skipped.
     """
-    from groundstate.errors import InputError
-    from groundstate.eval.run_files import check_row
-    from groundstate.files import loads_json, read_bytes
-
     path = Path(path)
     if not os.path.lexists(path):
         return []
@@ -90,10 +89,6 @@ def count_results(path: str | os.PathLike) -> dict[str, int]:
         InputError: the file is not a regular file within the size limit, or a complete line is not a result
             row (naming the line).
     """
-    from groundstate.errors import InputError
-    from groundstate.eval.run_files import check_row
-    from groundstate.files import iter_chunks, loads_json
-
     path = Path(path)
     failed: dict[str, bool] = {}  # id -> whether its last line is a failure (a retried record has several lines)
     if not os.path.lexists(path):
@@ -119,8 +114,6 @@ def _replace_with(path: Path, data: bytes, sync: bool = False) -> None:
     """Write ``data`` to ``path`` atomically: into ``<path>.tmp`` (a stale one, even a symlink, is removed first and
     the new one is created with ``O_EXCL | O_NOFOLLOW``, so the write never follows a planted link), then renamed
     over ``path``. A failure (``path`` is a directory, the disk is full, ...) is one :class:`InputError` line."""
-    from groundstate.errors import InputError
-
     tmp = path.with_suffix(path.suffix + ".tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -163,8 +156,6 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
     program failed) and ``missing`` (records it does not apply to). ``n_error`` counts records whose program
     failed, ``n_score_failed`` records whose program succeeded but some metric could not be measured.
     """
-    from groundstate.eval.stats import mean_ci
-
     n = len(rows)
     errors = sum(1 for r in rows if r.get("error"))
     names = list(dict.fromkeys(k for r in rows for part in ("scores", "score_errors") for k in (r.get(part) or {})))

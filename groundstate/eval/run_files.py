@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 
-from groundstate.schema import validate
+from groundstate.errors import InputError
+from groundstate.schema import explain, validate
 
 Count = Annotated[int, Field(strict=True, ge=0)]
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -118,11 +119,6 @@ def check_config(config: Any, file: Any) -> dict[str, Any]:
 def check_summary(summary: Any, file: Any) -> dict[str, Any]:
     """``summary`` (parsed ``summary.json``) if it fits :class:`RunSummary`; else one :class:`InputError` line
     that says the file can be deleted to have it recomputed."""
-    from pydantic import ValidationError
-
-    from groundstate.errors import InputError
-    from groundstate.schema import explain
-
     try:
         RunSummary.model_validate(summary)
     except ValidationError as exc:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError, one_line
+from groundstate.eval.lock import lock_holder
 from groundstate.eval.results import (
     CONFIG,
     RESULTS,
@@ -20,6 +22,7 @@ from groundstate.eval.results import (
 )
 from groundstate.eval.run_files import check_config, check_summary
 from groundstate.eval.runner import fingerprint
+from groundstate.files import read_json
 from groundstate.paths import check_entry, child, safe_component
 
 #: The per-record columns of :meth:`Run.to_records`, before the ``score.*`` and ``output.*`` ones.
@@ -66,13 +69,13 @@ class Run(dict):
 
     def to_pandas(self) -> Any:
         """The flat table as a pandas ``DataFrame`` (one row per record)."""
-        import pandas
+        import pandas  # noqa: PLC0415 (heavy: pandas)
 
         return pandas.DataFrame(self.to_records(), columns=self._columns())
 
     def to_dataset(self) -> Any:
         """The flat table as a ``datasets.Dataset`` (one row per record)."""
-        import datasets
+        import datasets  # noqa: PLC0415 (heavy: datasets)
 
         records = self.to_records()
         return datasets.Dataset.from_dict({c: [r.get(c) for r in records] for c in self._columns()})
@@ -120,8 +123,6 @@ def load_run(run_dir: str | Path) -> Run:
 
 def _read_config(run_dir: Path) -> dict[str, Any]:
     """A run directory's ``config.json`` (a JSON object), or one line: not a run directory, or a bad file."""
-    from groundstate.files import read_json
-
     config_path = run_dir / CONFIG
     if not os.path.lexists(config_path):
         raise InputError("not a run directory (no config.json)", file=str(run_dir))
@@ -131,8 +132,6 @@ def _read_config(run_dir: Path) -> dict[str, Any]:
 
 def _read_summary(run_dir: Path) -> dict[str, Any] | None:
     """A run directory's checked ``summary.json``, ``None`` when there is none."""
-    from groundstate.files import read_json
-
     summary_path = run_dir / SUMMARY
     if not os.path.lexists(summary_path):
         return None
@@ -150,16 +149,12 @@ def run_state(run_dir: str | Path, summary: dict[str, Any] | None = None) -> str
     - ``incomplete``: it finished with fewer records than it selected;
     - ``complete``.
     """
-    from groundstate.eval.lock import lock_holder
-
     run_dir = Path(run_dir)
     holder = lock_holder(run_dir)
     if holder is not None:
         return f"running (pid {holder})"
     summary_path, results_path = run_dir / SUMMARY, run_dir / RESULTS
     if summary is None and summary_path.is_file():
-        from groundstate.files import read_json
-
         summary = read_json(summary_path)
     if not summary_path.is_file() or not isinstance(summary, dict) or summary.get("finished") is False:
         return "killed"
@@ -293,8 +288,6 @@ def resolve_run_dir(out: str | Path, name: str, *, prefix: bool = True) -> str:
     Raises:
         InputError: no such run, or a prefix that matches several.
     """
-    import glob
-
     path = Path(name)
     if path.is_dir():
         return str(path)

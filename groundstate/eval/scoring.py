@@ -115,7 +115,7 @@ def rescorable(scorer: Any, previous: Mapping[str, Any] | None) -> bool:
 
 def stored_prediction(row: Mapping[str, Any]) -> Any:
     """A ``dspy.Prediction`` rebuilt from a result row's stored ``outputs`` (and ``trace``, when stored)."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     fields = dict(row.get("outputs") or {})
     if row.get("trace") is not None and "trace" not in fields:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from groundstate.lm.config import LMConfig
 from groundstate.schema import validate
 
 S = TypeVar("S", bound="Settings")
@@ -96,8 +97,6 @@ class LMSettings(Settings):
     def config(self):
         """The :class:`~groundstate.lm.config.LMConfig` these options describe (``lm`` overrides the file's
         default; see :meth:`~groundstate.lm.config.LMConfig.from_options`)."""
-        from groundstate.lm.config import LMConfig
-
         return LMConfig.from_options(lm_config=self.lm_config, lm=self.lm, api_base=self.api_base,
                                      temperature=self.temperature, max_tokens=self.max_tokens,
                                      timeout=self.lm_timeout, threads=self.lm_threads, contexts=self.lm_contexts)

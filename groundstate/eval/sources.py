@@ -22,19 +22,23 @@ nested values round-trip exactly and other tools still see plain columns.
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 import json
 import math
 import os
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from groundstate.errors import InputError
-from groundstate.files import decode, first_char, iter_chunks, json_lines, loads_json, read_json
+from groundstate.errors import ConfigError, InputError
+from groundstate.eval.results import write_lines
+from groundstate.files import check_regular, decode, first_char, iter_chunks, json_lines, loads_json, read_json, sha256
 from groundstate.schema import explain, json_kind
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -190,9 +194,6 @@ def first_list_item(path: str | os.PathLike) -> Any:
 
     Used only to recognise a file's format; any problem reading it gives ``None`` (the loader then reports it).
     """
-    import codecs
-    from contextlib import closing
-
     decoder = json.JSONDecoder()
     text_decoder = codecs.getincrementaldecoder("utf-8")()
     buffer, tried = "", 0
@@ -221,10 +222,6 @@ def first_list_item(path: str | os.PathLike) -> Any:
 def describe(source: Source, records: Sequence[Any]) -> dict[str, Any]:
     """What a run configuration records about its data (part of the run's fingerprint): the file's name and sha256
     for a file, the label and the sha256 of the records' canonical JSON for records given in memory."""
-    import hashlib
-
-    from groundstate.files import sha256
-
     if source.path is not None:
         return {"file": source.path.name, "sha256": sha256(source.path)}
     digest = hashlib.sha256()
@@ -241,8 +238,7 @@ def resolve_data(value: str) -> str:
     Raises:
         ConfigError: ``example:NAME`` with no such example.
     """
-    from groundstate.errors import ConfigError
-    from groundstate.examples import resolve
+    from groundstate.examples import resolve  # noqa: PLC0415 (--help stays light)
 
     try:
         return resolve(value)
@@ -312,11 +308,9 @@ def read_parquet(path: Path) -> Records:
         InputError: a missing or unreadable file, or one that is not a regular file within the size limit (checked
             before pyarrow opens it: a FIFO, a device or an oversized file is one line, never a hang).
     """
-    from groundstate.files import check_regular
-
     check_regular(path)
-    import datasets
-    import pyarrow.parquet as pq
+    import datasets  # noqa: PLC0415 (heavy: datasets)
+    import pyarrow.parquet as pq  # noqa: PLC0415 (heavy: pyarrow)
 
     bars = not datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
@@ -378,8 +372,6 @@ def _json_columns(raw: bytes | None, path: Path) -> list[str]:
 
 def write_jsonl(path: str | Path, rows: list[Any]) -> None:
     """Write records (dicts or pydantic models) as JSON Lines, atomically."""
-    from groundstate.eval.results import write_lines
-
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -395,8 +387,8 @@ def write_records(path: str | Path, rows: Sequence[Any]) -> None:
     if path.suffix.lower() not in PARQUET_SUFFIXES:
         write_jsonl(path, list(rows))
         return
-    import datasets
-    import pyarrow.parquet as pq
+    import datasets  # noqa: PLC0415 (heavy: datasets)
+    import pyarrow.parquet as pq  # noqa: PLC0415 (heavy: pyarrow)
 
     data = [row.model_dump(mode="json") if hasattr(row, "model_dump") else dict(row) for row in rows]
     columns = list(dict.fromkeys(k for row in data for k in row))

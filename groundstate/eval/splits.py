@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError
+from groundstate.eval.benchmarks.offquery.loader import save_instances
 
 SPLITS = ("train", "val", "test")
 
@@ -100,7 +101,7 @@ def split_instances(instances: Sequence[Any], train: float = 0.6, val: float = 0
         strata, largest_stratum = ["-"] * len(instances), len(instances)
     k, counts = fold_plan(fractions, min(len(set(groups)), largest_stratum, MAX_FOLDS))
     owner = [name for name in SPLITS for _ in range(counts[name])]
-    from sklearn.model_selection import StratifiedGroupKFold  # heavy: imported when a split is made
+    from sklearn.model_selection import StratifiedGroupKFold  # noqa: PLC0415 (heavy: scikit-learn)
 
     splitter = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
     fold_of = [0] * len(instances)
@@ -117,8 +118,6 @@ def split_instances(instances: Sequence[Any], train: float = 0.6, val: float = 0
 def write_splits(splits: dict[str, list[Any]], source: str | Path, out_dir: str | Path | None = None,
                  seed: int | None = None) -> dict[str, str]:
     """Write ``<stem>.<split>.jsonl`` files and ``<stem>.splits.json`` (ids and hashes); return the paths."""
-    from groundstate.eval.benchmarks.offquery.loader import save_instances
-
     source = Path(source)
     out_dir = Path(out_dir) if out_dir else source.parent
     stem = source.name.split(".")[0]

@@ -18,7 +18,7 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95, n_resamples: int 
     With fewer than two values, or values that are all equal, the interval is degenerate and reported as
     ``[mean, mean]`` (n=1 gives no interval: ``None``).
     """
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     data = np.asarray([float(v) for v in values], dtype=float)
     n = int(data.size)
@@ -37,7 +37,7 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95, n_resamples: int 
 
 def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> dict[str, float | int | None]:
     """Proportion with a Wilson score interval (``scipy.stats.binomtest(...).proportion_ci``)."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     if n == 0:
         return {"mean": None, "low": None, "high": None, "n": 0}

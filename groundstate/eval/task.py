@@ -27,6 +27,8 @@ from groundstate.eval.identity import fingerprint
 from groundstate.eval.run_settings import RunSettings, run_config
 from groundstate.eval.runner import RunResult, durable_run
 from groundstate.eval.settings import LMSettings, Settings
+from groundstate.lm.config import LMConfig
+from groundstate.lm.specs import default_adapter, describe_lm
 from groundstate.paths import safe_component
 
 logger = logging.getLogger(__name__)
@@ -59,11 +61,9 @@ class RunContext:
         return self.once("lms", self.make_lms or self._build)
 
     def _build(self) -> tuple[Any, Any]:
-        import dspy
+        import dspy  # noqa: PLC0415 (heavy: dspy)
 
         if self.lms == LMSettings() and dspy.settings.lm is not None:
-            from groundstate.lm.config import LMConfig
-
             self._memo["configured"] = True
             return dspy.settings.lm, LMConfig()
         return self.lms.build()
@@ -210,8 +210,6 @@ class ProgramTask(Task):
 
     def plan(self, settings: Any, context: RunContext, *, run: RunSettings | None = None, program: Any = None,
              source: Any = None) -> PlannedRun:
-        from groundstate.lm.specs import describe_lm
-
         program = program if program is not None else self.build(settings)
         lm, lm_config = context.lm_pair()
         lm_config.apply(program)
@@ -251,9 +249,7 @@ def execute(planned: PlannedRun, run: RunSettings | None = None, context: RunCon
             planned.records = records
     with contextlib.ExitStack() as stack:
         if built:
-            import dspy
-
-            from groundstate.lm.specs import default_adapter
+            import dspy  # noqa: PLC0415 (heavy: dspy)
 
             stack.enter_context(dspy.context(lm=context.lm, adapter=default_adapter(context.lm)))
         if planned.ignore_warnings:

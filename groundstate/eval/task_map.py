@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundstate.concurrency import overrides, serial_map, thread_map
-from groundstate.errors import WorkerLostError
+from groundstate.errors import ConfigError, WorkerLostError
 from groundstate.eval.ray_backend import RayOptions, execute_on_ray
 
 
@@ -80,8 +80,6 @@ def backend_map(backend: str = "threads", threads: int = 1, ray: RayOptions | No
                 what: str = "task") -> Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]:
     """The ``map_fn(fn, items)`` of a backend: ``threads`` (``threads`` threads; 1 runs inline) or ``ray``."""
     if threads < 1:
-        from groundstate.errors import ConfigError
-
         raise ConfigError("--threads must be at least 1")
     if backend == "ray":
         options = ray or RayOptions()

@@ -87,7 +87,7 @@ def _seconds(value: Any) -> float | None:
 
 
 def _timed_out(exc: BaseException) -> bool:
-    from dspy.utils.exceptions import LMTimeoutError
+    from dspy.utils.exceptions import LMTimeoutError  # noqa: PLC0415 (heavy: dspy)
 
     text = str(exc).lower()
     return isinstance(exc, LMTimeoutError | TimeoutError) or "timed out" in text or "timeout" in text
@@ -137,7 +137,7 @@ class Budget:
                 room for another attempt (with ``num_retries=0`` too: the one attempt spent it); else ``exc``
                 itself when no attempt follows (not transient, retries used up, or no time left for another).
         """
-        from dspy.utils.exceptions import is_retryable_lm_error
+        from dspy.utils.exceptions import is_retryable_lm_error  # noqa: PLC0415 (heavy: dspy)
 
         self.attempts += 1
         if not is_retryable_lm_error(exc):
@@ -156,7 +156,7 @@ class Budget:
 
     def spent(self, exc: BaseException) -> Exception:
         """The error of a call whose budget ran out on a timeout (``exc``: the last attempt's error)."""
-        from dspy.utils.exceptions import LMTimeoutError
+        from dspy.utils.exceptions import LMTimeoutError  # noqa: PLC0415 (heavy: dspy)
 
         lines = str(exc).strip().splitlines()
         last = _MODEL_PREFIX.sub("", lines[0] if lines else type(exc).__name__).split(";")[0].strip()
@@ -170,7 +170,7 @@ class Budget:
 def plan(lm: Any, prompt: Any, kwargs: dict[str, Any], retries: int) -> Budget | None:
     """The :class:`Budget` of a call of ``lm``, or ``None`` when it has no usable ``timeout`` (DSPy's own retries
     then apply, as for any ``dspy.LM``)."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     seconds = budget_seconds(kwargs.get("timeout", dict(getattr(lm, "kwargs", {}) or {}).get("timeout")))
     if seconds is None:

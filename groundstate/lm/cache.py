@@ -26,6 +26,8 @@ from groundstate.compat import (
     warn_zero_temperature_rollout,
 )
 from groundstate.errors import strip_userinfo
+from groundstate.lm.budget import acall_within_budget, call_within_budget, dspy_retries
+from groundstate.metering import ametered, metered
 
 IDENTITY_ROLLOUT_PREFIX = "groundstate-lm:"
 _NOT_IDENTITY = {"api_key", "timeout", "num_retries", "cache", "rollout_id", "prompt_cache", "headers",
@@ -55,10 +57,7 @@ def identity_hash(lm) -> str:
 @functools.lru_cache(maxsize=1)
 def keyed_lm_class() -> type:
     """The :class:`KeyedLM` class (built on first use, so importing this module does not import DSPy)."""
-    import dspy
-
-    from groundstate.lm.budget import acall_within_budget, call_within_budget, dspy_retries
-    from groundstate.metering import ametered, metered
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     class KeyedLM(dspy.LM):
         """A ``dspy.LM`` whose response-cache entries are keyed by the LM's identity as well as the request.

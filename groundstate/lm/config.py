@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import LMSetupError, strip_userinfo
+from groundstate.errors import InputError, LMSetupError, strip_userinfo
+from groundstate.files import read_toml
 from groundstate.lm.embedded import RUNTIME_KEY
 from groundstate.lm.specs import (
     EMBEDDED_SPEC,
@@ -52,9 +53,6 @@ class LMConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> LMConfig:
-        from groundstate.errors import InputError
-        from groundstate.files import read_toml
-
         path = Path(path)
         if not path.is_file() and not path.exists():
             raise LMSetupError(f"{path}: LM config file not found")

@@ -103,7 +103,7 @@ def choose_contexts(threads: int, n_ctx: int, *, idle: int | None = None, memory
 def new_llama(path: str, n_ctx: int, n_threads: int) -> Any:
     """One llama.cpp context of the model at ``path`` (the weights are memory-mapped, so contexts share them)."""
     try:
-        from llama_cpp import Llama
+        from llama_cpp import Llama  # noqa: PLC0415 (optional extra: local)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise LMSetupError(
             "the embedded LM needs llama-cpp-python: pip install 'groundstate[local]' "

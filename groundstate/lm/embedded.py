@@ -18,6 +18,7 @@ the tasks.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib.util
 import json
@@ -157,7 +158,7 @@ class EmbeddedEngine:
 
     # -- DSPy engine protocol ---------------------------------------------------------------------------
     def complete(self, request):
-        from dspy.clients.engines.base import validate_request
+        from dspy.clients.engines.base import validate_request  # noqa: PLC0415 (heavy: dspy)
 
         validate_request(request)
         messages = self._messages(request)
@@ -199,7 +200,7 @@ class EmbeddedEngine:
     def grammar(self, schema: dict | None) -> Any:
         """The ``LlamaGrammar`` of a JSON schema (any JSON for ``None``), built once per schema: the grammar
         llama-cpp-python would build from ``response_format`` on every call (the same conversion and fallback)."""
-        from llama_cpp import llama_grammar
+        from llama_cpp import llama_grammar  # noqa: PLC0415 (optional extra: local)
 
         key = "" if schema is None else json.dumps(schema)
         grammar = self._grammars.get(key)
@@ -216,7 +217,7 @@ class EmbeddedEngine:
 
     @staticmethod
     def _response(out: dict):
-        from dspy.lm15 import Message, Response, Usage
+        from dspy.lm15 import Message, Response, Usage  # noqa: PLC0415 (heavy: dspy)
 
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -231,7 +232,7 @@ class EmbeddedEngine:
         )
 
     def stream(self, request):
-        from dspy.lm15 import response_to_events
+        from dspy.lm15 import response_to_events  # noqa: PLC0415 (heavy: dspy)
 
         return response_to_events(self.complete(request))
 
@@ -279,7 +280,7 @@ class EmbeddedEngine:
             raise self._too_long(f"the prompt needs about {needed} tokens")
 
     def _too_long(self, detail: str):
-        from dspy.lm15 import ContextLengthError
+        from dspy.lm15 import ContextLengthError  # noqa: PLC0415 (heavy: dspy)
 
         return ContextLengthError(f"{detail} but the embedded model's context window is {self.n_ctx} tokens; "
                                   "shorten the inputs or use fewer demos (--max-demos), or use a larger model")
@@ -317,13 +318,9 @@ class AsyncEmbeddedEngine:
         self.engine = engine or EmbeddedEngine()
 
     async def complete(self, request):
-        import asyncio
-
         return await asyncio.to_thread(self.engine.complete, request)
 
     async def stream(self, request):
-        import asyncio
-
         for event in await asyncio.to_thread(lambda: list(self.engine.stream(request))):
             yield event
 

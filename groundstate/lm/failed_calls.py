@@ -68,7 +68,7 @@ def _forget_all(touched: list) -> None:
 
 
 def _evicting() -> bool:
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     return bool(dspy.settings.get(EVICT_KEY))
 
@@ -153,7 +153,7 @@ def failed_call_eviction() -> Iterator[None]:
     leaves the cache as DSPy left it. Calls outside a predictor (``lm(...)`` directly) and calls outside the
     block are not affected. Blocks nest and may overlap across threads.
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     with eviction_wrappers(), dspy.context(**{EVICT_KEY: True}):
         yield

@@ -31,7 +31,7 @@ def _detail(exc: BaseException) -> str:
 
 def _kind(exc: BaseException, timeout: Any) -> tuple[str, str]:
     """``(what failed, how to fix it)`` for an exception raised by an LM call."""
-    from dspy.utils import exceptions as dspy_errors
+    from dspy.utils import exceptions as dspy_errors  # noqa: PLC0415 (heavy: dspy)
 
     text = str(exc).lower()
     wait = f"within {timeout:g}s" if isinstance(timeout, int | float) else "in time"

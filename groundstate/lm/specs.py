@@ -115,7 +115,7 @@ def check_lm_options(options: dict[str, Any], where: str) -> None:
 def _known_providers() -> set[str]:
     """LiteLLM's provider prefixes (``litellm.provider_list``; LiteLLM is a dependency of DSPy on Python < 3.15)."""
     try:
-        import litellm
+        import litellm  # noqa: PLC0415 (heavy: litellm)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise LMSetupError(f"hosted LM specs need LiteLLM to check the provider prefix: pip install litellm ({exc})") \
             from exc
@@ -149,7 +149,7 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     if unknown:
         raise LMSetupError(f"unknown LM option(s) {sorted(unknown)} for '{spec}'; allowed: {sorted(LM_OPTIONS)}")
     check_lm_options(options, f"LM '{spec}'")
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     if spec == EMBEDDED_SPEC:
         options.pop("timeout", None)  # the embedded model runs in this process: nothing to wait for
@@ -187,7 +187,7 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
     if has_userinfo(options.get("api_base")):
         register_url_secrets(options["api_base"])  # scrubbed from error text, logs and results from now on
         options["engine"] = "litellm"  # DSPy's native engine reads user:pass@ as part of the host name
-    from groundstate.lm.cache import keyed_lm_class
+    from groundstate.lm.cache import keyed_lm_class  # noqa: PLC0415 (--help stays light)
 
     return keyed_lm_class()(spec, **options)
 
@@ -195,7 +195,7 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
 def default_adapter(lm):
     """The adapter groundstate uses with ``lm``: a cached ``JSONAdapter`` for the embedded LM, else DSPy's default."""
     if is_embedded(lm):
-        from groundstate.lm.adapters import json_adapter
+        from groundstate.lm.adapters import json_adapter  # noqa: PLC0415 (--help stays light)
 
         return json_adapter()
     return None
@@ -207,7 +207,7 @@ def is_embedded(lm) -> bool:
 
 def configure(spec: str = EMBEDDED_SPEC, **options: Any):
     """Build the LM for ``spec`` and make it (and its default adapter) DSPy's global default; return it."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     lm = get_lm(spec, **options)
     dspy.configure(lm=lm, adapter=default_adapter(lm))

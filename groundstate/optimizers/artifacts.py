@@ -35,15 +35,19 @@ import datetime as _dt
 import json
 import platform
 import re
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import dspy
 from pydantic import ValidationError
 
+import groundstate
 from groundstate import files, registry
 from groundstate.errors import ConfigError, GroundstateError, InputError, one_line, secret_values
 from groundstate.optimizers import manifests, program_tree
+from groundstate.paths import check_entry
 from groundstate.schema import from_validation, validate
 
 FORMAT = 1
@@ -54,13 +58,9 @@ PARAMS = "params.json"
 
 
 def versions() -> dict[str, str]:
-    import dspy
-
-    import groundstate
-
     out = {"groundstate": groundstate.__version__, "dspy": dspy.__version__, "python": platform.python_version()}
     try:
-        import sklearn
+        import sklearn  # noqa: PLC0415 (heavy: scikit-learn)
 
         out["scikit-learn"] = sklearn.__version__
     except ImportError:  # pragma: no cover - scikit-learn is a core dependency
@@ -86,8 +86,6 @@ def _check_no_secrets(directory: Path) -> None:
 def _prepare(directory: Path, *names: str) -> None:
     """Make an artifact directory and check, before anything is written, that each file the save writes there (and
     the manifest) is absent or a regular file: a symlink would send the write elsewhere, a FIFO would block it."""
-    from groundstate.paths import check_entry
-
     for name in (*names, MANIFEST):
         check_entry(directory / name, "artifact files")
     try:
@@ -288,7 +286,7 @@ def _no_custom(allow_custom: bool) -> None:
 
 def save_sklearn(estimator: Any, directory: str | Path, **manifest: Any) -> Path:
     """Save a scikit-learn estimator with ``skops.io`` plus a manifest."""
-    import skops.io as sio
+    import skops.io as sio  # noqa: PLC0415 (heavy: skops)
 
     directory = Path(directory)
     _prepare(directory, SKLEARN_MODEL)
@@ -321,8 +319,6 @@ def _trusted(type_name: str) -> bool:
 
 def _check_skops_archive(path: Path) -> None:
     """Refuse a ``model.skops`` that is not a regular file, is too large, or unpacks to too much."""
-    import zipfile
-
     files.check_regular(path, MAX_SKOPS_BYTES)
     with zipfile.ZipFile(path) as archive:
         unpacked = sum(info.file_size for info in archive.infolist())
@@ -334,9 +330,7 @@ def _check_skops_archive(path: Path) -> None:
 def load_sklearn(directory: str | Path) -> Any:
     """Load an estimator saved by :func:`save_sklearn`, trusting only scikit-learn's and NumPy's types, plain
     containers, and groundstate's registered estimators (any other type in the file is refused)."""
-    import zipfile
-
-    import skops.io as sio
+    import skops.io as sio  # noqa: PLC0415 (heavy: skops)
 
     directory = Path(directory)
     manifest = _manifest_of(directory, "sklearn", "a scikit-learn model")

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from groundstate.concurrency import serial_map
-from groundstate.errors import ConfigError
+from groundstate.errors import ConfigError, InputError
+from groundstate.optimizers.artifacts import MANIFEST, load_sklearn, read_manifest
 from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.optimizers.controller import MLPActionValue
+from groundstate.optimizers.manifests import SklearnManifest
 from groundstate.programs.consilience.consilience import Consilience, explore, proposal_scores
 from groundstate.programs.consilience.state import (
     EXTRA_FEATURES,
@@ -36,6 +39,7 @@ from groundstate.programs.consilience.state import (
     LossWeights,
 )
 from groundstate.records import COMM_ACTIONS, HiddenProfileTask
+from groundstate.schema import validate
 
 
 def features_without(groups: Sequence[str]) -> list[str]:
@@ -109,13 +113,6 @@ def load_controller(directory: Any) -> tuple[MLPActionValue, list[str] | None]:
         InputError: a ``features`` or ``actions`` field that is not a list of names, a feature that is not a state
             feature, or names that do not fit the model (as many features as it takes, its actions).
     """
-    from pathlib import Path
-
-    from groundstate.errors import InputError
-    from groundstate.optimizers.artifacts import MANIFEST, load_sklearn, read_manifest
-    from groundstate.optimizers.manifests import SklearnManifest
-    from groundstate.schema import validate
-
     model = load_sklearn(directory)
     path = Path(directory) / MANIFEST
     manifest = validate(SklearnManifest, read_manifest(directory), file=path)

@@ -94,7 +94,7 @@ def _named_modules(program: Any):
 
 def frozen_except(program: Any, patterns: Sequence[str] | None) -> Freeze:
     """Freeze every predictor of ``program`` that ``patterns`` do not cover (see the module docstring)."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     names = [name for name, _ in program.named_predictors()]
     keep = set(trainable_names(program, patterns))

@@ -281,7 +281,7 @@ def probe_lm(lm: Any, what: str) -> None:
     try:
         lm("Reply with the word OK.", max_tokens=8)
     except Exception as exc:  # a refused key, no server, a timeout: before hours of optimization, not after
-        from groundstate.lm.faults import lm_failure
+        from groundstate.lm.faults import lm_failure  # noqa: PLC0415 (--help stays light)
 
         raise ConfigError(f"{what} failed a probe call: {lm_failure(exc, lm, 'probe')}") from None
 

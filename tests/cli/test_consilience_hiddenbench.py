@@ -94,7 +94,7 @@ def test_the_whole_consilience_workflow_on_a_hiddenbench_file(hb, tmp_path, caps
         assert main(["consilience", "calibrate", "--data", str(parts["calibration"]), "--controller", controller,
                      "--mlp", str(mlp), "--alpha", "0.3", "--out", str(tmp_path / f"cal-{controller}"), *sim]) == 0
     cal = ["--calibrator", f"rules={tmp_path / 'cal-rules'}", f"mlp={tmp_path / 'cal-mlp'}"]
-    runs = ["--out", str(tmp_path / "runs"), "--no-progress"]
+    runs = ["--runs-dir", str(tmp_path / "runs"), "--no-progress"]
     assert main(["consilience", "evaluate", "--data", str(parts["test"]), "--controllers", "rules", "mlp", "--mlp",
                  str(mlp), *cal, *runs, *sim]) == 0
     capsys.readouterr()

@@ -196,12 +196,12 @@ def test_temperature_and_evaluator_options_reach_the_calls_and_the_run_config(tm
 
     del seen[:]
     replay = ["replay", "--mode", "loo", "--k", "2", *common]
-    assert run([*replay, "--sample-temperature", "0.3"]) == 0  # the earlier name of --integrator-temperature
+    assert run([*replay, "--integrator-temperature", "0.3"]) == 0
     assert {t for s, t in seen} == {0.3} and {s for s, _ in seen} == {"integrator"}
     (replayed,) = read_configs(cache / "runs")["dhd-replay-loo"]
     assert replayed["temperatures"] == {"recruiter": 0.1, "hypothesizer": 0.9, "integrator": 0.3, "judge": None}
     calls = lm.engine.calls
-    assert run([*replay, "--integrator-temperature", "0.3"]) == 0 and lm.engine.calls == calls  # the same run
+    assert run([*replay, "--integrator-temperature=0.3"]) == 0 and lm.engine.calls == calls  # the same run
     assert run([*replay, "--no-judge"]) == 0 and lm.engine.calls > calls  # integrator 0 (default): another run
     assert len(read_configs(cache / "runs")["dhd-replay-loo"]) == 2
     capsys.readouterr()

@@ -146,8 +146,9 @@ def test_hanging_server_records_each_error_and_finishes(tmp_path, servers, capsy
 def test_echoed_key_never_reaches_results_summary_or_terminal(tmp_path, servers, capsys, caplog):
     caplog.set_level(logging.DEBUG)
     server = servers("401")
-    code = main(["-vv", "run", "qa", "--data", str(qa_file(tmp_path / "qa.jsonl", 2)), "--out", str(tmp_path / "runs"),
-                 "--lm-config", str(lm_toml(tmp_path / "lm.toml", server.url)), "--no-progress"])
+    code = main(["-vv", "run", "qa", "--data", str(qa_file(tmp_path / "qa.jsonl", 2)),
+                 "--runs-dir", str(tmp_path / "runs"), "--lm-config", str(lm_toml(tmp_path / "lm.toml", server.url)),
+                 "--no-progress"])
     captured = capsys.readouterr()
     assert "record q0 failed" in caplog.text  # the debug log of the failure (with its traceback) was written
     assert code == 1  # every record failed

@@ -1,14 +1,16 @@
 """Loading a saved artifact never imports or calls anything a manifest names unless it is registered."""
 
 import json
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
 from groundstate.errors import ConfigError, GroundstateError, InputError
 from groundstate.optimizers.artifacts import load, load_params, load_program, save_program
 from groundstate.programs.reground.reground import ReGround
-from groundstate.registry import register
+from groundstate.registry import ALIASES, class_path, register
 
 
 @pytest.fixture
@@ -167,14 +169,37 @@ def test_every_builtin_class_path_is_real_and_every_saveable_class_is_listed():
     assert saveable and saveable <= set(BUILTIN), sorted(saveable - set(BUILTIN))
 
 
-def test_a_program_saved_under_an_earlier_module_path_still_loads(saved):
-    rewrite(saved, program={"class": "groundstate.programs.reground:ReGround", "kwargs": {"max_candidates": 2}})
-    assert isinstance(load_program(saved), ReGround)
+#: Programs saved by earlier commits of main (named after the commit), whose classes lived at other paths then.
+EARLIER = Path(__file__).resolve().parents[1] / "data" / "earlier_artifacts"
 
 
-def test_artifacts_naming_a_moved_baseline_still_load():
-    from groundstate.programs.reground.centralized import Instructor, Manager
-    from groundstate.registry import resolve
+@pytest.mark.parametrize("name, today", [
+    ("reground-verify-06583fa", "groundstate.programs.reground.reground:Verify"),
+    ("collaboration-voting-06583fa", "groundstate.programs.reground.baselines:Voting"),
+    ("baselines-manager-6b0216c", "groundstate.programs.reground.centralized:Manager"),
+    ("deliberation-dhd-06583fa", "groundstate.programs.dhd.deliberation:DiverseHypothesisDeliberation"),
+])
+def test_a_program_saved_by_earlier_main_under_another_path_still_loads(name, today, tmp_path):
+    """Each directory was written by ``save_program`` at the commit its name ends with (the class's path then is in
+    its manifest, mapped by registry.ALIASES): it loads into today's class with every saved predictor's state."""
+    directory = shutil.copytree(EARLIER / name, tmp_path / name)
+    saved_path = json.loads((directory / "manifest.json").read_text())["program"]["class"]
+    assert saved_path != today and ALIASES[saved_path] == today
+    program = load_program(directory)
+    assert class_path(program) == today
+    state = json.loads((directory / "program.json").read_text())
+    assert {n for n, _ in program.named_predictors()} == set(state) - {"metadata"}
+    for predictor_name, predictor in program.named_predictors():
+        assert predictor.signature.instructions == state[predictor_name]["signature"]["instructions"]
 
-    assert resolve("groundstate.programs.reground.baselines:Manager", "program") is Manager
-    assert resolve("groundstate.programs.collaboration:Instructor", "program") is Instructor
+
+def test_a_program_whose_class_changed_since_it_was_saved_is_refused_in_one_line(tmp_path):
+    """The LLM controller saved at 06583fa (path ``consilience_control``) carries ``transcript_messages``, which
+    today's controller does not take, so no alias could load it: its old path is not listed, and loading it is the
+    registry's one-line refusal."""
+    directory = shutil.copytree(EARLIER / "consilience-control-llmcontroller-06583fa", tmp_path / "old")
+    saved_path = json.loads((directory / "manifest.json").read_text())["program"]["class"]
+    assert saved_path == "groundstate.programs.consilience_control:LLMController" and saved_path not in ALIASES
+    with pytest.raises(ConfigError) as info:
+        load_program(directory)
+    assert "\n" not in str(info.value) and "refusing to load class" in str(info.value)

@@ -23,6 +23,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from scipy.stats import binomtest
+
 from groundstate.optimizers.conformal import RoundwiseConformal
 
 POLICIES: tuple[str, ...] = ("calibrated", "deployed")
@@ -44,8 +46,6 @@ def coverage(calibrator: RoundwiseConformal, traces: Sequence[Sequence[dict[str,
         (``None`` when infinite), ``certified``, ``hits``, ``coverage``, ``ci_low``, ``ci_high``, ``se``,
         ``executed_coverage`` (share of executed actions within the threshold), ``checked``, ``ok``.
     """
-    from scipy.stats import binomtest
-
     if policy not in POLICIES:
         raise ValueError(f"unknown policy '{policy}'; choose from {', '.join(POLICIES)}")
     by_round: dict[int, list[tuple[float, float]]] = {}

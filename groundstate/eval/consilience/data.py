@@ -7,6 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundstate.errors import InputError
+from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
+from groundstate.eval.io import read_jsonl, require_records
+from groundstate.eval.sources import as_source, describe
+from groundstate.eval.splits import split_instances
 from groundstate.programs.consilience.state import STORED_FEATURES
 from groundstate.records import COMM_ACTIONS, HiddenProfileTask
 
@@ -20,8 +24,6 @@ def load_exploration(path: str, allow_empty: bool = False) -> list[dict[str, Any
         InputError: an unreadable file or a row with a missing, ragged or non-numeric field (one line naming
             the file, the line and the field), or no rows at all.
     """
-    from groundstate.eval.io import read_jsonl, require_records
-
     rows = read_jsonl(path)
     sizes = {"features": len(STORED_FEATURES), "rewards": len(COMM_ACTIONS)}
     for number, row in enumerate(rows, start=1):
@@ -50,8 +52,6 @@ def _kind(value: Any) -> str:
 def split_tasks(tasks: Sequence[HiddenProfileTask], fractions: Sequence[float] = (0.4, 0.3, 0.3),
                 seed: int = 0) -> dict[str, list[HiddenProfileTask]]:
     """Task-level ``train`` / ``calibration`` / ``test`` splits (disjoint by task id)."""
-    from groundstate.eval.splits import split_instances
-
     parts = split_instances(tasks, *fractions, seed=seed)
     return {"train": parts["train"], "calibration": parts["val"], "test": parts["test"]}
 
@@ -60,9 +60,6 @@ def load_tasks(path: Any, allow_empty: bool = False) -> tuple[list[HiddenProfile
     """The tasks in ``path`` (HiddenBench JSON or groundstate JSONL, Parquet, or any source
     :func:`~groundstate.eval.sources.as_source` accepts, normalised once here) and a description of them for the
     run fingerprint (:func:`~groundstate.eval.sources.describe`). No tasks is an error unless ``allow_empty``."""
-    from groundstate.eval.benchmarks.hiddenbench import load_hidden_tasks
-    from groundstate.eval.sources import as_source, describe
-
     source = as_source(path, "tasks")
     tasks = load_hidden_tasks(source, allow_empty=allow_empty)
     return tasks, describe(source, tasks)

@@ -17,12 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundstate.eval.assemble import assemble, run_task
+from groundstate.eval.consilience.metrics import pooled_vote_accuracy
 from groundstate.eval.consilience.settings import EvaluationSettings, ProtocolSettings
 from groundstate.eval.consilience.tasks import HiddenSetup, hidden_setup
 from groundstate.eval.consilience.tasks import make_team as make_team
 from groundstate.eval.run_settings import RunSettings
-from groundstate.eval.runner import RunResult
-from groundstate.eval.task import RunContext
+from groundstate.eval.runner import RunAborted, RunResult
+from groundstate.eval.task import RunContext, execute
 from groundstate.records import HiddenProfileTask
 
 
@@ -36,8 +38,6 @@ def run_protocol(settings: ProtocolSettings, run: RunSettings | None = None,
     """One reference protocol over the tasks, durably (``groundstate hidden run``); ``settings.rounds=None`` plays
     the protocol's default (:func:`~groundstate.programs.consilience.protocols.default_rounds`). Raises
     :class:`~groundstate.eval.runner.RunAborted` when the run fails (everything finished is kept)."""
-    from groundstate.eval.assemble import run_task
-
     return run_task("hidden-protocol", settings, run, context=context or RunContext())
 
 
@@ -65,11 +65,6 @@ def evaluate_programs(settings: EvaluationSettings, run: RunSettings | None = No
     durable run each (through :func:`~groundstate.eval.assemble.run_task`). A run that failed
     (``max_error_rate``, or every task failed) contributes what it finished; its summary's ``stopped_reason`` says
     why."""
-    from groundstate.eval.assemble import assemble
-    from groundstate.eval.consilience.metrics import pooled_vote_accuracy
-    from groundstate.eval.runner import RunAborted
-    from groundstate.eval.task import execute
-
     context = context or RunContext()
     out = Evaluation()
     plans = [assemble("consilience", program, context, run=run)[2] for program in settings.programs()]

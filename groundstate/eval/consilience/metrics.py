@@ -34,7 +34,6 @@ FAILED_METRICS: tuple[str, ...] = ("task_accuracy", "vote_accuracy", "rounds", "
 def discussion_scorer(initial: bool = False):
     """The runner's scorer: :func:`discussion_scores`; with ``initial`` (HiddenBench's discussion) a failed
     discussion also names its initial-vote metrics as not measured, so they are counted as failed, not dropped."""
-
     def scorer(task: HiddenProfileTask, prediction: Any) -> dict[str, float | None]:
         scores = discussion_scores(task, prediction)
         if initial and prediction is None:
@@ -78,7 +77,7 @@ def pooled_vote_accuracy(rows: Sequence[dict[str, Any]], prefix: str = "") -> di
     """§4.2 vote accuracy from runner rows: correct votes / all votes of the discussions that finished, with a
     Wilson 95% interval (``n``: votes) and ``failed``, the discussions whose votes were not measured
     (``prefix="initial_"``: of a HiddenBench run's initial votes)."""
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest  # noqa: PLC0415 (heavy: scipy)
 
     correct = int(sum((r.get("scores") or {}).get(f"{prefix}votes_correct") or 0 for r in rows))
     total = int(sum((r.get("scores") or {}).get(f"{prefix}votes") or 0 for r in rows))
@@ -92,7 +91,7 @@ def pooled_vote_accuracy(rows: Sequence[dict[str, Any]], prefix: str = "") -> di
 def aggregate_results(results: Sequence[DiscussionResult]) -> dict[str, Any]:
     """Accuracy over many discussions: task accuracy with a 95% Wilson interval, vote accuracy pooled over all
     agents' votes (as in §4.2, so tasks with more agents weigh more), mean rounds, words and messages."""
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest  # noqa: PLC0415 (heavy: scipy)
 
     n = len(results)
     if not n:

@@ -114,8 +114,8 @@ def evaluate_sensitivity(settings: Any, sensitivity: Mapping[str, Sequence[Any]]
     """``(variant, evaluation)`` for every variant of :func:`sensitivity_variants` of an
     :class:`~groundstate.eval.consilience.settings.EvaluationSettings`: the same programs, tasks and seeds, one
     durable run per program and variant (:func:`~groundstate.eval.consilience.evaluate.evaluate_programs`)."""
-    from groundstate.eval.consilience.evaluate import evaluate_programs
-    from groundstate.eval.task import RunContext
+    from groundstate.eval.consilience.evaluate import evaluate_programs  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.task import RunContext  # noqa: PLC0415 (--help stays light)
 
     context = context or RunContext()
     return [(variant, evaluate_programs(variant.settings, run, context))
@@ -186,7 +186,7 @@ def holds_line(rows: Sequence[Mapping[str, Any]]) -> str:
 def sensitivity_markdown(rows: Sequence[Mapping[str, Any]], subtitle: str = "") -> str:
     """The sensitivity rows as a Markdown section: :func:`sensitivity_title`, ``subtitle``, the table and
     :func:`holds_line`."""
-    from groundstate.eval.report import pipe_lines
+    from groundstate.eval.report import pipe_lines  # noqa: PLC0415 (--help stays light)
 
     header, body = sensitivity_cells(rows)
     lines = [f"### {sensitivity_title(rows)}", "", *([subtitle, ""] if subtitle else []), *pipe_lines(header, body), "",

@@ -129,7 +129,7 @@ class ConfigurationSettings(Settings):
 
     def configuration(self, name: str, controller: Any, agents: str):
         """The :class:`~groundstate.optimizers.consilience.Configuration` of controller ``name``."""
-        from groundstate.optimizers.consilience import Configuration
+        from groundstate.optimizers.consilience import Configuration  # noqa: PLC0415 (heavy: scikit-learn)
 
         return Configuration.of(name, controller, router=self.router, max_rounds=self.max_rounds, agents=agents,
                                 removed_actions=tuple(self.remove_action), min_vote_round=self.min_vote_round)

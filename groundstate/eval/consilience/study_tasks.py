@@ -71,7 +71,7 @@ def _positions(tasks: Sequence[Any]) -> Callable[[Any], dict[str, Any]]:
 
 
 def _discussion_scorer():
-    from groundstate.eval.consilience.metrics import discussion_scorer
+    from groundstate.eval.consilience.metrics import discussion_scorer  # noqa: PLC0415 (--help stays light)
 
     return discussion_scorer()
 
@@ -100,7 +100,7 @@ class FeatureRowProgram:
 
     @property
     def features(self) -> list[str]:
-        from groundstate.programs.consilience.state import FEATURE_SETS
+        from groundstate.programs.consilience.state import FEATURE_SETS  # noqa: PLC0415 (--help stays light)
 
         return list(FEATURE_SETS[self.settings.features])
 
@@ -130,14 +130,14 @@ class FeatureRowProgram:
             return self.program
 
     def _fit(self, directory: Path | None) -> Any:
-        from groundstate.eval.consilience.ablations import calibrated_program, feature_controller
+        from groundstate.eval.consilience.ablations import calibrated_program, feature_controller  # noqa: PLC0415 (--help stays light)
 
         s = self.settings
         controller = feature_controller(self.rows(), self.features, seed=s.seed)
         program, calibrator = calibrated_program("mlp", controller, self.team, self.calibration, alpha=s.alpha,
                                                  max_rounds=s.max_rounds, seed=s.seed)
         if directory is not None:
-            from groundstate.optimizers.artifacts import save_params, save_sklearn
+            from groundstate.optimizers.artifacts import save_params, save_sklearn  # noqa: PLC0415 (--help stays light)
 
             model = controller.model
             save_sklearn(model, directory / CONTROLLER_DIR, purpose="consilience MLP controller (a Table 6 row)",
@@ -147,10 +147,10 @@ class FeatureRowProgram:
         return program
 
     def _load(self, directory: Path) -> Any:
-        from groundstate.eval.consilience.ablations import calibrated_program
-        from groundstate.optimizers.artifacts import load_params
-        from groundstate.optimizers.consilience import load_controller
-        from groundstate.programs.consilience.control import ValueController
+        from groundstate.eval.consilience.ablations import calibrated_program  # noqa: PLC0415 (--help stays light)
+        from groundstate.optimizers.artifacts import load_params  # noqa: PLC0415 (--help stays light)
+        from groundstate.optimizers.consilience import load_controller  # noqa: PLC0415 (--help stays light)
+        from groundstate.programs.consilience.control import ValueController  # noqa: PLC0415 (--help stays light)
 
         s = self.settings
         model, features = load_controller(directory / CONTROLLER_DIR)
@@ -167,9 +167,9 @@ class FeatureRowProgram:
         """The plan's ``before``: fit (or load the fit of) the run in ``run_dir``, one process at a time. A fit that
         fails with :class:`FitFailed` is not raised here: each record then fails with its message, so the cell's
         run fails (and is reported) while the other cells still run; a configuration error is one line."""
-        from filelock import FileLock
+        from filelock import FileLock  # noqa: PLC0415 (--help stays light)
 
-        from groundstate.paths import check_entry, kind_of
+        from groundstate.paths import check_entry, kind_of  # noqa: PLC0415 (--help stays light)
 
         check_entry(run_dir / FIT_LOCK, "run files")  # a FIFO there would block the lock, a link send it elsewhere
         for name in (CONTROLLER_DIR, CALIBRATOR_DIR):
@@ -197,7 +197,7 @@ class FeatureRowProgram:
 
 
 def _manifest() -> str:
-    from groundstate.optimizers.artifacts import MANIFEST
+    from groundstate.optimizers.artifacts import MANIFEST  # noqa: PLC0415 (--help stays light)
 
     return MANIFEST
 
@@ -205,7 +205,7 @@ def _manifest() -> str:
 def _calibration_tasks(settings: FeatureAblationSettings, context: RunContext) -> tuple[list[Any], dict[str, Any]]:
     """The calibration tasks of ``calibration_data`` (given support, for simulated agents, as the test tasks are)
     and their description, read once per context."""
-    from groundstate.eval.consilience.data import load_tasks
+    from groundstate.eval.consilience.data import load_tasks  # noqa: PLC0415 (--help stays light)
 
     path = str(settings.calibration_data)
     key = ("calibration", path, AgentSettings.parse(settings).model_dump_json(), settings.seed)
@@ -223,8 +223,8 @@ def _exploration(settings: FeatureAblationSettings, context: RunContext, setup: 
     """``(rows, description)``: the file's rows, read and checked now (a bad file stops the plan with one line), or
     the training split explored when first asked for (once per context: every row of the table shares it)."""
     if settings.explore is not None:
-        from groundstate.eval.consilience.data import load_exploration
-        from groundstate.files import sha256
+        from groundstate.eval.consilience.data import load_exploration  # noqa: PLC0415 (--help stays light)
+        from groundstate.files import sha256  # noqa: PLC0415 (--help stays light)
 
         path = str(settings.explore)
         rows = context.once(("exploration", path), lambda: load_exploration(path))
@@ -236,7 +236,7 @@ def _exploration(settings: FeatureAblationSettings, context: RunContext, setup: 
            settings.max_rounds)
 
     def explored() -> list[dict[str, Any]]:
-        from groundstate.optimizers.consilience import explore_tasks
+        from groundstate.optimizers.consilience import explore_tasks  # noqa: PLC0415 (--help stays light)
 
         return context.once(key, lambda: explore_tasks(train, setup.team, max_rounds=settings.max_rounds,
                                                        seed=settings.seed))
@@ -253,7 +253,7 @@ class FeatureAblationTask(Task):
 
     def plan(self, settings: FeatureAblationSettings, context: RunContext, *, run: RunSettings | None = None,
              program: Any = None, source: Any = None) -> PlannedRun:
-        from groundstate.eval.consilience.data import split_tasks
+        from groundstate.eval.consilience.data import split_tasks  # noqa: PLC0415 (--help stays light)
 
         setup = hidden_setup(settings, context, source)
         if settings.calibration_data is not None:
@@ -293,7 +293,7 @@ class RoutingProgram:
         self.program = program
 
     def __call__(self, task: Any, position: int) -> Any:
-        from groundstate.eval.consilience.routing import speaker_outcomes
+        from groundstate.eval.consilience.routing import speaker_outcomes  # noqa: PLC0415 (--help stays light)
 
         steps: list[dict[str, Any]] = []
 

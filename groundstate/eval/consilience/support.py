@@ -29,13 +29,20 @@ into the run's fingerprint.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import ConfigError, InputError
+from groundstate.concurrency import thread_map
+from groundstate.errors import ConfigError, InputError, one_line
+from groundstate.eval.io import read_json
+from groundstate.eval.results import write_json
+from groundstate.eval.runner import file_hash, program_state_hash
+from groundstate.lm.specs import describe_lm
 from groundstate.records import HiddenProfileTask
 
 logger = logging.getLogger(__name__)
@@ -57,10 +64,6 @@ def read_support_file(path: str | Path) -> dict[str, Any]:
         InputError: unreadable, not a support file, or a weight that is not a finite number (one line naming
             the file, the task and the field).
     """
-    import math
-
-    from groundstate.eval.io import read_json
-
     path = Path(path)
     data = read_json(path)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -86,17 +89,12 @@ def read_support_file(path: str | Path) -> dict[str, Any]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
-    from groundstate.eval.results import write_json
-
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, data)
 
 
 def annotator_description(annotator: Any, lm: Any) -> dict[str, Any]:
     """What identifies an annotation: the LM and the annotator's prompts (a hash of its saved state)."""
-    from groundstate.eval.runner import program_state_hash
-    from groundstate.lm.specs import describe_lm
-
     return {"lm": describe_lm(lm), "program": program_state_hash(annotator)}
 
 
@@ -122,13 +120,7 @@ def annotate_tasks(tasks: Sequence[HiddenProfileTask], tasks_file: str | Path, a
     Raises:
         ConfigError: the existing file was made by another annotator and ``replace`` is false.
     """
-    import contextlib
-
-    import dspy
-
-    from groundstate.concurrency import thread_map
-    from groundstate.errors import one_line
-    from groundstate.eval.runner import file_hash
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     path = Path(out) if out is not None else support_path(tasks_file)
     described = annotator_description(annotator, lm)
@@ -172,7 +164,7 @@ def annotate_tasks(tasks: Sequence[HiddenProfileTask], tasks_file: str | Path, a
 
 
 def _design(task: HiddenProfileTask) -> HiddenProfileTask:
-    from groundstate.programs.consilience.annotate import design_support
+    from groundstate.programs.consilience.annotate import design_support  # noqa: PLC0415 (heavy: dspy)
 
     return task.model_copy(update={"support": design_support(task)})
 
@@ -186,8 +178,6 @@ def apply_support(tasks: Sequence[HiddenProfileTask], tasks_file: str | Path, mo
         InputError: ``task`` mode and a task without support; a support file that is missing (``file`` mode),
             unreadable, or lacks a fact of a task it must cover.
     """
-    from groundstate.eval.runner import file_hash
-
     if mode not in SUPPORT_MODES:
         raise ConfigError(f"unknown support mode '{mode}'; choose from {', '.join(SUPPORT_MODES)}")
     bare = [t for t in tasks if not t.support]

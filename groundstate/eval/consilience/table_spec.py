@@ -51,7 +51,7 @@ DEFAULT_ROUNDS = {"hidden-post": 3, "hiddenbench": 15}
 
 def _program_value(program: ProgramSettings) -> list[dict[str, Any]]:
     """The method axis values of one program (two for HiddenBench's discussion: its initial and final votes)."""
-    from groundstate.eval.consilience.tasks import program_label
+    from groundstate.eval.consilience.tasks import program_label  # noqa: PLC0415 (--help stays light)
 
     values = program.model_dump(include=program.model_fields_set, exclude={"seed"}, mode="json")
     if program.program in PROTOCOL_ROWS:
@@ -155,7 +155,7 @@ def tabulate(spec: Spec, settings: EvaluationSettings, run: Any, *, preset: str 
     Raises:
         ConfigError: a stored run that differs from its cell, or a cell two stored runs claim (one line).
     """
-    from groundstate.eval.experiments.table import build_table
+    from groundstate.eval.experiments.table import build_table  # noqa: PLC0415 (--help stays light)
 
     table = build_table(spec, run, lms=lms, note=note)
     table.show_paper = False

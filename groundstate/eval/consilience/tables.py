@@ -25,6 +25,7 @@ from typing import Any
 
 from groundstate.eval.consilience.metrics import pooled_vote_accuracy
 from groundstate.eval.report import mark_unscored, no_data_note
+from groundstate.eval.results import write_json
 from groundstate.eval.stats import format_ci, mean_ci, wilson_ci
 
 ORDER: tuple[str, ...] = ("Hidden-Pre", "Hidden-Post", "Full-Info", "Rules", "MLP", "LLM", "LLM+Vote")
@@ -118,8 +119,7 @@ def write_table(rows: Sequence[dict[str, Any]], directory: str | Path, title: st
         sensitivity: rows of :func:`~groundstate.eval.consilience.sensitivity.sensitivity_rows`, written after the
             table in the Markdown and under ``sensitivity`` in the JSON.
     """
-    from groundstate.eval.consilience.sensitivity import holds_line, sensitivity_markdown
-    from groundstate.eval.results import write_json
+    from groundstate.eval.consilience.sensitivity import holds_line, sensitivity_markdown  # noqa: PLC0415 (--help stays light)
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -142,10 +142,10 @@ def write_table(rows: Sequence[dict[str, Any]], directory: str | Path, title: st
 
 
 def _chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str, subtitle: str = "") -> str:
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 (optional extra: plot)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
     fig = table_figure(rows, title, subtitle)
     fig.savefig(path, dpi=120)
@@ -157,9 +157,9 @@ def table_figure(rows: Sequence[Mapping[str, Any]], title: str, subtitle: str = 
     """The chart of the table as a matplotlib figure: task and vote accuracy per method with their 95% intervals;
     the title, with ``subtitle`` under it, wrapped to lie inside the figure
     (:func:`~groundstate.eval.report.fit_title`)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
-    from groundstate.eval.report import fit_title
+    from groundstate.eval.report import fit_title  # noqa: PLC0415 (--help stays light)
 
     names = [r["method"] for r in rows]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows)), 3.6))

@@ -24,8 +24,13 @@ from typing import Any
 
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.consilience.settings import AgentSettings, ProgramSettings, ProtocolSettings
+from groundstate.eval.consilience.support import apply_support
 from groundstate.eval.run_settings import RunSettings, run_config
 from groundstate.eval.task import PlannedRun, RunContext, Task
+from groundstate.lm.specs import describe_lm
+from groundstate.programs.consilience.control import build_controller
+from groundstate.programs.consilience.protocols import PROTOCOLS, HiddenProfileProtocol, discusses
+from groundstate.programs.consilience.simulated import SimParams, SimTeam
 from groundstate.records import HiddenProfileTask
 
 
@@ -56,9 +61,7 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
     Raises:
         InputError: simulated agents on a task without per-fact support.
     """
-    from groundstate.lm.specs import describe_lm
-    from groundstate.programs.consilience.agents import LMTeam
-    from groundstate.programs.consilience.simulated import SimParams, SimTeam
+    from groundstate.programs.consilience.agents import LMTeam  # noqa: PLC0415 (--help stays light)
 
     if kind == "sim":
         params = sim_params or SimParams()
@@ -81,8 +84,6 @@ def prepare_team(settings: AgentSettings, tasks: list[Any], tasks_file: str, con
     first (:func:`~groundstate.eval.consilience.support.apply_support`; where it came from is part of the agents
     description, so of the run's fingerprint, and a note for the user); LM agents use the context's LMs."""
     if settings.agents == "sim":
-        from groundstate.eval.consilience.support import apply_support
-
         if "agents" not in settings.model_fields_set:
             context.tell("agents: sim, the default (seeded simulated agents, offline; --agents lm runs LM agents)")
         tasks, support = apply_support(tasks, tasks_file, settings.support, settings.support_file)
@@ -100,7 +101,7 @@ def prepare_team(settings: AgentSettings, tasks: list[Any], tasks_file: str, con
 def hidden_setup(settings: Any, context: RunContext, source: Any = None) -> HiddenSetup:
     """The tasks of ``settings.data`` (or ``source``) and their team, prepared once per context for the same data
     and agents."""
-    from groundstate.eval.consilience.data import load_tasks
+    from groundstate.eval.consilience.data import load_tasks  # noqa: PLC0415 (--help stays light)
 
     agents = AgentSettings.parse(settings).model_dump_json()
     key = ("hidden", settings.data, settings.allow_empty, agents, getattr(settings, "seed", 0), id(source))
@@ -115,8 +116,6 @@ def hidden_setup(settings: Any, context: RunContext, source: Any = None) -> Hidd
 
 def protocol_program(protocol: str, rounds: int | None, team: Any, seed: int):
     """A :class:`~groundstate.programs.consilience.protocols.HiddenProfileProtocol` (one line for a bad value)."""
-    from groundstate.programs.consilience.protocols import HiddenProfileProtocol
-
     try:
         return HiddenProfileProtocol(protocol, rounds, team=team, seed=seed)
     except ValueError as exc:
@@ -125,7 +124,7 @@ def protocol_program(protocol: str, rounds: int | None, team: Any, seed: int):
 
 def _discussion_run(program: Any, config: dict[str, Any], setup: HiddenSetup, initial: bool,
                     description: str) -> PlannedRun:
-    from groundstate.eval.consilience.metrics import discussion_scorer
+    from groundstate.eval.consilience.metrics import discussion_scorer  # noqa: PLC0415 (--help stays light)
 
     return PlannedRun(program, config, setup.tasks, inputs=lambda task: {"task": task},
                       scorer=discussion_scorer(initial=initial), description=description)
@@ -152,8 +151,6 @@ class ProtocolTask(Task):
 def program_label(settings: ProgramSettings) -> str:
     """How an evaluation names a program: the protocol, or the controller, ``(uncertified)`` without a calibrator,
     and ``[sampled ...]`` with set sampling."""
-    from groundstate.programs.consilience.protocols import PROTOCOLS
-
     if settings.program in PROTOCOLS:
         return settings.program
     return settings.program + ("" if settings.calibrator else " (uncertified)") + (
@@ -163,8 +160,7 @@ def program_label(settings: ProgramSettings) -> str:
 def controller_named(name: str, mlp_dir: str | None, context: RunContext | None = None):
     """The controller ``name`` (``mlp``: loaded from ``mlp_dir``); an LLM controller gets the context's LMs built
     first (it needs an LM even when the agents are simulated)."""
-    from groundstate.optimizers.consilience import load_controller
-    from groundstate.programs.consilience.control import build_controller
+    from groundstate.optimizers.consilience import load_controller  # noqa: PLC0415 (heavy: scikit-learn)
 
     if name.startswith("llm") and context is not None:
         context.lm_pair()
@@ -176,8 +172,8 @@ def controller_named(name: str, mlp_dir: str | None, context: RunContext | None 
 
 def load_calibrator(path: str, config: Any) -> Any:
     """The calibrator saved in ``path``, refused with one line when it was fitted for another configuration."""
-    from groundstate.optimizers.artifacts import load_params
-    from groundstate.optimizers.consilience import check_config
+    from groundstate.optimizers.artifacts import load_params  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.consilience import check_config  # noqa: PLC0415 (heavy: scikit-learn)
 
     calibrator = load_params(path)
     check_config(calibrator, config)
@@ -193,8 +189,6 @@ class ConsilienceTask(Task):
 
     def plan(self, settings: ProgramSettings, context: RunContext, *, run: RunSettings | None = None,
              program: Any = None, source: Any = None) -> PlannedRun:
-        from groundstate.programs.consilience.protocols import PROTOCOLS, discusses
-
         setup = hidden_setup(settings, context, source)
         label = program_label(settings)
         if settings.program in PROTOCOLS:

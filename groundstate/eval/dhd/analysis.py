@@ -36,12 +36,29 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from groundstate.errors import ConfigError, InputError
-from groundstate.eval.dhd.blocks import MASK_TABLE, choose_mask_run, collect_pairs, replay_run_settings
+from groundstate.eval.dhd.blocks import collect_pairs, replay_run_settings
+from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
 from groundstate.eval.dhd.cache import MessageCache
+from groundstate.eval.dhd.completeness import replay_inventory
+from groundstate.eval.dhd.crossfit import crossfit_keep_or_remove
+from groundstate.eval.dhd.effects import disagreement_rate, pair_effects
+from groundstate.eval.dhd.multiplicity import multiplicity
 from groundstate.eval.dhd.replay import arm_accuracy, repeat_pairs
+from groundstate.eval.dhd.report import flip_direction, loo_rates_by_K, plot_flip_direction, plot_loo_rates
 from groundstate.eval.dhd.table_inputs import read_mask_table
-from groundstate.eval.io import write_jsonl
+from groundstate.eval.dhd.tables import TableSource, write_tables
+from groundstate.eval.dhd.values import (
+    fdr_selection,
+    group_counts,
+    labels_rows,
+    message_values,
+    permutation_null,
+    strict_counts,
+)
+from groundstate.eval.io import read_jsonl, write_jsonl
 from groundstate.eval.results import write_json
 from groundstate.files import jsonable
 
@@ -94,21 +111,11 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
             anything is written.
         ConfigError: with tables, several masking runs of the cache and none named (before anything is written).
     """
-    from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
-    from groundstate.eval.dhd.completeness import replay_inventory
-    from groundstate.eval.dhd.effects import disagreement_rate, pair_effects
-    from groundstate.eval.dhd.message_tests import block_permutation_p_values, describe
-    from groundstate.eval.dhd.multiplicity import multiplicity
-    from groundstate.eval.dhd.report import flip_direction, loo_rates_by_K, plot_flip_direction, plot_loo_rates
-    from groundstate.eval.dhd.values import (
-        fdr_selection,
-        group_counts,
-        labels_rows,
-        message_values,
-        permutation_null,
-        strict_counts,
+    from groundstate.eval.dhd.blocks import choose_mask_run  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.message_tests import (  # noqa: PLC0415 (--help stays light)
+        block_permutation_p_values,
+        describe,
     )
-
     cache.require()
     out = Path(out) if out is not None else cache.dir / "analysis"
     mask_dir = choose_mask_run(cache, runs_dir, [mask_run] if mask_run else (), own=True) if with_tables else None
@@ -199,12 +206,6 @@ def _by_benchmark(table: Any, values: Any, blocks: Sequence[Mapping[str, Any]], 
                   confidence: float) -> dict[str, dict[str, Any]]:
     """Per benchmark (the table's strata): group counts, full-pool disagreement and the hierarchical bootstrap of
     its messages alone (the rows of the paper's Tables 17 and 18)."""
-    import numpy as np
-
-    from groundstate.eval.dhd.bootstrap import hierarchical_bootstrap
-    from groundstate.eval.dhd.effects import disagreement_rate
-    from groundstate.eval.dhd.values import group_counts
-
     labels = np.asarray(table.strata, dtype=object)[table.problem_index]
     out = {}
     for stratum in dict.fromkeys(table.strata):
@@ -226,8 +227,7 @@ def _by_benchmark(table: Any, values: Any, blocks: Sequence[Mapping[str, Any]], 
 def _write_tables(cache: MessageCache, out: Path, report: Mapping[str, Any], *, label: str | None,
                   runs_dir: str | Path | None, run_ids: Sequence[str] | None, k: int | None, seed: int,
                   n_resamples: int, confidence: float, mask_dir: Path | None) -> dict[str, str]:
-    from groundstate.eval.dhd.tables import TableSource, write_tables
-
+    from groundstate.eval.dhd.blocks import MASK_TABLE  # noqa: PLC0415 (--help stays light)
     fitted, note = None, None
     if "loo" in report["modes"]:
         try:
@@ -266,10 +266,6 @@ def crossfit(cache: MessageCache, out: str | Path | None = None, *, runs_dir: st
         InputError: a replay block without one of its arms (one line naming the problem, message and block).
         ConfigError: fewer than two replay blocks, or a malformed table (one line naming the problem and block).
     """
-    from groundstate.eval.dhd.completeness import replay_inventory
-    from groundstate.eval.dhd.crossfit import crossfit_keep_or_remove
-    from groundstate.eval.dhd.effects import pair_effects
-
     cache.require()
     rows, blocks = collect_pairs(cache, runs_dir, run_ids)
     loo = [r for r in rows if r["mode"] == "loo"]
@@ -390,8 +386,6 @@ def report_markdown(report: Mapping[str, Any]) -> str:
 
 def load_labels(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a labels file (for ``dhd mask --labels``)."""
-    from groundstate.eval.io import read_jsonl
-
     rows = read_jsonl(path)
     for number, row in enumerate(rows, start=1):
         for field in ("problem_id", "message_id"):

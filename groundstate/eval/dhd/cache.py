@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
 from groundstate.errors import InputError
+from groundstate.eval.results import write_json
 from groundstate.files import loads_json, read_bytes, read_json
 from groundstate.paths import check_entry
 from groundstate.records import HypothesisMessage, Problem
@@ -141,8 +142,6 @@ class MessageCache:
 
     def ensure(self, k: int | None = None) -> dict[str, Any]:
         """Create the directory and its identity if needed; returns the metadata."""
-        from groundstate.eval.results import write_json
-
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -195,7 +195,7 @@ def _controls(dense: np.ndarray, chosen: np.ndarray, exists: np.ndarray, n_units
 def _gain_interval(gain: np.ndarray, cluster: np.ndarray, n_resamples: int, confidence: float,
                    seed: Any) -> dict[str, Any]:
     """Micro-pooled mean gain with a problem-clustered percentile bootstrap interval (``n``: problems)."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     used, position = np.unique(cluster, return_inverse=True)
     out: dict[str, Any] = {"mean": float(gain.mean()) if len(gain) else None, "low": None, "high": None,

@@ -383,7 +383,7 @@ def disagreement_rate(pairs: Iterable[Sequence[Any]], confidence: float = 0.95) 
         failed replay (excluded, never counted as disagreement). The interval is
         ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``; with ``n == 0`` all three are ``None``.
     """
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     n = n_failed = differ = 0
     for i, pair in enumerate(pairs):

@@ -30,6 +30,7 @@ from typing import Any
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.dhd.cache import PoolEntry
 from groundstate.eval.dhd.masking import CATEGORIES, GROUP_CATEGORY
+from groundstate.eval.io import read_jsonl
 from groundstate.eval.results import write_json
 from groundstate.eval.runner import file_hash
 from groundstate.files import read_json
@@ -93,8 +94,6 @@ def load_repeated_labels(path: str | Path, k: int | None = None,
             at ``k``: one line saying what to run first.
         InputError: a row without ``problem_id``, ``message_id``, ``group``, ``n_blocks`` or ``K``.
     """
-    from groundstate.eval.io import read_jsonl
-
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"no labels file {path}: the masking sample is drawn from repeated-replay labels; "

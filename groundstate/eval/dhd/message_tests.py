@@ -55,7 +55,7 @@ ALTERNATIVES = ("two-sided", "greater", "less")
 def block_pmf(n_slots: int, successes: int, n_base: int, sign: int) -> tuple[tuple[int, float], ...]:
     """Null distribution of one block's term ``sign * (f * base - 2 * own)`` (``f = 2 // n_base``) when the block's
     ``successes`` are placed uniformly among its ``n_slots`` evaluable calls: ``(term, probability)`` pairs."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     factor = 2 // n_base
     others = n_slots - n_base - 1

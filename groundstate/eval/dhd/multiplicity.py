@@ -144,7 +144,7 @@ def multiplicity(table: EffectTable, n_permutations: int = DEFAULT_PERMUTATIONS,
         ``n_problems``, ``n_tested_problems``, ``n_excluded``, ``n_patterns``, ``n_permutations``, ``seed``,
         ``q`` and ``description``.
     """
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     blocks = table.block_outcomes()
     outcomes, rows, n_base, sign = blocks.outcomes, blocks.rows, blocks.n_base, blocks.sign

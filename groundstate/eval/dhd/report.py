@@ -91,12 +91,12 @@ def loo_rates_by_K(rows: Any, by: str | None = None) -> dict[Any, Any]:
 def pyplot() -> Any:
     """matplotlib.pyplot on the Agg backend, or ``None`` when matplotlib is not installed."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: PLC0415 (optional extra: plot)
     except ImportError:
         logger.info("matplotlib is not installed: no chart")
         return None
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
     return plt
 

@@ -75,7 +75,7 @@ def effect_codes(effects: np.ndarray, n_blocks: int | None = None) -> tuple[np.n
 
 def sign_flip_p_value(counts: np.ndarray) -> float:
     """Exact two-sided sign-flip p-value of one multiset ``(c_-1, c_-0.5, c_0, c_0.5, c_1)``; NaN if empty."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     c = [int(x) for x in counts]
     if sum(c) == 0:
@@ -170,7 +170,7 @@ class SeparationRule:
 
 def _bootstrap_intervals(counts: np.ndarray, n: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap intervals of the mean for multisets of size ``n`` (scipy, sorted data, fixed seed)."""
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     values = np.asarray(EFFECT_VALUES)
     data = np.stack([np.repeat(values, c) for c in counts])  # sorted ascending

@@ -183,8 +183,7 @@ class SamplingSettings(EvaluatorSettings):
     integrator_temperature: float = Field(
         DEFAULT_INTEGRATOR_TEMPERATURE, description="the integrator's (and independent solver's) sampling temperature "
         "(default 0, as the authors run it); every replay is a separate call with its own rollout id at any "
-        "temperature, so at 0 repeats differ only by the model's own variation. --sample-temperature is the earlier "
-        "name of this option", **TEMPERATURE)
+        "temperature, so at 0 repeats differ only by the model's own variation.", **TEMPERATURE)
     integrator_prompt: Literal[PROMPTS] = Field(
         DEFAULT_PROMPT, description="the integrator's (and independent solver's) prompt: authors (the authors' "
         "protocol: think step by step, a no-score note before every hypothesis, 4096 output tokens per call) or "

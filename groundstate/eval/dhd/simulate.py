@@ -45,7 +45,12 @@ from typing import Any
 
 import numpy as np
 
+from groundstate.errors import ConfigError
+from groundstate.eval.dhd.cache import MessageCache, PoolEntry
 from groundstate.eval.dhd.effects import GROUPS, EffectTable, block_effect
+from groundstate.eval.results import write_json
+from groundstate.eval.runner import RunSettings, durable_run, run_config
+from groundstate.records import HypothesisMessage, Problem
 
 TRUTH_FILE = "simulation.json"
 GOLD, WRONG = "1", "0"
@@ -179,9 +184,6 @@ class Simulation:
 
     def entries(self) -> list[Any]:
         """The cache's :class:`~groundstate.eval.dhd.cache.PoolEntry` per problem (placeholder message texts)."""
-        from groundstate.eval.dhd.cache import PoolEntry
-        from groundstate.records import HypothesisMessage
-
         out = []
         for p, pid in enumerate(self.problem_ids):
             messages = [HypothesisMessage(problem_id=pid, index=m, role=f"simulated role {m}",
@@ -195,8 +197,6 @@ class Simulation:
         return out
 
     def problems(self) -> list[Any]:
-        from groundstate.records import Problem
-
         strata = self.strata()
         return [Problem(id=pid, question=f"Simulated DHD problem {pid}", answer=GOLD, kind="number",
                         source=strata[p], metadata={"accuracy": float(self.accuracy[p])})
@@ -204,7 +204,7 @@ class Simulation:
 
     def block(self, p: int, b: int) -> dict[str, Any]:
         """The replay block output of problem ``p``, block ``b`` (the runner's ``outputs`` of ``dhd replay``)."""
-        from groundstate.eval.dhd.replay import replay_arms
+        from groundstate.eval.dhd.replay import replay_arms  # noqa: PLC0415 (heavy: dspy)
 
         pid, k = self.problem_ids[p], self.spec.k
         arms = []
@@ -225,7 +225,7 @@ class Simulation:
 
     def pair_rows(self) -> list[dict[str, Any]]:
         """Pair rows as :func:`~groundstate.eval.dhd.run.collect_pairs` returns them for the written cache."""
-        from groundstate.eval.dhd.replay import pair_rows
+        from groundstate.eval.dhd.replay import pair_rows  # noqa: PLC0415 (heavy: dspy)
 
         entries = {e.problem_id: e for e in self.entries()}
         strata = dict(zip(self.problem_ids, self.strata(), strict=True))
@@ -284,7 +284,7 @@ class _SimulatedReplay:
         self.index = {pid: p for p, pid in enumerate(simulation.problem_ids)}
 
     def __call__(self, work: dict[str, Any]) -> Any:
-        import dspy
+        import dspy  # noqa: PLC0415 (heavy: dspy)
 
         return dspy.Prediction(**self.simulation.block(self.index[work["problem_id"]], int(work["block"])))
 
@@ -295,11 +295,7 @@ def write_cache(simulation: Simulation, out: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: ``out`` exists and is not empty.
     """
-    from groundstate.errors import ConfigError
-    from groundstate.eval.dhd.cache import MessageCache
-    from groundstate.eval.dhd.replay import replay_records
-    from groundstate.eval.results import write_json
-    from groundstate.eval.runner import RunSettings, durable_run, run_config
+    from groundstate.eval.dhd.replay import replay_records  # noqa: PLC0415 (heavy: dspy)
 
     out = Path(out)
     if out.exists() and any(out.iterdir()):

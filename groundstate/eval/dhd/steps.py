@@ -14,22 +14,23 @@ from __future__ import annotations
 from typing import Any
 
 from groundstate.errors import ConfigError
+from groundstate.eval.benchmarks.problems import load_problems
 from groundstate.eval.dhd.cache import MessageCache
+from groundstate.eval.dhd.mask_sample import default_labels_path, load_repeated_labels, resolve_quotas
 from groundstate.eval.dhd.run import plan_generate, plan_mask, plan_replay
 from groundstate.eval.dhd.settings import EvaluatorSettings, GenerateSettings, MaskSettings, ReplaySettings
 from groundstate.eval.run_settings import RunSettings
 from groundstate.eval.task import PlannedRun, RunContext, Task
+from groundstate.lm.config import LMConfig
+from groundstate.lm.specs import describe_lm, is_embedded
+from groundstate.programs.dhd import deliberation
+from groundstate.programs.dhd.evaluator import AnswerEvaluator
 
 
 def dhd_program(settings: EvaluatorSettings, lm: Any, lm_config: Any, *, k: int = 5, call_threads: int = 8
                 ) -> tuple[Any, Any, bool]:
     """``(program, evaluator, vary_seed)``: the DHD program and answer evaluator ``settings`` describe, with the
     LMs of ``lm_config``'s roles applied (``settings.judge_lm``, if given, as the role ``judge`` of a copy)."""
-    from groundstate.lm.config import LMConfig
-    from groundstate.lm.specs import is_embedded
-    from groundstate.programs.dhd import deliberation
-    from groundstate.programs.dhd.evaluator import AnswerEvaluator
-
     mode = settings.evaluator_mode()
     choice = getattr(settings, "vary_seed", "auto")
     vary_seed = is_embedded(lm) if choice == "auto" else choice == "on"
@@ -62,8 +63,6 @@ def cache_k(cache: MessageCache) -> int:
 
 
 def _lm(context: RunContext) -> tuple[Any, Any, dict[str, Any]]:
-    from groundstate.lm.specs import describe_lm
-
     lm, lm_config = context.lm_pair()
     return lm, lm_config, describe_lm(lm)
 
@@ -77,8 +76,6 @@ class GenerateTask(Task):
 
     def plan(self, settings: GenerateSettings, context: RunContext, *, run: RunSettings | None = None,
              program: Any = None, source: Any = None) -> PlannedRun:
-        from groundstate.eval.benchmarks.problems import load_problems
-
         run = run or RunSettings()
         skipped: list[str] = []
         problems = load_problems(source if source is not None else settings.data, settings.format,
@@ -123,8 +120,6 @@ class MaskTask(Task):
 
     def plan(self, settings: MaskSettings, context: RunContext, *, run: RunSettings | None = None,
              program: Any = None, source: Any = None) -> PlannedRun:
-        from groundstate.eval.dhd.mask_sample import default_labels_path, load_repeated_labels, resolve_quotas
-
         run = run or RunSettings()
         cache = MessageCache(settings.cache)
         cache.require()

@@ -59,7 +59,7 @@ def message_values(table: EffectTable, confidence: float = 0.95, method: str = "
         ``group`` (W+, W-, C+, C- or indeterminate) and ``note`` (why a message is indeterminate regardless of its
         effects). ``attrs["rule"]`` describes the rule. Effects are fractions (x100 for percentage points).
     """
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 (heavy: pandas)
 
     rule = separation_rule(table.n_blocks, float(confidence), method)
     codes, n_eval = effect_codes(table.effects, table.n_blocks)
@@ -124,7 +124,7 @@ def fdr_selection(p_values: Any, q: float = 0.05, values: Any = None) -> dict[st
     Returns:
         ``{"bh": bool mask, "by": bool mask, "q", "n_tests", "n_bh", "n_by"}`` (+ ``counts`` with ``values``).
     """
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     p = np.asarray(p_values, dtype=float)
     finite = np.isfinite(p)

@@ -136,7 +136,7 @@ def resolve_cells(spec: Spec, *, generated: dict[str, Any] | None = None) -> lis
     Raises:
         InputError: a cell without a task, or a judge given to a task that takes none (naming the spec file).
     """
-    from groundstate.eval.tasks import get_task
+    from groundstate.eval.tasks import get_task  # noqa: PLC0415 (--help stays light)
 
     generated = {} if generated is None else generated
     axes = spec.axis_values()
@@ -232,7 +232,7 @@ def judge_settings(judge: str | None, model: str | None, fields: Any, cell: str 
         InputError: a judge for a task without one, or ``same-as-lm`` for a cell whose model the spec leaves to
             the caller (one line naming ``source``, the cell and the field).
     """
-    from groundstate.eval.metric_spec import LEXICAL, SAME_AS_LM
+    from groundstate.eval.metric_spec import LEXICAL, SAME_AS_LM  # noqa: PLC0415 (--help stays light)
 
     if "judge_lm" not in fields:
         if judge is not None:
@@ -256,8 +256,8 @@ def judge_settings(judge: str | None, model: str | None, fields: Any, cell: str 
 def generate_records(spec: Any, name: str) -> Any:
     """The records a ``generate`` entry describes, in memory, labelled with the generator and its settings (the
     run configuration records the label and the records' content hash)."""
-    from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
-    from groundstate.eval.sources import Records
+    from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.sources import Records  # noqa: PLC0415 (--help stays light)
 
     tasks = generate_hidden_travel(spec.n, seed=spec.seed, travelers=spec.travelers)
     label = f"generated:{spec.kind}:n={spec.n}:seed={spec.seed}" + (f":travelers={spec.travelers}"
@@ -302,7 +302,7 @@ def context_for(cell: Cell, lms: LMFactory | None = None, note: Callable[[str], 
     """The context of the cell's LMs: built from the spec when first asked for (``lms``: a factory instead); a
     spec that names no LM, roles or decoding leaves the LM to the caller (DSPy's configured LM, else the embedded
     one, as :class:`RunContext` does)."""
-    from groundstate.lm.config import LMConfig
+    from groundstate.lm.config import LMConfig  # noqa: PLC0415 (--help stays light)
 
     if lms is None and cell.uses_configured_lm():
         return CellContext(lms=LMSettings(), note=note)
@@ -331,7 +331,7 @@ def plan_cells(spec: Spec, cells: Sequence[Cell], run: RunSettings, *, lms: LMFa
         InputError: a cell's settings do not fit its task.
         ConfigError, LMSetupError: what planning the task raises (a missing file, an unknown LM).
     """
-    from groundstate.eval.assemble import assemble, task_named
+    from groundstate.eval.assemble import assemble, task_named  # noqa: PLC0415 (--help stays light)
 
     contexts: dict[str, CellContext] = {}
     out = []
@@ -354,7 +354,7 @@ def select(cells: Sequence[Any], selectors: Sequence[str] | None, dimensions: li
     Raises:
         ConfigError: a selector naming an unknown axis, or matching no cell.
     """
-    from groundstate.eval.experiments.selectors import check_selector, matches, parse_selector
+    from groundstate.eval.experiments.selectors import check_selector, matches, parse_selector  # noqa: PLC0415 (--help stays light)
 
     if not selectors:
         return list(cells)

@@ -33,7 +33,7 @@ DECODING = ("temperature", "max_tokens", "top_p")
 
 def normalized(config: Mapping[str, Any]) -> dict[str, Any]:
     """A run configuration as JSON values (tuples as lists), without :data:`IGNORED` fields and ``runtime`` entries."""
-    from groundstate.lm.embedded import RUNTIME_KEY
+    from groundstate.lm.embedded import RUNTIME_KEY  # noqa: PLC0415 (--help stays light)
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):

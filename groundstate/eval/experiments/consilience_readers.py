@@ -46,7 +46,7 @@ def _entry(value: float | None, n: int, failed: int, integer: bool = False) -> d
 
 
 def _where(run: Mapping[str, Any]) -> str:
-    from groundstate.eval.results import RESULTS
+    from groundstate.eval.results import RESULTS  # noqa: PLC0415 (--help stays light)
 
     return str(Path(str(run.get("dir", "."))) / RESULTS)
 
@@ -83,7 +83,7 @@ def _number(value: Any, run: Mapping[str, Any], row: Mapping[str, Any], field: s
 
 def features_numbers(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """``final_C`` and ``final_J`` of a ``consilience-features`` cell (see the module docstring)."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 (--help stays light)
 
     out: dict[str, dict[str, Any]] = {}
     done, failed = ordered(runs)
@@ -101,9 +101,9 @@ def features_numbers(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, A
 
 def routing_numbers(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every routing policy's numbers of a ``consilience-routing`` cell (see the module docstring)."""
-    from groundstate.eval.consilience.routing import routing_metrics
-    from groundstate.programs.consilience.control import ROUTERS
-    from groundstate.schema import validate
+    from groundstate.eval.consilience.routing import routing_metrics  # noqa: PLC0415 (--help stays light)
+    from groundstate.programs.consilience.control import ROUTERS  # noqa: PLC0415 (--help stays light)
+    from groundstate.schema import validate  # noqa: PLC0415 (--help stays light)
 
     out: dict[str, dict[str, Any]] = {}
     done, failed = ordered(runs)

@@ -107,7 +107,7 @@ class StandIns:
     """Scripted stand-ins for a cell's real LMs, one engine per slot, and the requests each received."""
 
     def __init__(self) -> None:
-        from groundstate.testing import ScriptedEngine
+        from groundstate.testing import ScriptedEngine  # noqa: PLC0415 (--help stays light)
 
         self.engines: dict[str, Any] = {}
         self.make_engine = lambda: ScriptedEngine(input_tokens=None, output_tokens=None)
@@ -115,9 +115,9 @@ class StandIns:
 
     def lm(self, real: Any, slot: str) -> Any:
         """The stand-in of ``real`` (same model name and decoding) in ``slot``."""
-        import dspy
+        import dspy  # noqa: PLC0415 (heavy: dspy)
 
-        from groundstate.testing import AsyncScriptedEngine
+        from groundstate.testing import AsyncScriptedEngine  # noqa: PLC0415 (--help stays light)
 
         if slot not in self.lms:
             engine = self.engines[slot] = self.make_engine()
@@ -158,11 +158,11 @@ def _inputs(planned: Any, record: Any) -> dict[str, Any]:
 
 def dry_run(cell: PlannedCell, run: RunSettings) -> tuple[list[Call], int, int]:
     """Run the cell's program (and scorer) over its records with stand-in LMs; ``(calls, records, failed)``."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
-    from groundstate.eval.assemble import assemble
-    from groundstate.eval.task import RunContext
-    from groundstate.lm.adapters import json_adapter
+    from groundstate.eval.assemble import assemble  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.task import RunContext  # noqa: PLC0415 (--help stays light)
+    from groundstate.lm.adapters import json_adapter  # noqa: PLC0415 (--help stays light)
 
     stand_ins = StandIns()
     real_lm, real_config = cell.context.lm_pair() if cell.uses_lms else (None, None)
@@ -193,7 +193,7 @@ def dry_run(cell: PlannedCell, run: RunSettings) -> tuple[list[Call], int, int]:
 
 
 def _no_lm() -> tuple[Any, Any]:
-    from groundstate.errors import ConfigError
+    from groundstate.errors import ConfigError  # noqa: PLC0415 (--help stays light)
 
     raise ConfigError("this cell's plan asked for no LM, but its dry run did")
 
@@ -218,10 +218,10 @@ def _provider(model: str) -> str:
 
 def count_tokens(model: str, calls: Sequence[Call]) -> tuple[int, int, bool]:
     """``(input, output, exact)`` tokens of ``calls`` for ``model`` (see the module docstring)."""
-    from groundstate.metering import model_price
+    from groundstate.metering import model_price  # noqa: PLC0415 (--help stays light)
 
     if _provider(model) in EXACT_PROVIDERS and model_price(model) is not None:
-        from groundstate.compat import quiet_litellm
+        from groundstate.compat import quiet_litellm  # noqa: PLC0415 (--help stays light)
 
         litellm = quiet_litellm()
         inp = sum(int(litellm.token_counter(model=model, messages=c.messages)) for c in calls)
@@ -232,7 +232,7 @@ def count_tokens(model: str, calls: Sequence[Call]) -> tuple[int, int, bool]:
 
 def usage_of(calls: Sequence[Call], models: dict[str, str]) -> list[Usage]:
     """Calls grouped by model and role (program or judge), with tokens and dollars."""
-    from groundstate.metering import call_cost, model_price
+    from groundstate.metering import call_cost, model_price  # noqa: PLC0415 (--help stays light)
 
     groups: dict[tuple[str, str], list[Call]] = {}
     for call in calls:

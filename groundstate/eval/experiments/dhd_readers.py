@@ -50,10 +50,10 @@ def _interval(entry: Mapping[str, Any] | None) -> dict[str, Any]:
 def analysis_of(runs: Sequence[Mapping[str, Any]], cache_dir: str) -> dict[str, Any]:
     """The DHD tables (:func:`groundstate.eval.dhd.tables.paper_tables`) of ``runs`` (the cell's replay runs) over
     the cache at ``cache_dir``; Tables 24-26 are left out (with a note) when the runs cannot be cross-fitted."""
-    from groundstate.errors import ConfigError, InputError
-    from groundstate.eval.dhd.analysis import analyze, crossfit
-    from groundstate.eval.dhd.cache import MessageCache
-    from groundstate.eval.dhd.tables import TableSource, paper_tables
+    from groundstate.errors import ConfigError, InputError  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.analysis import analyze, crossfit  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.cache import MessageCache  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.tables import TableSource, paper_tables  # noqa: PLC0415 (--help stays light)
 
     cache = MessageCache(cache_dir)
     runs_dir = Path(runs[0]["dir"]).parent
@@ -69,7 +69,7 @@ def analysis_of(runs: Sequence[Mapping[str, Any]], cache_dir: str) -> dict[str, 
 
 def replay_numbers(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The metrics of :func:`replay_reader` from :func:`analysis_of`'s tables (see the module docstring)."""
-    from groundstate.eval.dhd.tables import GROUPS
+    from groundstate.eval.dhd.tables import GROUPS  # noqa: PLC0415 (--help stays light)
 
     out: dict[str, dict[str, Any]] = {}
     rows = {number: (tables.get("tables", {}).get(number) or {}).get("rows") or [] for number in
@@ -113,7 +113,7 @@ def replay_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> di
         ConfigError: a cell without its settings (the cache is a setting, not part of the run's record).
         InputError, ConfigError: what the analysis raises on a malformed replay (one line).
     """
-    from groundstate.errors import ConfigError
+    from groundstate.errors import ConfigError  # noqa: PLC0415 (--help stays light)
 
     cache = getattr(settings, "cache", None)
     if cache is None:
@@ -127,9 +127,9 @@ def mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict
     over all their outcomes (each run's rate weighted by its outcomes), the sample sizes summed. Every category has
     its rows (a table written before empty categories kept theirs shows n = 0). A cell with a run without a table
     reports nothing (never one seed's table for all)."""
-    from groundstate.eval.dhd.blocks import MASK_TABLE
-    from groundstate.eval.dhd.masking import CATEGORIES
-    from groundstate.eval.dhd.table_inputs import read_mask_table
+    from groundstate.eval.dhd.blocks import MASK_TABLE  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.masking import CATEGORIES  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.table_inputs import read_mask_table  # noqa: PLC0415 (--help stays light)
 
     paths = [Path(run["dir"]) / MASK_TABLE for run in runs]
     if not paths or not all(path.is_file() for path in paths):

@@ -61,10 +61,10 @@ def run_cell(cell: PlannedCell, run: RunSettings) -> Any:
     Raises:
         RunAborted: the run failed (everything finished is kept).
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
-    from groundstate.eval.task import execute
-    from groundstate.lm.specs import default_adapter
+    from groundstate.eval.task import execute  # noqa: PLC0415 (--help stays light)
+    from groundstate.lm.specs import default_adapter  # noqa: PLC0415 (--help stays light)
 
     scope: Any = contextlib.nullcontext()
     if cell.uses_lms and cell.context.make_lms is not None:
@@ -90,7 +90,7 @@ def run_experiment(spec: Spec, run: RunSettings, *, lms: LMFactory | None = None
     Raises:
         InputError, ConfigError, LMSetupError: a cell that cannot be planned (before anything runs).
     """
-    from groundstate.eval.runner import RunAborted
+    from groundstate.eval.runner import RunAborted  # noqa: PLC0415 (--help stays light)
 
     chosen = select(resolve_cells(spec), cells, spec.dimensions())
     planned = plan_cells(spec, chosen, run, lms=lms, note=note)

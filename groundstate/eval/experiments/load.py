@@ -28,7 +28,7 @@ def spec_path(spec: str | os.PathLike) -> Path:
     Raises:
         ConfigError: neither (the message lists the shipped specs).
     """
-    from groundstate import experiments
+    from groundstate import experiments  # noqa: PLC0415 (--help stays light)
 
     path = Path(spec)
     if os.path.lexists(path):
@@ -141,7 +141,7 @@ def load_spec(spec: str | os.PathLike, values: dict[str, Any] | None = None) -> 
             reference or selector that names something the spec does not have (one line naming the file and
             the field).
     """
-    from groundstate.files import read_toml
+    from groundstate.files import read_toml  # noqa: PLC0415 (--help stays light)
 
     path = spec_path(spec)
     raw = read_toml(path, MAX_SPEC_BYTES)
@@ -179,7 +179,7 @@ def check_spec(spec: Spec) -> None:
     Raises:
         InputError: the first problem, naming the file and the field.
     """
-    from groundstate.eval.experiments.selectors import check_references
+    from groundstate.eval.experiments.selectors import check_references  # noqa: PLC0415 (--help stays light)
 
     def fail(message: str, field: str) -> None:
         raise InputError(message, file=spec.source, field=field)
@@ -253,8 +253,8 @@ def shipped_specs() -> list[dict[str, Any]]:
     """Every shipped spec (``groundstate experiment list``): ``name``, ``title``, ``paper``, ``table``, ``offline``,
     ``required`` (the inputs without a default) and ``references`` (how many published numbers it carries), read
     from the files without filling any input (nothing is validated beyond the file's TOML)."""
-    from groundstate import experiments
-    from groundstate.files import read_toml
+    from groundstate import experiments  # noqa: PLC0415 (--help stays light)
+    from groundstate.files import read_toml  # noqa: PLC0415 (--help stays light)
 
     out = []
     for name in experiments.names():

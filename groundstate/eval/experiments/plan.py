@@ -44,7 +44,7 @@ class Stored:
 def run_dirs_of(out: str | os.PathLike, run_id: str) -> list[Path]:
     """Every stored run directory of a run id: ``<out>/<run id>`` and its merged shards ``<out>/<run id>-merged``,
     those that exist (with a ``config.json``), in that order."""
-    from groundstate.paths import child
+    from groundstate.paths import child  # noqa: PLC0415 (--help stays light)
 
     found = []
     for name in (run_id, f"{run_id}-merged"):
@@ -64,7 +64,7 @@ def run_dir_of(out: str | os.PathLike, run_id: str) -> Path | None:
 
 def stored(out: str | os.PathLike, run_id: str) -> Stored:
     """What is stored for ``run_id`` under ``out`` (summaries only; see the module docstring)."""
-    from groundstate.eval.runs import run_entry
+    from groundstate.eval.runs import run_entry  # noqa: PLC0415 (--help stays light)
 
     found = run_dir_of(out, run_id)
     if found is None:

@@ -60,7 +60,7 @@ def cost_entries(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
 def summary_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
     """Every score of the runs (one run: its summary as stored; several: the records pooled) and the per-record
     costs (see the module docstring)."""
-    from groundstate.eval.results import summarize
+    from groundstate.eval.results import summarize  # noqa: PLC0415 (--help stays light)
 
     rows = _rows(runs)
     scores = dict(runs[0]["summary"].get("scores") or {}) if len(runs) == 1 else summarize(rows)["scores"]
@@ -69,8 +69,8 @@ def summary_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> d
 
 def hidden_profile_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
     """The summary reader's numbers, with task and vote accuracy as the Consilience paper reports them (§4.2)."""
-    from groundstate.eval.consilience.metrics import pooled_vote_accuracy
-    from groundstate.eval.stats import wilson_ci
+    from groundstate.eval.consilience.metrics import pooled_vote_accuracy  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.stats import wilson_ci  # noqa: PLC0415 (--help stays light)
 
     rows = _rows(runs)
     out = summary_reader(runs, settings)
@@ -86,14 +86,14 @@ def hidden_profile_reader(runs: Sequence[Mapping[str, Any]], settings: Any = Non
 
 def dhd_replay_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
     """DHD's Tables 17-19 and 24-26 (:func:`groundstate.eval.experiments.dhd_readers.replay_reader`)."""
-    from groundstate.eval.experiments.dhd_readers import replay_reader
+    from groundstate.eval.experiments.dhd_readers import replay_reader  # noqa: PLC0415 (--help stays light)
 
     return replay_reader(runs, settings)
 
 
 def dhd_mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
     """DHD's Table 23 (:func:`groundstate.eval.experiments.dhd_readers.mask_reader`)."""
-    from groundstate.eval.experiments.dhd_readers import mask_reader
+    from groundstate.eval.experiments.dhd_readers import mask_reader  # noqa: PLC0415 (--help stays light)
 
     return mask_reader(runs, settings)
 
@@ -101,7 +101,7 @@ def dhd_mask_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> 
 def consilience_features_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
     """The Consilience paper's Table 6: the hidden-profile numbers with the final communication cost and objective
     (:func:`groundstate.eval.experiments.consilience_readers.features_numbers`)."""
-    from groundstate.eval.experiments.consilience_readers import features_numbers
+    from groundstate.eval.experiments.consilience_readers import features_numbers  # noqa: PLC0415 (--help stays light)
 
     return {**hidden_profile_reader(runs, settings), **features_numbers(runs)}
 
@@ -109,7 +109,7 @@ def consilience_features_reader(runs: Sequence[Mapping[str, Any]], settings: Any
 def consilience_routing_reader(runs: Sequence[Mapping[str, Any]], settings: Any = None) -> dict[str, dict[str, Any]]:
     """The Consilience paper's Table 8: the hidden-profile numbers of the discussions and every routing policy's
     (:func:`groundstate.eval.experiments.consilience_readers.routing_numbers`)."""
-    from groundstate.eval.experiments.consilience_readers import routing_numbers
+    from groundstate.eval.experiments.consilience_readers import routing_numbers  # noqa: PLC0415 (--help stays light)
 
     return {**hidden_profile_reader(runs, settings), **routing_numbers(runs)}
 

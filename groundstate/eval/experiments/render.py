@@ -23,7 +23,7 @@ NOT_IN_TEXT = "not in the available text"
 
 def metric_label(table: Table, metric: str) -> str:
     """How a metric is headed: the spec's label, else :func:`groundstate.eval.report.label`."""
-    from groundstate.eval.report import label
+    from groundstate.eval.report import label  # noqa: PLC0415 (--help stays light)
 
     return table.spec.layout.labels.get(metric, label(metric))
 
@@ -123,7 +123,7 @@ def paper_only_lines(table: Table) -> list[str]:
 
 def markdown(table: Table) -> str:
     """The whole table as Markdown: title, header lines, the table, references not in it, notes."""
-    from groundstate.eval.report import pipe_lines
+    from groundstate.eval.report import pipe_lines  # noqa: PLC0415 (--help stays light)
 
     header, body = cells(table)
     escape = [[c.replace("|", "\\|") for c in row] for row in [header, *body]]
@@ -161,10 +161,10 @@ def as_json(table: Table) -> dict[str, Any]:
 def chart(table: Table, path: str | Path) -> str:
     """A grouped bar chart: one group per row, one bar per column and metric (95% intervals where there are
     some), the paper's values as black ticks; the title wrapped to the figure's width."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 (optional extra: plot)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
     series = [(i, m) for i in range(len(table.columns)) for m in table.metrics]
     groups = len(table.rows)
@@ -212,7 +212,7 @@ def write_table(table: Table, directory: str | Path, stem: str | None = None, pn
     """Write ``<stem>.md``, ``<stem>.json`` and (``png``, with matplotlib installed) ``<stem>.png``; their paths.
     A front-end may append a section to the Markdown (``extra_markdown``) and keys to the JSON (``extra_json``;
     they never replace the table's own)."""
-    from groundstate.eval.results import write_json
+    from groundstate.eval.results import write_json  # noqa: PLC0415 (--help stays light)
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

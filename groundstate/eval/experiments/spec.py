@@ -385,7 +385,7 @@ class Spec(Settings):
         Raises:
             InputError: a run setting that does not fit (naming the spec file and the field).
         """
-        from groundstate.eval.run_settings import RunSettings
+        from groundstate.eval.run_settings import RunSettings  # noqa: PLC0415 (--help stays light)
 
         values = {**self.defaults.run.model_dump(exclude_none=True),
                   **{k: v for k, v in (given or {}).items() if v is not None}}

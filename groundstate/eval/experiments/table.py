@@ -85,8 +85,8 @@ def adopted_runs(spec: Spec, cells: Sequence[PlannedCell], use_runs: Sequence[st
     Raises:
         ConfigError: a selector naming an unknown axis or not exactly one cell; InputError: no such run.
     """
-    from groundstate.eval.experiments.selectors import check_selector, matches, parse_selector, split_use_run
-    from groundstate.eval.runs import resolve_run_dir
+    from groundstate.eval.experiments.selectors import check_selector, matches, parse_selector, split_use_run  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.runs import resolve_run_dir  # noqa: PLC0415 (--help stays light)
 
     items = [(k, v, "[runs]") for k, v in spec.runs.items()] + [(*split_use_run(i), "--use-run") for i in use_runs]
     chosen: dict[int, str] = {}
@@ -113,7 +113,7 @@ def refuse_two_runs(cell: str, first: Any, second: Any) -> None:
     Raises:
         ConfigError: always; one line naming the cell, both runs and the first field in which they differ.
     """
-    from groundstate.eval.experiments.checks import category, first_difference
+    from groundstate.eval.experiments.checks import category, first_difference  # noqa: PLC0415 (--help stays light)
 
     diff = first_difference(first["config"], second["config"])
     what = ("the same configuration (a run and its merged shards)" if diff is None else
@@ -126,8 +126,8 @@ def refuse_two_runs(cell: str, first: Any, second: Any) -> None:
 def _load(cells: Sequence[PlannedCell], run: RunSettings, adopted: dict[int, str]) -> list[Any]:
     """Each cell's run (``None``: not run), checked against its cell; a cell both its run directory and its merged
     shards claim is refused (:func:`refuse_two_runs`)."""
-    from groundstate.eval.experiments.plan import run_dirs_of
-    from groundstate.eval.runs import load_run, run_entry
+    from groundstate.eval.experiments.plan import run_dirs_of  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.runs import load_run, run_entry  # noqa: PLC0415 (--help stays light)
 
     loaded = []
     for i, cell in enumerate(cells):

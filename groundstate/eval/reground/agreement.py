@@ -16,6 +16,7 @@ from typing import Any
 from groundstate.eval.reground.contract import METRICS
 from groundstate.eval.reground.judges import Judge
 from groundstate.eval.reground.t2 import as_facts, state_text, t2_from_support
+from groundstate.eval.stats import mean_ci
 from groundstate.records import T2Fact
 
 logger = logging.getLogger(__name__)
@@ -44,8 +45,6 @@ def aggregate(score_rows: Sequence[Mapping[str, float | None]], confidence: floa
         ``{metric: {"mean", "low", "high", "n", "missing"}}`` for every metric seen in any row (``t1``, ``t2``,
         ``t3`` first), where ``n`` counts the values used and ``missing`` the rows without one.
     """
-    from groundstate.eval.stats import mean_ci
-
     names: list[str] = []
     for row in score_rows:
         names.extend(k for k in row if k not in names)
@@ -90,7 +89,7 @@ def aggregate_spearman(a_by_setting: Mapping[str, float], b_by_setting: Mapping[
     Raises:
         ValueError: fewer than two settings in common.
     """
-    from scipy import stats
+    from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
     common = sorted(set(a_by_setting) & set(b_by_setting))
     if len(common) < 2:
@@ -111,7 +110,7 @@ def cohens_kappa(a_labels: Sequence[Any], b_labels: Sequence[Any]) -> float:
     Raises:
         ValueError: the sequences differ in length or are empty.
     """
-    from sklearn.metrics import cohen_kappa_score
+    from sklearn.metrics import cohen_kappa_score  # noqa: PLC0415 (heavy: scikit-learn)
 
     a, b = list(a_labels), list(b_labels)
     if len(a) != len(b):

@@ -13,8 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundstate.errors import ConfigError
+from groundstate.eval.assemble import run_task
 from groundstate.eval.reground.settings import CompareSettings
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
 from groundstate.eval.run_settings import RunSettings
+from groundstate.eval.runner import RunAborted
 from groundstate.eval.task import RunContext
 
 logger = logging.getLogger(__name__)
@@ -39,10 +42,6 @@ def compare_programs(names: Sequence[str], settings: CompareSettings, run: RunSe
     Raises:
         ConfigError: an unknown program name.
     """
-    from groundstate.eval.assemble import run_task
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
-    from groundstate.eval.runner import RunAborted
-
     unknown = [p for p in names if p not in OFFQUERY_TASKS]
     if unknown:
         raise ConfigError(f"unknown program '{unknown[0]}' for compare")
@@ -70,9 +69,9 @@ def compared_with(settings: CompareSettings, context: RunContext) -> dict[str, A
     """The LM, decoding and T2 judge of a comparison, in words
     (:func:`~groundstate.eval.metric_spec.scoring_description`), from the context's LMs and judge (built when not
     yet: call it after :func:`compare_programs`)."""
-    from groundstate.eval.metric_spec import scoring_description
-    from groundstate.eval.reground.tasks import judge_options, offquery_judge
-    from groundstate.lm.specs import describe_lm
+    from groundstate.eval.metric_spec import scoring_description  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.tasks import judge_options, offquery_judge  # noqa: PLC0415 (--help stays light)
+    from groundstate.lm.specs import describe_lm  # noqa: PLC0415 (--help stays light)
 
     lm, lm_config = context.lm_pair()
     judge = context.judge if context.judge is not None else offquery_judge(settings, context)

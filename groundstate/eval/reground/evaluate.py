@@ -35,8 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundstate.eval.assemble import assemble, execute
 from groundstate.eval.reground.settings import EvaluationData
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS
+from groundstate.eval.report import comparison_rows
 from groundstate.eval.run_settings import RunSettings
+from groundstate.eval.runner import RunAborted, program_state_hash
 from groundstate.eval.settings import LMSettings
 from groundstate.eval.task import LoadedData, RunContext
 
@@ -69,14 +73,12 @@ class Evaluation:
 
     def report_lines(self) -> list[str]:
         """The lines a report states above the table: LM, decoding, judge, then the notes."""
-        from groundstate.eval.metric_spec import header_lines
+        from groundstate.eval.metric_spec import header_lines  # noqa: PLC0415 (--help stays light)
 
         return [*header_lines(self.scoring), *self.notes] if self.scoring else list(self.notes)
 
     def rows(self) -> list[dict[str, Any]]:
         """The comparison rows the command prints (:func:`~groundstate.eval.report.comparison_rows`)."""
-        from groundstate.eval.report import comparison_rows
-
         return comparison_rows(self.summaries)
 
 
@@ -100,8 +102,8 @@ def _manifest_lm_entry(described: dict[str, Any] | None, lms: LMSettings) -> dic
         ConfigError: the manifest's LM was served from an ``api_base`` and the caller gave none (a request, with
             the user's API key, never goes to a server only a file names).
     """
-    from groundstate.errors import ConfigError, one_line
-    from groundstate.lm.embedded import EMBEDDED_MODEL_NAME
+    from groundstate.errors import ConfigError, one_line  # noqa: PLC0415 (--help stays light)
+    from groundstate.lm.embedded import EMBEDDED_MODEL_NAME  # noqa: PLC0415 (--help stays light)
 
     model = (described or {}).get("model")
     if not isinstance(model, str) or not model or model == EMBEDDED_MODEL_NAME:
@@ -119,7 +121,7 @@ def _manifest_lm_entry(described: dict[str, Any] | None, lms: LMSettings) -> dic
 def _lm_given(context: RunContext) -> bool:
     """Whether the caller named an LM: ``--lm``/``--lm-config`` (``lms.lm``, ``lms.lm_config``), LMs built by the
     caller (a Python ``make_lms``) or, for a Python caller without LM settings, the LM DSPy is configured with."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     lms = context.lms
     if lms.lm is not None or lms.lm_config is not None:
@@ -129,7 +131,7 @@ def _lm_given(context: RunContext) -> bool:
 
 def _lm_text(described: dict[str, Any]) -> str:
     """An LM description in words for a note: ``model [at api_base] (decoding)``."""
-    from groundstate.eval.metric_spec import decoding_label, lm_label
+    from groundstate.eval.metric_spec import decoding_label, lm_label  # noqa: PLC0415 (--help stays light)
 
     where = f" at {described['api_base']}" if described.get("api_base") else ""
     return f"{lm_label(described)}{where} ({decoding_label(described)})"
@@ -149,9 +151,9 @@ def evaluation_context(checked: Any, data: EvaluationData, context: RunContext
         ConfigError: the manifest's LM cannot be rebuilt here (give an LM), was served from a server the caller
             did not name, or came with per-role LMs the caller did not give.
     """
-    from groundstate.errors import ConfigError, GroundstateError, one_line
-    from groundstate.lm.config import LMConfig
-    from groundstate.lm.specs import describe_lm
+    from groundstate.errors import ConfigError, GroundstateError, one_line  # noqa: PLC0415 (--help stays light)
+    from groundstate.lm.config import LMConfig  # noqa: PLC0415 (--help stays light)
+    from groundstate.lm.specs import describe_lm  # noqa: PLC0415 (--help stays light)
 
     tuned, tuned_roles = checked.lms.default, checked.lms.roles
     given = _lm_given(context)
@@ -201,12 +203,9 @@ def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunS
         ConfigError: the directory is not a program saved by ``groundstate optimize``, or the data overlaps the
             data it was optimized on (without ``allow_overlap``).
     """
-    from groundstate.eval.assemble import assemble, execute
-    from groundstate.eval.metric_spec import scoring_description
-    from groundstate.eval.reground.optimize import check_no_overlap, read_optimized
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
-    from groundstate.eval.runner import RunAborted, program_state_hash
-    from groundstate.optimizers.artifacts import MANIFEST, build_saved, load_program
+    from groundstate.eval.metric_spec import scoring_description  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.optimize import check_no_overlap, read_optimized  # noqa: PLC0415 (heavy: dspy)
+    from groundstate.optimizers.artifacts import MANIFEST, build_saved, load_program  # noqa: PLC0415 (heavy: dspy)
 
     manifest, checked = saved if saved is not None else read_optimized(directory)
     context, judge, notes = evaluation_context(checked, data, context or RunContext())

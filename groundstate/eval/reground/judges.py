@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from groundstate.eval.reground.contract import field_of
+from groundstate.lm.failed_calls import failed_call_eviction
+from groundstate.lm.specs import default_adapter, get_lm
 
 logger = logging.getLogger(__name__)
 
@@ -238,9 +240,9 @@ class LMJudge:
     """
 
     def __init__(self, lm: Any = None, adapter: Any = None):
-        import dspy
+        import dspy  # noqa: PLC0415 (heavy: dspy)
 
-        from groundstate.signatures.judging import JudgeSupportedFacts
+        from groundstate.signatures.judging import JudgeSupportedFacts  # noqa: PLC0415 (heavy: dspy)
 
         self.lm = lm
         self.adapter = adapter
@@ -255,7 +257,7 @@ class LMJudge:
     def numbered(facts: Sequence[str]) -> str:
         """``1. ...`` lines, one fact per line (line breaks inside a fact become spaces), each fact as data
         (:func:`~groundstate.programs.common.as_data`: it cannot open or close an adapter field)."""
-        from groundstate.programs.common import as_data
+        from groundstate.programs.common import as_data  # noqa: PLC0415 (heavy: dspy)
 
         return "\n".join(f"{i}. {' '.join(as_data(f).split())}" for i, f in enumerate(facts, start=1))
 
@@ -265,10 +267,9 @@ class LMJudge:
         Raises:
             Exception: whatever the LM call or output parsing raised.
         """
-        import dspy
+        import dspy  # noqa: PLC0415 (heavy: dspy)
 
-        from groundstate.lm.failed_calls import failed_call_eviction
-        from groundstate.programs.common import as_data
+        from groundstate.programs.common import as_data  # noqa: PLC0415 (heavy: dspy)
 
         if not facts:
             return []
@@ -276,8 +277,6 @@ class LMJudge:
             return [False] * len(facts)
         overrides: dict[str, Any] = {}
         if self.lm is not None:
-            from groundstate.lm.specs import default_adapter
-
             overrides["lm"] = self.lm
             adapter = self.adapter if self.adapter is not None else default_adapter(self.lm)
             if adapter is not None:
@@ -306,6 +305,5 @@ def make_judge(spec: str | None = "lexical", **lm_options: Any) -> Judge:
     judge through their :class:`~groundstate.eval.metric_spec.MetricSpec` (``same-as-lm`` included)."""
     if spec is None or spec == "lexical":
         return LexicalJudge()
-    from groundstate.lm.specs import get_lm
 
     return LMJudge(get_lm(spec, **lm_options))

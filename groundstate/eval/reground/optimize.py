@@ -15,17 +15,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
+import dspy
 from pydantic import Field
 
-from groundstate.errors import ConfigError, GroundstateError, one_line
+from groundstate.errors import ConfigError, GroundstateError, InputError, one_line
 from groundstate.eval.metric_spec import JUDGE_HELP, JudgeSpec, MetricSpec
-from groundstate.eval.reground.saved import CONDITIONS
+from groundstate.eval.reground.saved import CONDITIONS, BuildArgs, OptimizedManifest, SplitRecords
 from groundstate.eval.reground.settings import BaselineOptions, ReGroundOptions
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
+from groundstate.eval.runner import program_state_hash
 from groundstate.eval.settings import Settings
 from groundstate.eval.task import RunContext
-from groundstate.optimizers.tune import MAX_FAILED_SHARE, OPTIMIZERS, Budget
+from groundstate.lm.specs import describe_lm, get_lm
+from groundstate.optimizers.targets import stage_target
+from groundstate.optimizers.tune import MAX_FAILED_SHARE, OPTIMIZERS, Budget, tune
+from groundstate.schema import validate
 
 _BUDGET = Budget()
 
@@ -66,6 +73,7 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
 
     def metric_spec(self) -> MetricSpec:
         """The :class:`~groundstate.eval.metric_spec.MetricSpec` the metric is scored under."""
+        from groundstate.eval.metric_spec import MetricSpec  # noqa: PLC0415 (--help stays light)
         return MetricSpec(judge=self.judge_lm)
 
     def budget(self) -> Budget:
@@ -79,8 +87,6 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
 
 def examples_for(instances: list[Any], inputs) -> list[Any]:
     """``dspy.Example``s: the program inputs (marked as inputs) plus every gold label the metrics read."""
-    import dspy
-
     examples = []
     for instance in instances:
         kwargs = inputs(instance)
@@ -96,15 +102,9 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
         ConfigError: an unknown program, a bad budget, metric or stage, or train and val that share instances.
         OptimizationFailed: every LM call failed (nothing should be saved).
     """
-    from groundstate.eval.benchmarks.offquery.loader import load_any
-    from groundstate.eval.reground.metrics import offquery_metric, parse_metric
-    from groundstate.eval.reground.saved import BuildArgs
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
-    from groundstate.eval.runner import program_state_hash
-    from groundstate.eval.splits import content_hash, group_key
-    from groundstate.lm.specs import describe_lm, get_lm
-    from groundstate.optimizers.targets import stage_target
-    from groundstate.optimizers.tune import tune
+    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.metrics import offquery_metric, parse_metric  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.splits import content_hash, group_key  # noqa: PLC0415 (--help stays light)
 
     if settings.program not in OFFQUERY_TASKS:
         raise ConfigError(f"unknown program '{settings.program}'; available: {', '.join(sorted(OFFQUERY_TASKS))}")
@@ -168,14 +168,12 @@ def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:
         InputError: an unreadable manifest, or a field of the wrong type or missing (one line naming the field).
         ConfigError: not a program saved by ``optimize``, or one saved by an incompatible version.
     """
-    from pathlib import Path
-
-    from groundstate.errors import InputError
-    from groundstate.eval.reground.saved import OptimizedManifest
-    from groundstate.eval.reground.tasks import OFFQUERY_TASKS
-    from groundstate.optimizers.artifacts import MANIFEST, check_compatible, read_manifest
-    from groundstate.optimizers.manifests import ProgramManifest
-    from groundstate.schema import validate
+    from groundstate.optimizers.artifacts import (  # noqa: PLC0415 (--help stays light)
+        MANIFEST,
+        check_compatible,
+        read_manifest,
+    )
+    from groundstate.optimizers.manifests import ProgramManifest  # noqa: PLC0415 (--help stays light)
 
     manifest = read_manifest(directory)
     if manifest.get("kind") != "dspy-program" or "task" not in manifest:
@@ -195,8 +193,7 @@ def check_no_overlap(records: list[Any], manifest: Any) -> None:
     """Raise :class:`ConfigError` when ``records`` share instance ids or source cases with the manifest's
     train/val data (manifests from before source cases were recorded are checked by id only). ``manifest`` is
     the manifest's dict or its :class:`~groundstate.eval.reground.saved.OptimizedManifest`."""
-    from groundstate.eval.reground.saved import OptimizedManifest, SplitRecords
-    from groundstate.eval.splits import group_key
+    from groundstate.eval.splits import group_key  # noqa: PLC0415 (--help stays light)
 
     for split in ("train", "val"):
         if isinstance(manifest, OptimizedManifest):

@@ -87,7 +87,7 @@ class ReGroundOptions(Settings):
 
     def reground_program(self):
         """The :class:`~groundstate.programs.reground.reground.ReGround` these options describe."""
-        from groundstate.programs.reground.reground import ReGround
+        from groundstate.programs.reground.reground import ReGround  # noqa: PLC0415 (heavy: dspy)
 
         return ReGround(max_candidates=self.max_candidates, multi_misleading=self.multi_misleading,
                         oracle_t1=self.oracle_t1, stop_early=self.stop_early, keep_rule=self.keep_rule, mode=self.mode,
@@ -111,7 +111,7 @@ class BaselineOptions(Settings):
     def baseline_arguments(self, name: str, seed: int = 0) -> dict[str, Any]:
         """The constructor arguments of the baseline ``name``: the options it takes, each unset one at the
         program's own default."""
-        from groundstate.programs.reground.baselines import BASELINES
+        from groundstate.programs.reground.baselines import BASELINES  # noqa: PLC0415 (heavy: dspy)
 
         parameters = inspect.signature(BASELINES[name].__init__).parameters
         given = {"rounds": self.rounds, "topology": self.topology, "ordering": self.ordering, "seed": seed,

@@ -153,7 +153,7 @@ def paper_tables(settings: CompareSettings, programs: Sequence[str] | None, run:
     Raises:
         ConfigError: a stored run that differs from its cell, or a cell two stored runs claim (one line).
     """
-    from groundstate.eval.experiments.table import build_table
+    from groundstate.eval.experiments.table import build_table  # noqa: PLC0415 (--help stays light)
 
     tables = {}
     for number, spec in paper_specs(settings, programs, model).items():
@@ -167,9 +167,9 @@ def stray_runs(out: str | Path, tables: Mapping[str, Any]) -> list[str]:
     """The stored OffQuery runs under ``out`` (shards left out) that are no cell of ``tables``: runs of another LM,
     decoding, judge, data or options, which a table built from "every run in the directory" would have mixed in.
     In name order; a directory that is not a readable run is skipped (no table reads it)."""
-    from groundstate.errors import InputError
-    from groundstate.eval.runs import run_entry
-    from groundstate.eval.tasks import offquery_names
+    from groundstate.errors import InputError  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.runs import run_entry  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.tasks import offquery_names  # noqa: PLC0415 (--help stays light)
 
     used = {run_id for table in tables.values() for run_id in table.runs.values()}
     names = set(offquery_names())
@@ -190,7 +190,7 @@ def write_tables(tables: Mapping[str, Any], out_dir: str | Path, png: bool = Tru
     """Write ``table1|10|11.md``, ``.json`` and (``png``, with matplotlib) ``.png`` into ``out_dir``
     (:func:`groundstate.eval.experiments.render.write_table`); their paths, as ``table<n>``, ``table<n>_json`` and
     ``table<n>_png``."""
-    from groundstate.eval.experiments.render import write_table
+    from groundstate.eval.experiments.render import write_table  # noqa: PLC0415 (--help stays light)
 
     paths = {}
     for number, table in tables.items():

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
+from groundstate.eval.identity import file_hash
 from groundstate.eval.reground.settings import BaselineSettings, OffQueryData, ReGroundSettings
+from groundstate.eval.sources import as_source, describe, resolve_data
 from groundstate.eval.task import ProgramTask, RunContext
 
 OFFQUERY_OUTPUTS = ("misleading_agent", "state", "kept_facts", "removed_facts", "answer")
@@ -27,10 +30,7 @@ def load_offquery_data(settings: OffQueryData, source: Any = None) -> tuple[list
     description of them for the run fingerprint: the file's name and hash (and the T2 truth file's hash), the
     generator's settings for ``synthetic``, or the records' content hash for records in memory
     (:func:`~groundstate.eval.sources.describe`). The source is normalised once, here, and passed down."""
-    from groundstate.eval.benchmarks.offquery.loader import load_any
-    from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
-    from groundstate.eval.identity import file_hash
-    from groundstate.eval.sources import as_source, describe, resolve_data
+    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
 
     if source is None and settings.data == "synthetic":
         domains = ("healthcare", "disaster") if settings.domain == "both" else (settings.domain,)
@@ -62,7 +62,7 @@ def offquery_judge(settings: OffQueryData, context: RunContext):
     :class:`~groundstate.eval.reground.judges.LexicalJudge`, or an
     :class:`~groundstate.eval.reground.judges.LMJudge` on the model under test (``same-as-lm``: the context's default
     LM) or on the named model. Its ``spec`` attribute is the metric spec it was built from."""
-    from groundstate.eval.reground.judges import LexicalJudge, LMJudge
+    from groundstate.eval.reground.judges import LexicalJudge, LMJudge  # noqa: PLC0415 (--help stays light)
 
     spec = settings.metric_spec()
     if spec.is_lexical:
@@ -84,8 +84,8 @@ def judge_options(settings: OffQueryData, judge: Any) -> dict[str, Any]:
 
 def offquery_scorer(settings: OffQueryData, judge: Any):
     """T1/T2/T3 with ``judge`` scoring T2 (statement precision/recall too in ReGround's statement mode)."""
-    from groundstate.eval.reground.scores import make_scorer
-    from groundstate.eval.reground.statements import statement_scorer
+    from groundstate.eval.reground.scores import make_scorer  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.statements import statement_scorer  # noqa: PLC0415 (--help stays light)
 
     scorer = make_scorer(judge, halves=True)
     return statement_scorer(scorer, judge) if getattr(settings, "mode", "agent") == "statement" else scorer
@@ -124,7 +124,7 @@ REGROUND = offquery_task(
 
 def _baseline_builder(name: str):
     def build(settings: BaselineSettings):
-        from groundstate.programs.reground.baselines import BASELINES
+        from groundstate.programs.reground.baselines import BASELINES  # noqa: PLC0415 (heavy: dspy)
 
         return BASELINES[name](**settings.baseline_arguments(name, settings.seed))
 

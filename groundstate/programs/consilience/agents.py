@@ -14,7 +14,8 @@ it is given. Each agent may have its own LM (heterogeneous groups); :class:`LMTe
 agent, with an LM per index.
 
 Options are shown to agents with letter labels (``A: ...``; an option that already is its letter is shown
-as the letter alone), and votes are read back as labels.
+as the letter alone), and votes are read back as labels: what an answer means (labels, votes, belief repair,
+message length) is :mod:`~groundstate.programs.consilience.answers`, whose public names are re-exported here.
 
 Facts are presented in one of two ways (:data:`PRESENTATIONS`): ``labelled`` (the default: the shared facts and
 the agent's own facts in two fields saying which is which) or ``shuffled`` (HiddenBench's way: all of them in
@@ -29,17 +30,25 @@ import contextlib
 import copy
 import functools
 import logging
-import math
-import re
-import string
+import random
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import dspy
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from dspy.utils.exceptions import AdapterParseError
+from pydantic import ConfigDict, Field, create_model
 
+from groundstate.lm.specs import default_adapter, is_embedded
 from groundstate.programs.common import as_data
+from groundstate.programs.consilience.answers import (
+    MAX_MESSAGE_CHARS,  # noqa: F401 (re-exported: imported from here too)
+    message_text,
+    option_labels,
+    options_block,
+    repair_belief,
+    resolve_option,
+)
 from groundstate.records import Belief, HiddenProfileTask, Message, Transcript
 from groundstate.signatures.discussion import (
     ACTION_MEANINGS,
@@ -54,138 +63,14 @@ __all__ = ["ACTION_MEANINGS", "FREE_TURN_MEANING", "LMAgent", "LMTeam", "option_
 
 logger = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 300
 PRESENTATIONS: tuple[str, ...] = ("labelled", "shuffled")
 _FACTS_DESC = ("every fact you were given, numbered; the order is random and says nothing about how important "
                "the facts are or how they relate; the others may or may not hold any of them")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_LABEL = re.compile(r"^\W*(?:(?i:option|plan|choice|answer)\s+)?([A-Z])(?:\W|$)")
 _TEAM_LOCK = threading.Lock()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Options and repair
-# ---------------------------------------------------------------------------------------------------------
-
-
-def option_labels(options: Sequence[str]) -> list[str]:
-    """Letter labels ``A, B, C, ...`` for the options, in order."""
-    if len(options) > len(string.ascii_uppercase):
-        raise ValueError(f"at most {len(string.ascii_uppercase)} options are supported, got {len(options)}")
-    return list(string.ascii_uppercase[: len(options)])
-
-
-def options_block(options: Sequence[str]) -> str:
-    """``A: ...`` lines (an option that is its own letter is shown as the letter alone), as data."""
-    return "\n".join(label if option.strip() == label else f"{label}: {as_data(option)}"
-                     for label, option in zip(option_labels(options), options, strict=True))
-
-
-def resolve_option(value: Any, options: Sequence[str]) -> str | None:
-    """The option an LM's vote names: an option's exact text (case-insensitive), or a label (``B``, ``B.``,
-    ``(B)``, ``Option B``, ``Plan B``, ``B: ...``; the letter in capitals); ``None`` when it names none."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not text:
-        return None
-    labels = option_labels(options)
-    for option in options:
-        if text.lower() == option.strip().lower():
-            return option
-    match = _LABEL.match(text)
-    if match and match.group(1) in labels:
-        return options[labels.index(match.group(1))]
-    return None
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(str(value).strip().rstrip("%")) if isinstance(value, str) else float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _confidence(value: Any) -> float | None:
-    number = _number(value)
-    if number is None:
-        return None
-    if 2.0 <= number <= 100.0:  # a percentage
-        number /= 100.0
-    return min(1.0, max(0.0, number))
-
-
-def repair_belief(options: Sequence[str], probabilities: Any, vote: Any = None, confidence: Any = None) -> Belief:
-    """A valid :class:`Belief` from whatever an LM returned.
-
-    Rules, in order:
-
-    1. Probabilities come as a list in option order or as a mapping from option letter (or option text) to
-       probability; each is read as a number, and a missing entry, non-number, NaN, infinity or negative
-       value counts as 0.
-    2. A list with one entry per option (or a mapping naming at least one option) and a positive sum is
-       normalized to sum to 1 (so percentages work).
-    3. Otherwise (nothing usable, a list of the wrong length, all zero) the distribution is rebuilt from the
-       vote: the voted option gets the confidence (at least ``1/K``) and the others share the rest equally;
-       with no valid vote or no confidence it is uniform.
-    4. The vote is kept when it names an option (it may differ from the most probable option); otherwise it is
-       the most probable option (the first in option order on a tie).
-    5. The confidence is read as a number in [0, 1]: a value from 2 to 100 is taken as a percentage, anything
-       else outside [0, 1] is clipped; when missing or not a number it is the probability of the vote.
-    """
-    options = list(options)
-    k = len(options)
-    chosen = resolve_option(vote, options)
-    conf = _confidence(confidence)
-    weights = None
-    if isinstance(probabilities, BaseModel):
-        probabilities = probabilities.model_dump()
-    if isinstance(probabilities, dict):
-        labels = option_labels(options)
-        keyed = [probabilities.get(label, probabilities.get(option)) for label, option in zip(labels, options,
-                                                                                                  strict=True)]
-        probabilities = keyed if any(p is not None for p in keyed) else None
-    if isinstance(probabilities, (list, tuple)) and len(probabilities) == k:
-        clean = [_number(p) for p in probabilities]
-        clean = [p if p is not None and p > 0 else 0.0 for p in clean]
-        total = sum(clean)
-        if total > 0:
-            weights = [p / total for p in clean]
-    if weights is None:
-        if chosen is not None and conf is not None:
-            top = max(conf, 1.0 / k)
-            weights = [top if o == chosen else (1.0 - top) / (k - 1) for o in options]
-        else:
-            weights = [1.0 / k] * k
-    if chosen is None:
-        chosen = options[max(range(k), key=lambda i: (weights[i], -i))]
-    if conf is None:
-        conf = weights[options.index(chosen)]
-    total = sum(weights)
-    probs = {o: w / total for o, w in zip(options, weights, strict=True)}
-    return Belief(probs=probs, vote=chosen, confidence=conf)
-
-
-def _message_text(text: Any) -> str:
-    """At most two sentences and :data:`MAX_MESSAGE_CHARS` characters (cut at a word boundary)."""
-    text = " ".join(str(text or "").split())
-    sentences = _SENTENCE_END.split(text)
-    text = " ".join(sentences[:2])
-    if len(text) > MAX_MESSAGE_CHARS:
-        text = text[:MAX_MESSAGE_CHARS].rsplit(" ", 1)[0].rstrip() + "…"
-    return text
 
 
 def _lines(facts: Sequence[str]) -> str:
     return "\n".join(f"- {as_data(f)}" for f in facts) if facts else "(none)"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The LM agent
-# ---------------------------------------------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=256)
@@ -304,7 +189,7 @@ class LMAgent(dspy.Module):
                 "instruction": FREE_TURN_MEANING if action is None else ACTION_MEANINGS[action]}
 
     def _said(self, action: str | None, round: int, out: dspy.Prediction) -> Message:
-        text = as_data(_message_text(out.get("message")))  # model text that every later prompt quotes
+        text = as_data(message_text(out.get("message")))  # model text that every later prompt quotes
         return Message(speaker=self.index, action=action, round=round, text=text, words=len(text.split()))
 
     @staticmethod
@@ -327,8 +212,6 @@ class LMAgent(dspy.Module):
                  ) -> dspy.Prediction:
         """Call ``predictor`` with its outputs bound to the task's options (:func:`specialize`); if the LM's
         answer does not parse under those types, ask once more with the plain signature and repair the result."""
-        from dspy.utils.exceptions import AdapterParseError
-
         first, *retry = self._attempts(predictor, task, transcript, **extra)
         with self._context():
             try:
@@ -342,8 +225,6 @@ class LMAgent(dspy.Module):
     async def _apredict(self, predictor: dspy.Predict, task: HiddenProfileTask, transcript: Transcript,
                         **extra: str) -> dspy.Prediction:
         """:meth:`_predict` awaiting ``predictor.acall``."""
-        from dspy.utils.exceptions import AdapterParseError
-
         first, *retry = self._attempts(predictor, task, transcript, **extra)
         with self._context():
             try:
@@ -360,7 +241,6 @@ class LMAgent(dspy.Module):
     def _context(self):
         if self.agent_lm is None:
             return contextlib.nullcontext()
-        from groundstate.lm.specs import default_adapter, is_embedded
 
         overrides: dict[str, Any] = {"lm": self.agent_lm}
         if is_embedded(self.agent_lm):
@@ -377,8 +257,6 @@ class LMAgent(dspy.Module):
         inputs = {"agent": f"Agent {self.index}", "task": as_data(task.description),
                   "options": options_block(task.options), "discussion": discussion}
         if self.presentation == "shuffled":
-            import random
-
             facts = task.facts_of(self.index)
             random.Random(f"facts:{self.presentation_seed}:{task.id}:{self.index}").shuffle(facts)
             inputs["facts"] = "\n".join(f"Fact {k}: {as_data(f)}" for k, f in enumerate(facts, start=1)) or "(none)"

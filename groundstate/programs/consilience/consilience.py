@@ -28,6 +28,7 @@ round's state, proposal, regrets, threshold, executed action and speaker goes in
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ import dspy
 import numpy as np
 
 from groundstate.concurrency import thread_map
+from groundstate.programs.common import plurality
 from groundstate.programs.consilience.control import ControlContext, admissible_actions, route, vote_permitted
 from groundstate.programs.consilience.simulated import SimAgent, group_beliefs
 from groundstate.programs.consilience.state import (
@@ -216,13 +218,9 @@ class Consilience(dspy.Module):
         """:meth:`forward` for ``await program.acall(...)``, same result: the whole loop (its fan-outs on
         :func:`~groundstate.concurrency.thread_map`) runs on one worker thread, ``asyncio.to_thread``, which
         carries the DSPy context, so the event loop stays free."""
-        import asyncio
-
         return await asyncio.to_thread(self.forward, task)
 
     def forward(self, task: HiddenProfileTask) -> dspy.Prediction:
-        from groundstate.programs.common import plurality
-
         agents = list(self.agents(task))
         if len(agents) != task.n_agents:
             raise ValueError(f"task {task.id} has {task.n_agents} agents but {len(agents)} were built")

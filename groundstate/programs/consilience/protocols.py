@@ -47,6 +47,7 @@ Votes are independent, so LM agents vote concurrently.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -313,6 +314,4 @@ class HiddenProfileProtocol(dspy.Module):
                        ) -> dspy.Prediction:
         """:meth:`forward` for ``await program.acall(...)``, same result, on one worker thread
         (``asyncio.to_thread``, which carries the DSPy context)."""
-        import asyncio
-
         return await asyncio.to_thread(self.forward, task, agents)

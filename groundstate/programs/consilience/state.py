@@ -147,7 +147,7 @@ def js_divergences(matrix: np.ndarray, mean: np.ndarray | None = None) -> np.nda
     ``rel_entr`` against their midpoint, summed, divided by ``log 2``, the square root taken and squared), so
     the numbers are the same; a zero probability contributes nothing.
     """
-    from scipy.special import rel_entr
+    from scipy.special import rel_entr  # noqa: PLC0415 (heavy: scipy)
 
     if mean is None:
         mean = matrix.mean(axis=-2)

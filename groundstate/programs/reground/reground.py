@@ -28,12 +28,17 @@ Where both sources are silent we chose: an invalid pair from an unconstrained LM
 source, or the same id twice) ends the search and is recorded in the trace; a detector answer outside the
 candidate pool falls back to the candidate with the lowest consistency score.
 
-The three stages and ReGround stay in one file, over 400 lines, because they share the source-block and
-statement helpers and each stage has both a ``forward`` and the ``aforward`` of ``await program.acall(...)``.
+Why one file (over 400 lines): every stage is a program of its own that Python users compose and save
+(``save_program(Verify())``), and a saved program names its class by import path in its manifest
+(:data:`groundstate.registry.BUILTIN`), e.g. ``groundstate.programs.reground.reground:Verify``; moving a stage to
+a module of its own would change what every later save writes (the old path would load only through an alias).
+The stages also share the source-block and statement helpers, and each has both a ``forward`` and the
+``aforward`` of ``await program.acall(...)``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -338,8 +343,6 @@ class Reconstruct(dspy.Module):
     async def aforward(self, shared_context: str, trusted_statements: Sequence[str]) -> dspy.Prediction:
         """:meth:`forward` for ``await reconstruct.acall(...)``: every call awaits the LM's async path, the
         per-fact checks concurrently (``asyncio.gather``, in fact order)."""
-        import asyncio
-
         facts = model_text((await self.decompose.acall(context=as_data(shared_context))).facts)
         evidence = bullet_list([as_data(s) for s in trusted_statements])
         found = self.by_fact(facts, (await self.verify_facts.acall(facts=self.numbered(facts), evidence=evidence)
@@ -479,8 +482,6 @@ class ReGround(dspy.Module):
         (the per-fact checks concurrently); stage 1's multi-round search (argument fan-outs on
         :func:`~groundstate.concurrency.thread_map`) runs on one worker thread, ``asyncio.to_thread``, which
         carries the DSPy context."""
-        import asyncio
-
         agents = coerce_agents(agents)
         shared_context, question = as_data(shared_context), as_data(question)
         flagged, trusted_statements, verify_trace, extra = await asyncio.to_thread(self.verification, agents,

@@ -6,7 +6,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 from groundstate.eval.benchmarks.travel.generator import generate_hidden_travel
-from groundstate.programs.consilience import simulated, simulated_group
+from groundstate.programs.consilience import simulated, simulated_belief, simulated_group
 from groundstate.programs.consilience.consilience import Consilience
 from groundstate.programs.consilience.control import ControlContext, RuleController, route
 from groundstate.programs.consilience.simulated import SimAgent, SimTeam, group_beliefs, sim_preset, trusted_belief
@@ -90,7 +90,7 @@ def test_group_beliefs_equal_agent_beliefs(preset, n_agents, monkeypatch):
     transcript = Transcript()
     for step in range(7):
         monkeypatch.setattr(simulated, "_GROUPS", {})
-        monkeypatch.setattr(simulated, "_NOISE", {})
+        monkeypatch.setattr(simulated_belief, "_NOISE", {})
         for final in (False, True):
             together = group_beliefs(agents, task, transcript, step, final=final)
             alone = [a.vote(task, transcript) if final else a.belief(task, transcript, step) for a in agents]

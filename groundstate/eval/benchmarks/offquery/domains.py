@@ -6,7 +6,7 @@ belongs to one role (the department or stakeholder who observes it).
 
 A *hypothesis* (an option: a diagnosis, a response strategy) is defined by criteria: attribute -> value.
 The option text lists its criteria, so the decision rule is explicit: see
-:func:`groundstate.eval.benchmarks.offquery.synthetic.reference_solve`.
+:func:`groundstate.eval.benchmarks.offquery.synthetic_rule.reference_solve`.
 
 All sentences are written for this project; none comes from a data set.
 """

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError
+from groundstate.eval.benchmarks.offquery.synthetic_rule import check_instance
 from groundstate.eval.benchmarks.offquery.validation import from_validation
 from groundstate.eval.io import load_models
 from groundstate.eval.sources import as_source, write_records
@@ -66,7 +67,7 @@ _RULE_FIELDS = (("not a generator structure", "provenance.structure"), ("T2", "t
 
 def check_structure(instance: OffQueryInstance, file: str, record: str) -> None:
     """Refuse a generated instance that breaks the generator's guarantees
-    (:func:`~groundstate.eval.benchmarks.offquery.synthetic.check_instance`: the reliable facts give the answer,
+    (:func:`~groundstate.eval.benchmarks.offquery.synthetic_rule.check_instance`: the reliable facts give the answer,
     the misleading agents are exactly those stating false values, the T2 facts are balanced and labelled right,
     ...). Instances without a generator ``structure`` in their provenance (built from MediQ, published) pass.
 
@@ -75,7 +76,6 @@ def check_structure(instance: OffQueryInstance, file: str, record: str) -> None:
     """
     if not (instance.provenance or {}).get("structure"):
         return
-    from groundstate.eval.benchmarks.offquery.synthetic import check_instance
 
     problems = check_instance(instance)
     if problems:

@@ -13,6 +13,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
+from groundstate.concurrency import thread_map
 from groundstate.errors import ConfigError
 from groundstate.eval.benchmarks.offquery.mediq import (
     DEPARTMENTS,
@@ -28,7 +29,7 @@ from groundstate.eval.benchmarks.offquery.mediq_rule import (
     check_t2_budget,
     split_sentences,
 )
-from groundstate.records import LETTERS, OffQueryInstance, options_text
+from groundstate.records import LETTERS, OffQueryInstance, default_question, options_text
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def _validate_lm_output(prediction: Any, case: MediQCase, shared_context: str) -
 
 def _attempt_context(attempt: int):
     """Later attempts use a fresh rollout at temperature 1 so a retry is not served from the cache."""
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
     lm = dspy.settings.lm
     if attempt == 0 or lm is None or not hasattr(lm, "copy"):
@@ -151,8 +152,7 @@ def build_lm(cases: Iterable[MediQCase], seed: int = 0, builder: Any = None, max
     Returns:
         One instance per case that was built, in case order, with ids ``mediq-<case id>-lm-s<seed>``.
     """
-    from groundstate.concurrency import thread_map
-    from groundstate.programs.reground.builder import OffQueryLMBuilder
+    from groundstate.programs.reground.builder import OffQueryLMBuilder  # noqa: PLC0415 (heavy: dspy)
 
     check_t2_budget(max_t2_facts)
     if max_retries < 0:
@@ -209,11 +209,9 @@ def tag_sufficiency(instances: Iterable[OffQueryInstance], lm: Any = None, threa
     Raises:
         ConfigError: no LM is given or configured.
     """
-    import dspy
+    import dspy  # noqa: PLC0415 (heavy: dspy)
 
-    from groundstate.concurrency import thread_map
-    from groundstate.records import default_question
-    from groundstate.signatures.resolution import ChooseOption
+    from groundstate.signatures.resolution import ChooseOption  # noqa: PLC0415 (heavy: dspy)
 
     if lm is None and dspy.settings.lm is None:
         raise ConfigError("tag_sufficiency needs an LM: pass lm= or configure one with dspy.configure/dspy.context")

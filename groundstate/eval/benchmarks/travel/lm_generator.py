@@ -44,7 +44,7 @@ def generate_travel_lm(n: int, seed: int = 0, start: int = 0, travelers: int | N
         ``(tasks, failures)``: the accepted tasks by index (in index order) and, per index that produced none,
         ``{"index", "issues", "attempts"}``.
     """
-    from groundstate.programs.consilience.travel_builder import TravelTaskBuilder
+    from groundstate.programs.consilience.travel_builder import TravelTaskBuilder  # noqa: PLC0415 (heavy: dspy)
 
     if travelers not in (None, 3, 4):
         raise ConfigError(f"travelers must be 3 or 4 (got {travelers})")
