@@ -326,10 +326,8 @@ def cmd_table(args: argparse.Namespace) -> int:
         table_spec,
         tabulate,
     )
-    from groundstate.eval.consilience.tables import (  # noqa: PLC0415 (--help stays light)
-        write_table,
-    )
     from groundstate.eval.experiments.execute import run_experiment  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.experiments.render import write_table  # noqa: PLC0415 (--help stays light)
 
     settings = agent_settings(EvaluationSettings, args, baselines=BASELINES[args.preset])
     if args.sensitivity and settings.agents != "sim":
