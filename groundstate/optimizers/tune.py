@@ -365,7 +365,8 @@ def _check_failed_share(meter: Any, counters: Sequence[CountingMetric], optimize
         raise OptimizationFailed(
             f"optimization with '{optimizer}' stopped while {phase}: {failed} of {total} "
             f"{'of its own ' if since is not None else ''}metric calls failed "
-            f"({share:.0%} > --max-failed-share {limit:g}; first: {_first_error(meter, counters=counters)}); there is nothing to save. "
+            f"({share:.0%} > --max-failed-share {limit:g}; first: {_first_error(meter, counters=counters)}); "
+            "there is nothing to save. "
             + ("Check the LM with `groundstate lm check` (same --lm options)" if meter.failed
                else "Check the metric: it raises on the optimizer's calls"))
     return share
