@@ -1,7 +1,8 @@
 """``tune``: fit any DSPy program to data with one of DSPy's optimizers, within a budget, metered.
 
 Optimizers: ``bootstrap`` (``BootstrapFewShot``), ``random-search`` (``BootstrapFewShotWithRandomSearch``),
-``mipro`` (``MIPROv2``) and ``gepa`` (``GEPA``, with a reflection LM of the user's choice and a capped number
+``mipro`` (``MIPROv2``, with explicit candidate and trial counts or one of its ``auto`` presets:
+:attr:`Budget.auto`) and ``gepa`` (``GEPA``, with a reflection LM of the user's choice and a capped number
 of metric calls). The three that choose among candidate programs need a validation set, so the choice is
 never made on the examples the candidates were built from.
 
@@ -50,6 +51,10 @@ MAX_FAILED_SHARE = 0.5
 """Default :func:`tune` ``max_failed_share``: stop when more than half of the metric calls failed."""
 
 
+MIPRO_PRESETS = ("light", "medium", "heavy")
+"""MIPROv2's ``auto`` presets: how many candidates, trials and validation examples it spends, by DSPy's table."""
+
+
 @dataclass
 class Budget:
     """How much an optimizer may spend. Only the fields an optimizer uses matter to it.
@@ -60,25 +65,49 @@ class Budget:
             whose raw examples do not have each stage's fields).
         max_rounds: bootstrapping rounds (bootstrap, random-search).
         num_candidate_programs: candidate programs tried (random-search).
-        num_candidates: instruction / demo-set candidates (mipro).
-        num_trials: search trials (mipro).
+        num_candidates: instruction / demo-set candidates (mipro; default 3 unless ``auto`` is set).
+        num_trials: search trials (mipro; default 6 unless ``auto`` is set).
         max_metric_calls: metric calls, the whole budget of a GEPA run (gepa).
+        auto: MIPROv2's preset (``light``, ``medium`` or ``heavy``), passed to ``dspy.MIPROv2(auto=...)``, which
+            then chooses the candidates, the trials and the validation examples it scores on; it replaces
+            ``num_candidates`` and ``num_trials``, so giving either with it is refused.
+
+    Raises:
+        ConfigError: an unknown ``auto``, or ``auto`` together with ``num_candidates`` or ``num_trials``.
     """
 
     max_bootstrapped_demos: int = 2
     max_labeled_demos: int = 0
     max_rounds: int = 1
     num_candidate_programs: int = 4
-    num_candidates: int = 3
-    num_trials: int = 6
+    num_candidates: int | None = None
+    num_trials: int | None = None
     max_metric_calls: int = 60
+    auto: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.auto is None:
+            self.num_candidates = 3 if self.num_candidates is None else self.num_candidates
+            self.num_trials = 6 if self.num_trials is None else self.num_trials
+            return
+        if self.auto not in MIPRO_PRESETS:
+            raise ConfigError(f"unknown MIPROv2 preset auto='{self.auto}': use {', '.join(MIPRO_PRESETS)}")
+        given = [name for name in ("num_candidates", "num_trials") if getattr(self, name) is not None]
+        if given:
+            flags = {"num_candidates": "num_candidates (--candidates)", "num_trials": "num_trials (--trials)"}
+            raise ConfigError(f"the MIPROv2 preset auto='{self.auto}' (--budget {self.auto}) chooses the candidates "
+                              f"and trials itself: give it or {' and '.join(flags[g] for g in given)}, not both")
 
     def check(self, optimizer: str) -> None:
-        """Raise :class:`ConfigError` when the fields ``optimizer`` uses leave it nothing to do."""
+        """Raise :class:`ConfigError` when the fields ``optimizer`` uses leave it nothing to do, or a preset is
+        given to an optimizer other than ``mipro``."""
+        if self.auto is not None and optimizer != "mipro":
+            raise ConfigError(f"the preset auto='{self.auto}' (--budget {self.auto}) is MIPROv2's: use it with the "
+                              f"optimizer 'mipro', not '{optimizer}'")
         needed = {
             "bootstrap": ("max_rounds",),
             "random-search": ("num_candidate_programs", "max_rounds"),
-            "mipro": ("num_candidates", "num_trials"),
+            "mipro": () if self.auto else ("num_candidates", "num_trials"),
             "gepa": ("max_metric_calls",),
         }[optimizer]
         for name in needed:
@@ -86,7 +115,7 @@ class Budget:
                 raise ConfigError(f"the budget for '{optimizer}' needs {name.replace('_', '-')} > 0")
         if optimizer in ("bootstrap", "random-search") and self.max_bootstrapped_demos + self.max_labeled_demos <= 0:
             raise ConfigError(f"a budget of zero demos leaves '{optimizer}' nothing to change")
-        if any(v < 0 for v in asdict(self).values()):
+        if any(isinstance(v, int | float) and v < 0 for v in asdict(self).values()):
             raise ConfigError("budget values must not be negative")
 
 
@@ -368,7 +397,7 @@ def _check_failed_share(meter: Any, counters: Sequence[CountingMetric], optimize
             f"({share:.0%} > --max-failed-share {limit:g}; first: {_first_error(meter, counters=counters)}); "
             "there is nothing to save. "
             + ("Check the LM with `groundstate lm check` (same --lm options)" if meter.failed
-               else "Check the metric: it raises on the optimizer's calls"))
+               else "Check the metric, which raised"))
     return share
 
 
@@ -395,12 +424,14 @@ def _compile(optimizer: str, student, trainset, valset, metric, feedback_metric,
             max_labeled_demos=budget.max_labeled_demos, max_rounds=budget.max_rounds,
             num_candidate_programs=budget.num_candidate_programs, num_threads=threads)
         return opt.compile(student, trainset=trainset, valset=valset)
-    if optimizer == "mipro":
-        opt = dspy.MIPROv2(metric=metric, auto=None, num_candidates=budget.num_candidates,
+    if optimizer == "mipro":  # a preset chooses candidates and trials; explicit counts are passed otherwise
+        counts = {} if budget.auto else {"num_candidates": budget.num_candidates}
+        opt = dspy.MIPROv2(metric=metric, auto=budget.auto, **counts,
                            max_bootstrapped_demos=budget.max_bootstrapped_demos,
                            max_labeled_demos=budget.max_labeled_demos, num_threads=threads, seed=seed,
                            verbose=False)
-        return opt.compile(student, trainset=trainset, valset=valset, num_trials=budget.num_trials,
+        trials = {} if budget.auto else {"num_trials": budget.num_trials}
+        return opt.compile(student, trainset=trainset, valset=valset, **trials,
                            minibatch=len(valset) > 25, minibatch_size=min(25, len(valset)))
     opt = dspy.GEPA(metric=feedback_metric, max_metric_calls=budget.max_metric_calls, reflection_lm=reflection_lm,
                     num_threads=threads, seed=seed, track_stats=False, use_merge=False)

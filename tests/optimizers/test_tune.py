@@ -226,3 +226,27 @@ def test_a_metric_failing_as_the_optimizer_calls_it_stops_tuning_in_one_line():
                      reflection_lm=scripted_lm(reflect), **options)
         message = str(info.value)
         assert where in message and "the metric raised" in message and "\n" not in message, message
+
+
+def test_a_miprov2_preset_runs_mipro_with_its_own_counts(monkeypatch):
+    instances, examples = make_data(8, seed=3)
+    seen = []
+    real = dspy.MIPROv2
+
+    class Spy(real):
+        def compile(self, student, **kwargs):
+            seen.append((self.auto, self.num_candidates, kwargs.get("num_trials")))
+            return super().compile(student, **kwargs)
+
+    monkeypatch.setattr(dspy, "MIPROv2", Spy)
+    with dspy.context(lm=scripted_lm(Learner(instances)), adapter=dspy.JSONAdapter()):
+        result = tune(Oracle(), examples[:5], examples[5:], metric=offquery_metric("t3"), optimizer="mipro",
+                      budget=Budget(auto="light", max_bootstrapped_demos=1), progress=False)
+    assert seen == [("light", None, None)] and result.settings["budget"]["auto"] == "light"
+    with pytest.raises(ConfigError, match="not both"):
+        Budget(auto="light", num_trials=4)
+    with pytest.raises(ConfigError, match="unknown MIPROv2 preset"):
+        Budget(auto="extreme")
+    with pytest.raises(ConfigError, match="is MIPROv2's"):
+        tune(Oracle(), examples, examples, metric=offquery_metric("t3"), optimizer="gepa", budget=Budget(auto="heavy"))
+    assert Budget().num_candidates == 3 and Budget().num_trials == 6  # the explicit defaults are unchanged

@@ -31,7 +31,7 @@ from groundstate.eval.settings import Settings
 from groundstate.eval.task import RunContext
 from groundstate.lm.specs import describe_lm, get_lm
 from groundstate.optimizers.targets import stage_target
-from groundstate.optimizers.tune import MAX_FAILED_SHARE, OPTIMIZERS, Budget, tune
+from groundstate.optimizers.tune import MAX_FAILED_SHARE, MIPRO_PRESETS, OPTIMIZERS, Budget, tune
 from groundstate.schema import validate
 
 _BUDGET = Budget()
@@ -57,7 +57,10 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
     max_rounds: int = Field(_BUDGET.max_rounds, ge=1, description="bootstrapping rounds")
     candidates: int | None = Field(None, ge=1, description=f"random-search programs "
                                    f"({_BUDGET.num_candidate_programs}) / mipro candidates ({_BUDGET.num_candidates})")
-    trials: int = Field(_BUDGET.num_trials, ge=1, description="mipro trials")
+    trials: int | None = Field(None, ge=1, description=f"mipro trials (default {_BUDGET.num_trials})")
+    preset: Literal[MIPRO_PRESETS] | None = Field(None, description="mipro's own budget preset (MIPROv2 auto=...): "
+                                                  "it chooses candidates and trials, so not with --candidates or "
+                                                  "--trials", json_schema_extra={"metavar": "PRESET"})
     max_metric_calls: int = Field(_BUDGET.max_metric_calls, ge=1, description="gepa budget")
     reflection_lm: str | None = Field(None, description="gepa's reflection LM spec (default: --lm)")
     max_failed_share: float = Field(MAX_FAILED_SHARE, ge=0, le=1, description="stop (exit 2, nothing saved) when "
@@ -77,12 +80,19 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
         return MetricSpec(judge=self.judge_lm)
 
     def budget(self) -> Budget:
-        """The optimizer's :class:`~groundstate.optimizers.tune.Budget`."""
-        budget = Budget(max_bootstrapped_demos=self.max_demos, max_labeled_demos=self.max_labeled_demos,
-                        max_rounds=self.max_rounds, num_trials=self.trials, max_metric_calls=self.max_metric_calls)
+        """The optimizer's :class:`~groundstate.optimizers.tune.Budget`.
+
+        Raises:
+            ConfigError: ``preset`` (``--budget``) with ``candidates`` or ``trials`` for mipro.
+        """
+        candidates = {}
         if self.candidates is not None:
-            budget.num_candidate_programs = budget.num_candidates = self.candidates
-        return budget
+            candidates = {"num_candidate_programs": self.candidates}
+            if self.optimizer == "mipro":
+                candidates["num_candidates"] = self.candidates
+        return Budget(max_bootstrapped_demos=self.max_demos, max_labeled_demos=self.max_labeled_demos,
+                      max_rounds=self.max_rounds, num_trials=self.trials, max_metric_calls=self.max_metric_calls,
+                      auto=self.preset, **candidates)
 
 
 def examples_for(instances: list[Any], inputs) -> list[Any]:
