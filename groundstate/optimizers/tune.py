@@ -290,8 +290,9 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         raise ConfigError(f"max_failed_share must be between 0 and 1, got {max_failed_share}")
     _check_lm_configured(program)
     if optimizer == "gepa":
+        flag = "--reflection-api-base" if reflection_lm is not None else "--api-base"
         reflection_lm = reflection_lm or dspy.settings.lm
-        probe_lm(reflection_lm, "GEPA's reflection LM")
+        probe_lm(reflection_lm, "GEPA's reflection LM", flag)
     metric_fn = CountingMetric(metric)
     feedback = CountingMetric(gepa_feedback_metric(feedback_metric or getattr(metric, "feedback", None) or metric))
     spec = getattr(metric, "spec", getattr(metric, "__name__", "custom"))
@@ -353,8 +354,9 @@ def _check_lm_configured(program: Any) -> None:
                           f"LiteLLM model) before tuning; predictor '{missing[0]}' has no LM of its own")
 
 
-def probe_lm(lm: Any, what: str) -> None:
-    """One cheap call to ``lm``; raise :class:`ConfigError` (one line) when there is none or it fails."""
+def probe_lm(lm: Any, what: str, flag: str = "--api-base") -> None:
+    """One cheap call to ``lm``; raise :class:`ConfigError` (one line) when there is none or it fails, naming
+    ``flag`` (the option that sets the LM's server) in the hint."""
     if lm is None:
         raise ConfigError(f"{what} is not configured: give one (--reflection-lm) or configure a default LM")
     try:
@@ -362,7 +364,7 @@ def probe_lm(lm: Any, what: str) -> None:
     except Exception as exc:  # a refused key, no server, a timeout: before hours of optimization, not after
         from groundstate.lm.faults import lm_failure  # noqa: PLC0415 (--help stays light)
 
-        raise ConfigError(f"{what} failed a probe call: {lm_failure(exc, lm, 'probe')}") from None
+        raise ConfigError(f"{what} failed a probe call: {lm_failure(exc, lm, 'probe', flag)}") from None
 
 
 def _first_error(meter: Any, exc: BaseException | None = None, counters: Sequence[CountingMetric] = ()) -> str:
