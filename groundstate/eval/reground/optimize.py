@@ -60,9 +60,10 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
     candidates: int | None = Field(None, ge=1, description=f"random-search programs "
                                    f"({_BUDGET.num_candidate_programs}) / mipro candidates ({_BUDGET.num_candidates})")
     trials: int | None = Field(None, ge=1, description=f"mipro trials (default {_BUDGET.num_trials})")
-    preset: Literal[MIPRO_PRESETS] | None = Field(None, description="mipro's own budget preset (MIPROv2 auto=...): "
-                                                  "it chooses candidates and trials, so not with --candidates or "
-                                                  "--trials", json_schema_extra={"metavar": "PRESET"})
+    preset: Literal[MIPRO_PRESETS] | None = Field(None, description="light, medium or heavy: mipro's own budget "
+                                                  "preset (MIPROv2 auto=...); it chooses candidates and trials, so "
+                                                  "not with --candidates or --trials",
+                                      json_schema_extra={"metavar": "PRESET"})
     max_metric_calls: int = Field(_BUDGET.max_metric_calls, ge=1, description="gepa budget")
     reflection_lm: str | None = Field(None, description="gepa's reflection LM spec (default: --lm)")
     reflection_api_base: str | None = Field(None, description="server URL of --reflection-lm (default: --api-base "
