@@ -25,6 +25,9 @@ from groundstate.eval.report import METRICS, write_report
 from groundstate.eval.runner import fingerprint
 from groundstate.optimizers.targets import stage_target
 
+OPTIMIZE_FLAGS = {"max_rounds": ("--bootstrap-rounds",), "preset": ("--budget",)}
+"""``optimize``'s options whose names differ from their settings fields."""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("split", help="write train/val/test splits, disjoint by id and by source case, stratified by "
@@ -45,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_data_option(p, "validation data (required by random-search, mipro and gepa)", required=False, flag="--val-data")
     p.add_argument("--out", required=True, help="directory for the optimized program")
     p.add_argument("--t2-truth", default=None, help=argparse.SUPPRESS)
-    add_settings(p, OptimizeSettings, flags={"max_rounds": ("--bootstrap-rounds",)},
+    add_settings(p, OptimizeSettings, flags=OPTIMIZE_FLAGS,
                  overrides={"trainable": {"default": None}})
     add_lm_options(p)
     p.set_defaults(func=cmd_optimize)
@@ -78,7 +81,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from groundstate.eval.metric_spec import header_lines, scoring_description  # noqa: PLC0415 (--help stays light)
     from groundstate.optimizers.artifacts import save_program  # noqa: PLC0415 (--help stays light)
 
-    settings = settings_from(OptimizeSettings, args, flags={"max_rounds": ("--bootstrap-rounds",)})
+    settings = settings_from(OptimizeSettings, args, flags=OPTIMIZE_FLAGS)
     if settings.program == "reground" and settings.stage != "all" and settings.trainable is None:
         patterns, metric = stage_target(settings.stage, settings.metric)
         print(f"tuning stage '{settings.stage}' ({', '.join(patterns)}) against {metric}")

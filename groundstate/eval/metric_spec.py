@@ -141,7 +141,7 @@ class MetricSpec(Settings):
         return self.judge == SAME_AS_LM
 
     def judge_lm(self, lm: Any = None, lm_config: Any = None, *, timeout: float | None = None,
-                 tell: Callable[[str], None] | None = None) -> Any:
+                 tell: Callable[[str], None] | None = None, api_base: str | None = None) -> Any:
         """The judge's LM (``None`` for the lexical judge).
 
         Args:
@@ -149,10 +149,14 @@ class MetricSpec(Settings):
             lm_config: the run's :class:`~groundstate.lm.config.LMConfig`; its role ``judge``, if any, is the LM
                 judge's server and decoding.
             timeout: seconds per call for a judge built here (``--lm-timeout``).
-            tell: where a note goes when the ``judge`` role is present but not used (lexical or same-as-lm).
+            tell: where a note goes when the ``judge`` role or ``api_base`` is given but not used (lexical or
+                same-as-lm).
+            api_base: the judge's server (``--judge-api-base``). Without it and without a ``judge`` role, a judge of
+                the default LM's provider is served where the default LM is (``--api-base``; see
+                :meth:`~groundstate.lm.config.LMConfig.server_for`), and one of another provider by its provider.
 
         Raises:
-            ConfigError: the ``judge`` role names another model than the spec.
+            ConfigError: the ``judge`` role names another model than the spec, or is given with ``api_base``.
             LMSetupError: the judge's spec cannot be built (unknown provider, bad option).
         """
         role = (getattr(lm_config, "roles", None) or {}).get(JUDGE_ROLE)
@@ -160,16 +164,23 @@ class MetricSpec(Settings):
             if role is not None and tell is not None:
                 tell(f"note: the --lm-config role '{JUDGE_ROLE}' is not used: the judge is '{self.judge}' (give "
                      f"--judge-lm {role.get('model')} to judge with it)")
+            if api_base and tell is not None:
+                tell(f"note: --judge-api-base is not used: the judge is '{self.judge}'")
             return lm if self.is_same_as_lm else None
         if role is not None:
             if role.get("model") != self.judge:
                 raise ConfigError(f"the judge is '{self.judge}' but the --lm-config role '{JUDGE_ROLE}' names "
                                   f"'{role.get('model')}': give one model")
+            if api_base:
+                raise ConfigError(f"the judge is set twice (--judge-api-base and the --lm-config role "
+                                  f"'{JUDGE_ROLE}'): give its server in one place")
             return lm_config.lm_for(JUDGE_ROLE)
         from groundstate.lm.specs import get_lm  # noqa: PLC0415 (--help stays light)
 
-        return get_lm(self.judge, **({"timeout": timeout} if timeout is not None and self.judge != "embedded"
-                                     else {}))
+        server = (lm_config.server_for(self.judge, api_base) if lm_config is not None
+                  else ({"api_base": api_base} if api_base and self.judge != "embedded" else {}))
+        return get_lm(self.judge, **server, **({"timeout": timeout} if timeout is not None and self.judge != "embedded"
+                                               else {}))
 
     def record(self, judge_lm: Any) -> dict[str, Any]:
         """What a run config's ``options`` add for this spec besides the judge's name: nothing for the lexical

@@ -113,6 +113,25 @@ class LMConfig:
             own = {"threads" if k == "n_threads" else k for k in entry}
             entry.update({k: v for k, v in settings.items() if k not in own})
 
+    def server_for(self, model: str, api_base: str | None = None) -> dict[str, Any]:
+        """The server option of an LM built beside this configuration for another role (the T2 judge, GEPA's
+        reflection LM): ``{"api_base": api_base}`` when one is given (``--judge-api-base``,
+        ``--reflection-api-base``); else the default LM's ``api_base`` (``--api-base``) when ``model`` has the
+        default model's provider (``hosted_vllm/judge`` beside ``hosted_vllm/qwen``: one server for both); else
+        nothing, and the provider's own endpoint is used.
+
+        Guarantees: never an ``api_base`` for the embedded LM, and never the default's server for a model of
+        another provider (a request, with its key, goes only where the user pointed that provider).
+        """
+        if model == EMBEDDED_SPEC:
+            return {}
+        if api_base:
+            return {"api_base": api_base}
+        default_model, inherited = self.default.get("model"), self.default.get("api_base")
+        if inherited and _provider(model) is not None and _provider(model) == _provider(default_model):
+            return {"api_base": inherited}
+        return {}
+
     def spec_for(self, role: str | None) -> dict[str, Any]:
         if role is not None:
             for pattern, entry in self.roles.items():
@@ -157,6 +176,13 @@ class LMConfig:
         worker reads its own environment), but every ``api_base`` as given, credentials included, since the
         worker must reach the server. Sent to the workers, never stored or printed."""
         return {"default": _public(self.default), "roles": {k: _public(v) for k, v in self.roles.items()}}
+
+
+def _provider(model: Any) -> str | None:
+    """The LiteLLM provider of a model string (``hosted_vllm`` of ``hosted_vllm/qwen``), ``None`` without one."""
+    if not isinstance(model, str) or "/" not in model:
+        return None
+    return model.split("/", 1)[0].strip().lower() or None
 
 
 def _role_matches(role: str, pattern: str) -> bool:

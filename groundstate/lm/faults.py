@@ -29,8 +29,17 @@ def _detail(exc: BaseException) -> str:
     return first if len(first) <= DETAIL_CHARS else first[: DETAIL_CHARS - 3] + "..."
 
 
-def _kind(exc: BaseException, timeout: Any) -> tuple[str, str]:
-    """``(what failed, how to fix it)`` for an exception raised by an LM call."""
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the LM's server could not be reached (the failure a wrong server URL causes)."""
+    from dspy.utils import exceptions as dspy_errors  # noqa: PLC0415 (heavy: dspy)
+
+    return isinstance(exc, dspy_errors.LMTransportError | ConnectionError) and not isinstance(
+        exc, dspy_errors.LMTimeoutError | TimeoutError)
+
+
+def _kind(exc: BaseException, timeout: Any, flag: str = "--api-base") -> tuple[str, str]:
+    """``(what failed, how to fix it)`` for an exception raised by an LM call; ``flag`` is the option that sets the
+    LM's server."""
     from dspy.utils import exceptions as dspy_errors  # noqa: PLC0415 (heavy: dspy)
 
     text = str(exc).lower()
@@ -43,7 +52,7 @@ def _kind(exc: BaseException, timeout: Any) -> tuple[str, str]:
     if isinstance(exc, dspy_errors.LMRateLimitError):
         return "the server is rate limiting requests", "wait and retry, or lower --threads"
     if isinstance(exc, dspy_errors.LMTransportError | ConnectionError):
-        return "cannot reach the server", "check that it is running and that --api-base is its URL"
+        return "cannot reach the server", f"check that it is running and that {flag} is its URL"
     if isinstance(exc, dspy_errors.LMServerError):
         return "the server failed (an HTTP 5xx error)", "check the server's logs and retry"
     if isinstance(exc, dspy_errors.AdapterParseError):
@@ -55,20 +64,22 @@ def _kind(exc: BaseException, timeout: Any) -> tuple[str, str]:
     if isinstance(exc, dspy_errors.LMConfigurationError | dspy_errors.LMInvalidRequestError):
         return "the request was refused", "check the model name and the LM options"
     return ("the reply was not a valid chat completion",
-            "check that --api-base points to an OpenAI-compatible endpoint (usually ending in /v1)")
+            f"check that {flag} points to an OpenAI-compatible endpoint (usually ending in /v1)")
 
 
-def lm_failure(exc: BaseException, lm: Any, action: str = "LM call") -> LMCallError:
+def lm_failure(exc: BaseException, lm: Any, action: str = "LM call", flag: str = "--api-base") -> LMCallError:
     """A one-line :class:`~groundstate.errors.LMCallError` for ``exc`` raised while calling ``lm``.
 
     Args:
         exc: what the call raised.
         lm: the ``dspy.LM`` that was called (its model and ``api_base`` are named).
         action: what was being done, for the start of the message (``"lm check"``).
+        flag: the option that sets this LM's server, named in the hint (``--judge-api-base`` for the T2 judge,
+            ``--reflection-api-base`` for GEPA's reflection LM).
     """
     kwargs = dict(getattr(lm, "kwargs", {}) or {})
     model = getattr(lm, "model", None) or "the LM"
     where = strip_userinfo(kwargs.get("api_base") or kwargs.get("base_url"))  # the server, never its password
     name = f"{model} at {where}" if where else model
-    what, fix = _kind(exc, kwargs.get("timeout"))
+    what, fix = _kind(exc, kwargs.get("timeout"), flag)
     return LMCallError(scrub_secrets(f"{action} failed for {name}: {what} ({_detail(exc)}); {fix}"))

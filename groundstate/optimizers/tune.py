@@ -1,14 +1,17 @@
 """``tune``: fit any DSPy program to data with one of DSPy's optimizers, within a budget, metered.
 
 Optimizers: ``bootstrap`` (``BootstrapFewShot``), ``random-search`` (``BootstrapFewShotWithRandomSearch``),
-``mipro`` (``MIPROv2``) and ``gepa`` (``GEPA``, with a reflection LM of the user's choice and a capped number
+``mipro`` (``MIPROv2``, with explicit candidate and trial counts or one of its ``auto`` presets:
+:attr:`Budget.auto`) and ``gepa`` (``GEPA``, with a reflection LM of the user's choice and a capped number
 of metric calls). The three that choose among candidate programs need a validation set, so the choice is
 never made on the examples the candidates were built from.
 
 ``tune`` knows no benchmark: like DSPy's teleprompters it takes a metric callable ``(example, prediction,
 trace=None) -> float`` (for OffQuery programs, :func:`groundstate.eval.reground.metrics.offquery_metric`). GEPA
-needs a feedback metric; it is ``feedback_metric`` when given, else the metric's own ``feedback`` attribute (which
-``offquery_metric`` sets), else the metric itself.
+needs a feedback metric with its five arguments; it is ``feedback_metric`` when given, else the metric's own
+``feedback`` attribute (which ``offquery_metric``, ``t1_metric``, ``t2_metric`` and ``t3_metric`` set: the score
+with the feedback text groundstate writes), else the metric itself; whichever it is, :func:`gepa_feedback_metric`
+adapts a metric that does not take GEPA's arguments, so no metric makes GEPA fail on every call.
 
 ``trainable`` restricts what the optimizer may touch (:mod:`groundstate.optimizers.targets`). The program is
 scored before and after on the training set and, when given, the validation set; every LM call made during
@@ -16,13 +19,16 @@ tuning (the program's, the proposer's, the reflection LM's) is counted with its 
 
 Optimization never silently does nothing: ``tune`` refuses to start with no LM, or with a GEPA reflection LM
 that fails a one-call probe; it stops (:class:`~groundstate.errors.OptimizationFailed`, nothing to save) when
-the share of failed metric calls passes ``max_failed_share``; and it flags a result whose program state equals
+the share of failed metric calls passes ``max_failed_share`` (over all calls, and over the optimizer's own calls
+alone, so a metric that fails only as the optimizer calls it is not hidden by the scoring calls that worked); and
+it flags a result whose program state equals
 the starting state (:attr:`TuneResult.unchanged`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import threading
@@ -45,6 +51,10 @@ MAX_FAILED_SHARE = 0.5
 """Default :func:`tune` ``max_failed_share``: stop when more than half of the metric calls failed."""
 
 
+MIPRO_PRESETS = ("light", "medium", "heavy")
+"""MIPROv2's ``auto`` presets: how many candidates, trials and validation examples it spends, by DSPy's table."""
+
+
 @dataclass
 class Budget:
     """How much an optimizer may spend. Only the fields an optimizer uses matter to it.
@@ -55,25 +65,49 @@ class Budget:
             whose raw examples do not have each stage's fields).
         max_rounds: bootstrapping rounds (bootstrap, random-search).
         num_candidate_programs: candidate programs tried (random-search).
-        num_candidates: instruction / demo-set candidates (mipro).
-        num_trials: search trials (mipro).
+        num_candidates: instruction / demo-set candidates (mipro; default 3 unless ``auto`` is set).
+        num_trials: search trials (mipro; default 6 unless ``auto`` is set).
         max_metric_calls: metric calls, the whole budget of a GEPA run (gepa).
+        auto: MIPROv2's preset (``light``, ``medium`` or ``heavy``), passed to ``dspy.MIPROv2(auto=...)``, which
+            then chooses the candidates, the trials and the validation examples it scores on; it replaces
+            ``num_candidates`` and ``num_trials``, so giving either with it is refused.
+
+    Raises:
+        ConfigError: an unknown ``auto``, or ``auto`` together with ``num_candidates`` or ``num_trials``.
     """
 
     max_bootstrapped_demos: int = 2
     max_labeled_demos: int = 0
     max_rounds: int = 1
     num_candidate_programs: int = 4
-    num_candidates: int = 3
-    num_trials: int = 6
+    num_candidates: int | None = None
+    num_trials: int | None = None
     max_metric_calls: int = 60
+    auto: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.auto is None:
+            self.num_candidates = 3 if self.num_candidates is None else self.num_candidates
+            self.num_trials = 6 if self.num_trials is None else self.num_trials
+            return
+        if self.auto not in MIPRO_PRESETS:
+            raise ConfigError(f"unknown MIPROv2 preset auto='{self.auto}': use {', '.join(MIPRO_PRESETS)}")
+        given = [name for name in ("num_candidates", "num_trials") if getattr(self, name) is not None]
+        if given:
+            flags = {"num_candidates": "num_candidates (--candidates)", "num_trials": "num_trials (--trials)"}
+            raise ConfigError(f"the MIPROv2 preset auto='{self.auto}' (--budget {self.auto}) chooses the candidates "
+                              f"and trials itself: give it or {' and '.join(flags[g] for g in given)}, not both")
 
     def check(self, optimizer: str) -> None:
-        """Raise :class:`ConfigError` when the fields ``optimizer`` uses leave it nothing to do."""
+        """Raise :class:`ConfigError` when the fields ``optimizer`` uses leave it nothing to do, or a preset is
+        given to an optimizer other than ``mipro``."""
+        if self.auto is not None and optimizer != "mipro":
+            raise ConfigError(f"the preset auto='{self.auto}' (--budget {self.auto}) is MIPROv2's: use it with the "
+                              f"optimizer 'mipro', not '{optimizer}'")
         needed = {
             "bootstrap": ("max_rounds",),
             "random-search": ("num_candidate_programs", "max_rounds"),
-            "mipro": ("num_candidates", "num_trials"),
+            "mipro": () if self.auto else ("num_candidates", "num_trials"),
             "gepa": ("max_metric_calls",),
         }[optimizer]
         for name in needed:
@@ -81,7 +115,7 @@ class Budget:
                 raise ConfigError(f"the budget for '{optimizer}' needs {name.replace('_', '-')} > 0")
         if optimizer in ("bootstrap", "random-search") and self.max_bootstrapped_demos + self.max_labeled_demos <= 0:
             raise ConfigError(f"a budget of zero demos leaves '{optimizer}' nothing to change")
-        if any(v < 0 for v in asdict(self).values()):
+        if any(isinstance(v, int | float) and v < 0 for v in asdict(self).values()):
             raise ConfigError("budget values must not be negative")
 
 
@@ -131,6 +165,7 @@ class CountingMetric:
         self.metric = metric
         self.calls = 0
         self.raised = 0
+        self.first_error: str | None = None
         self.lock = threading.Lock()
         for name in ("spec", "judge", "feedback", "__name__"):
             if hasattr(metric, name):
@@ -141,10 +176,49 @@ class CountingMetric:
             self.calls += 1
         try:
             return self.metric(*args, **kwargs)
-        except Exception:
+        except Exception as exc:
             with self.lock:
                 self.raised += 1
+                if self.first_error is None:
+                    self.first_error = f"the metric raised {type(exc).__name__}: {exc}"
             raise
+
+
+def accepts_gepa_arguments(metric: Callable) -> bool:
+    """Whether ``metric`` can be called with GEPA's five positional arguments (the check ``dspy.GEPA`` makes)."""
+    target = metric.metric if isinstance(metric, CountingMetric) else metric
+    try:
+        inspect.signature(target).bind(None, None, None, None, None)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def gepa_feedback_metric(metric: Callable) -> Callable:
+    """``metric`` in GEPA's feedback signature ``(gold, pred, trace=None, pred_name=None, pred_trace=None)``.
+
+    A metric that already takes those arguments is returned as it is. Any other metric (``(example, prediction,
+    trace=None)``) is called with the first three and its result returned as ``dspy.Prediction(score, feedback)``:
+    a result that already carries ``feedback`` is passed on, a bare score gets GEPA's own default text.
+
+    Guarantees: the returned callable accepts both GEPA's five arguments and the two or three ``dspy.Evaluate``
+    and the trace bootstrapping pass.
+    """
+    if accepts_gepa_arguments(metric):
+        return metric
+
+    def feedback(gold: Any, pred: Any, trace: Any = None, pred_name: str | None = None,
+                 pred_trace: Any = None) -> Any:
+        result = metric(gold, pred, trace)
+        if getattr(result, "feedback", None) is not None:
+            return result
+        score = _score_value(result)
+        return dspy.Prediction(score=score, feedback=f"This trajectory got a score of {score:g}.")
+
+    for name in ("spec", "judge", "__name__"):
+        if hasattr(metric, name):
+            setattr(feedback, name, getattr(metric, name))
+    return feedback
 
 
 def evaluate(program: Any, examples: Sequence[Any], metric: Callable, threads: int = 1,
@@ -180,19 +254,22 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         trainable: glob patterns of the predictors the optimizer may touch (``None``: all).
         reflection_lm: GEPA's reflection LM (default: the configured LM).
         feedback_metric: GEPA's feedback metric ``(gold, pred, trace, pred_name, pred_trace) -> Prediction(score,
-            feedback)`` (default: ``metric.feedback`` if the metric has one, else ``metric``).
+            feedback)`` (default: ``metric.feedback`` if the metric has one, else ``metric``); a metric without
+            GEPA's arguments is adapted by :func:`gepa_feedback_metric`.
         threads: threads for evaluation and for the optimizers that take them.
         seed: the optimizers' seed.
         progress: show DSPy's progress bars.
         max_failed_share: stop when more than this share of the metric calls failed (checked after the
-            "before" scores, after the optimizer and at the end); 1.0 stops only when every call failed.
+            "before" scores, after the optimizer, on the optimizer's own calls alone, and at the end); 1.0 stops
+            only when every call failed.
 
     Raises:
         ConfigError: an unknown optimizer, no metric callable, a missing valset, a zero budget, empty data,
             ``trainable`` patterns that match nothing, no LM configured (neither ``dspy.settings.lm`` nor an LM on
             every predictor), or a GEPA reflection LM that fails a probe call.
         OptimizationFailed: every LM call made while tuning failed (no server, a refused key, timeouts), or more
-            than ``max_failed_share`` of the metric calls failed, or the optimizer stopped on a failed LM call:
+            than ``max_failed_share`` of the metric calls failed (all of them, or the optimizer's own), or the
+            optimizer stopped on a failed LM call:
             the "optimized" program would be built from failures, so nothing is returned to save.
     """
     if optimizer not in OPTIMIZERS:
@@ -213,10 +290,11 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         raise ConfigError(f"max_failed_share must be between 0 and 1, got {max_failed_share}")
     _check_lm_configured(program)
     if optimizer == "gepa":
+        flag = "--reflection-api-base" if reflection_lm is not None else "--api-base"
         reflection_lm = reflection_lm or dspy.settings.lm
-        probe_lm(reflection_lm, "GEPA's reflection LM")
+        probe_lm(reflection_lm, "GEPA's reflection LM", flag)
     metric_fn = CountingMetric(metric)
-    feedback = CountingMetric(feedback_metric or getattr(metric, "feedback", None) or metric)
+    feedback = CountingMetric(gepa_feedback_metric(feedback_metric or getattr(metric, "feedback", None) or metric))
     spec = getattr(metric, "spec", getattr(metric, "__name__", "custom"))
     counters = (metric_fn, feedback)
     started = time.perf_counter()
@@ -227,6 +305,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
             scores["val"] = {"before": evaluate(program, valset, metric_fn, threads, progress)}
         _check_failed_share(meter, counters, optimizer, max_failed_share, "scoring the starting program")
         student = program.deepcopy()
+        at_start = _failure_counts(meter, counters)
         freeze = frozen_except(student, trainable)
         try:
             optimized = _compile(optimizer, student, trainset, valset, metric_fn,
@@ -240,6 +319,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         finally:
             freeze.thaw()
         optimized = freeze.restore(optimized)
+        _check_failed_share(meter, counters, optimizer, max_failed_share, "optimizing", since=at_start)
         _check_failed_share(meter, counters, optimizer, max_failed_share, "optimizing")
         scores["train"]["after"] = evaluate(optimized, trainset, metric_fn, threads, progress)
         if valset:
@@ -274,8 +354,9 @@ def _check_lm_configured(program: Any) -> None:
                           f"LiteLLM model) before tuning; predictor '{missing[0]}' has no LM of its own")
 
 
-def probe_lm(lm: Any, what: str) -> None:
-    """One cheap call to ``lm``; raise :class:`ConfigError` (one line) when there is none or it fails."""
+def probe_lm(lm: Any, what: str, flag: str = "--api-base") -> None:
+    """One cheap call to ``lm``; raise :class:`ConfigError` (one line) when there is none or it fails, naming
+    ``flag`` (the option that sets the LM's server) in the hint."""
     if lm is None:
         raise ConfigError(f"{what} is not configured: give one (--reflection-lm) or configure a default LM")
     try:
@@ -283,31 +364,42 @@ def probe_lm(lm: Any, what: str) -> None:
     except Exception as exc:  # a refused key, no server, a timeout: before hours of optimization, not after
         from groundstate.lm.faults import lm_failure  # noqa: PLC0415 (--help stays light)
 
-        raise ConfigError(f"{what} failed a probe call: {lm_failure(exc, lm, 'probe')}") from None
+        raise ConfigError(f"{what} failed a probe call: {lm_failure(exc, lm, 'probe', flag)}") from None
 
 
-def _first_error(meter: Any, exc: BaseException | None = None) -> str:
-    first = meter.first_error or (f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error")
+def _first_error(meter: Any, exc: BaseException | None = None, counters: Sequence[CountingMetric] = ()) -> str:
+    raised = next((c.first_error for c in counters if c.first_error), None)
+    first = meter.first_error or raised or (f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error")
     first = " ".join(scrub_secrets(first).split())
     return first if len(first) <= 200 else first[:197] + "..."
 
 
+def _failure_counts(meter: Any, counters: Sequence[CountingMetric]) -> tuple[int, int]:
+    """``(metric calls that worked, metric calls that failed)`` so far."""
+    return sum(c.calls - c.raised for c in counters), meter.failed + sum(c.raised for c in counters)
+
+
 def _check_failed_share(meter: Any, counters: Sequence[CountingMetric], optimizer: str, limit: float,
-                        phase: str) -> float:
-    """The share of failed metric calls so far; raise :class:`OptimizationFailed` when it passes ``limit``.
+                        phase: str, since: tuple[int, int] | None = None) -> float:
+    """The share of failed metric calls so far (or since the counts ``since``); raise :class:`OptimizationFailed`
+    when it passes ``limit``.
 
     A metric call fails when the program call it scores failed on an LM call (the metric is then never called;
     each failed LM call ends one program call) or when the metric itself raised.
     """
-    scored = sum(c.calls - c.raised for c in counters)
-    failed = meter.failed + sum(c.raised for c in counters)
+    scored, failed = _failure_counts(meter, counters)
+    if since is not None:
+        scored, failed = scored - since[0], failed - since[1]
     total = scored + failed
     share = failed / total if total else 0.0
     if total and share > limit:
         raise OptimizationFailed(
-            f"optimization with '{optimizer}' stopped while {phase}: {failed} of {total} metric calls failed "
-            f"({share:.0%} > --max-failed-share {limit:g}; first: {_first_error(meter)}); there is nothing to save. "
-            "Check the LM with `groundstate lm check` (same --lm options)")
+            f"optimization with '{optimizer}' stopped while {phase}: {failed} of {total} "
+            f"{'of its own ' if since is not None else ''}metric calls failed "
+            f"({share:.0%} > --max-failed-share {limit:g}; first: {_first_error(meter, counters=counters)}); "
+            "there is nothing to save. "
+            + ("Check the LM with `groundstate lm check` (same --lm options)" if meter.failed
+               else "Check the metric, which raised"))
     return share
 
 
@@ -334,12 +426,14 @@ def _compile(optimizer: str, student, trainset, valset, metric, feedback_metric,
             max_labeled_demos=budget.max_labeled_demos, max_rounds=budget.max_rounds,
             num_candidate_programs=budget.num_candidate_programs, num_threads=threads)
         return opt.compile(student, trainset=trainset, valset=valset)
-    if optimizer == "mipro":
-        opt = dspy.MIPROv2(metric=metric, auto=None, num_candidates=budget.num_candidates,
+    if optimizer == "mipro":  # a preset chooses candidates and trials; explicit counts are passed otherwise
+        counts = {} if budget.auto else {"num_candidates": budget.num_candidates}
+        opt = dspy.MIPROv2(metric=metric, auto=budget.auto, **counts,
                            max_bootstrapped_demos=budget.max_bootstrapped_demos,
                            max_labeled_demos=budget.max_labeled_demos, num_threads=threads, seed=seed,
                            verbose=False)
-        return opt.compile(student, trainset=trainset, valset=valset, num_trials=budget.num_trials,
+        trials = {} if budget.auto else {"num_trials": budget.num_trials}
+        return opt.compile(student, trainset=trainset, valset=valset, **trials,
                            minibatch=len(valset) > 25, minibatch_size=min(25, len(valset)))
     opt = dspy.GEPA(metric=feedback_metric, max_metric_calls=budget.max_metric_calls, reflection_lm=reflection_lm,
                     num_threads=threads, seed=seed, track_stats=False, use_merge=False)

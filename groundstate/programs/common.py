@@ -60,6 +60,22 @@ def saveable(cls):
     return register(cls, kind="program")
 
 
+async def acall_stage(stage: Any, *args: Any, **kwargs: Any) -> Any:
+    """``await stage.acall(...)`` for a stage with an async path, else its ``forward`` on a worker thread.
+
+    A program's stages can be swapped for the user's own modules (``rg.resolve = MyResolve()``); one that defines
+    only ``forward`` (or is any callable) has no ``aforward`` for ``acall`` to await. Such a stage is called
+    through ``dspy.asyncify``, which runs ``stage(...)`` on one of DSPy's worker threads (bounded by
+    ``dspy.settings.async_max_workers``) with the caller's DSPy context (LM, adapter, callbacks, usage tracking).
+
+    Guarantees: the same result as ``stage(*args, **kwargs)``; the event loop is never blocked by a synchronous
+    stage.
+    """
+    if callable(getattr(stage, "aforward", None)) and callable(getattr(stage, "acall", None)):
+        return await stage.acall(*args, **kwargs)
+    return await dspy.asyncify(stage)(*args, **kwargs)
+
+
 _MARKER = re.compile(r"\[\[\s*##\s*([^\]#]*?)\s*##\s*\]\]")
 
 

@@ -5,7 +5,7 @@ from groundstate.errors import ConfigError, OptimizationFailed
 from groundstate.eval.benchmarks.offquery.synthetic import generate
 from groundstate.eval.reground.metrics import offquery_metric
 from groundstate.eval.reground.optimize import examples_for
-from groundstate.optimizers.tune import Budget, state_hash, tune
+from groundstate.optimizers.tune import Budget, gepa_feedback_metric, state_hash, tune
 from groundstate.programs.reground.oracle import Oracle
 from groundstate.programs.reground.reground import ReGround
 from groundstate.testing import scripted_lm
@@ -174,3 +174,79 @@ def test_a_result_equal_to_the_start_is_flagged_unchanged():
     with dspy.context(lm=scripted_lm(Learner(instances)), adapter=dspy.JSONAdapter()):
         changed = tune(Oracle(), examples, metric=offquery_metric("t3"), progress=False)
     assert not changed.unchanged and state_hash(changed.program) != state_hash(Oracle())
+
+
+def test_gepa_with_an_exported_or_a_plain_metric_calls_it_with_gepas_arguments(caplog):
+    import groundstate as gs
+
+    instances, examples = make_data(12, seed=2)
+    train, val = examples[:8], examples[8:]
+    seen = []
+
+    def plain(example, prediction, trace=None):  # a user's metric: three arguments, a bare score
+        seen.append(trace)
+        return gs.t3_metric(example, prediction, trace)
+
+    for metric in (gs.t3_metric, plain):
+        with dspy.context(lm=scripted_lm(Learner(instances)), adapter=dspy.JSONAdapter()):
+            result = tune(Oracle(), train, val, metric=metric, optimizer="gepa", budget=Budget(max_metric_calls=40),
+                          reflection_lm=scripted_lm(reflect), progress=False)
+        assert not result.unchanged and result.failed_share == 0.0
+        assert "NEW INSTRUCTION" in result.program.decide.signature.instructions
+    assert "TypeError" not in caplog.text and seen
+    feedback = gepa_feedback_metric(gs.t3_metric.feedback)
+    out = feedback(val[0], dspy.Prediction(answer="Z"), None, "decide.predict", [])
+    assert out.score == 0.0 and "T3 wrong" in out.feedback  # the text `--optimizer gepa` gives, not a bare score
+    wrapped = gepa_feedback_metric(plain)(val[0], dspy.Prediction(answer="Z"), None, "decide.predict", [])
+    assert wrapped.score == 0.0 and "score of 0" in wrapped.feedback
+
+
+def test_a_metric_failing_as_the_optimizer_calls_it_stops_tuning_in_one_line():
+    instances, examples = make_data(9)
+
+    def always_fails(example, prediction, trace=None):
+        raise KeyError("gold_answer")
+
+    def fails_under_the_optimizer(example, prediction, trace=None):  # dspy.Evaluate passes no trace
+        if trace is not None:
+            raise KeyError("gold_answer")
+        return offquery_metric("t3")(example, prediction, trace)
+
+    def feedback_fails(gold, pred, trace=None, pred_name=None, pred_trace=None):
+        raise ValueError("no feedback")
+
+    cases = [(always_fails, {}, "scoring the starting program"),
+             (fails_under_the_optimizer, {}, "optimizing: 6 of 6 of its own metric calls failed"),
+             (offquery_metric("t3"), {"optimizer": "gepa", "feedback_metric": feedback_fails,
+                                      "budget": Budget(max_metric_calls=30)}, "optimizing")]
+    for metric, options, where in cases:
+        with dspy.context(lm=scripted_lm(Learner(instances)), adapter=dspy.JSONAdapter()):
+            with pytest.raises(OptimizationFailed) as info:
+                tune(Oracle(), examples[:6], examples[6:], metric=metric, progress=False,
+                     reflection_lm=scripted_lm(reflect), **options)
+        message = str(info.value)
+        assert where in message and "the metric raised" in message and "\n" not in message, message
+
+
+def test_a_miprov2_preset_runs_mipro_with_its_own_counts(monkeypatch):
+    instances, examples = make_data(8, seed=3)
+    seen = []
+    real = dspy.MIPROv2
+
+    class Spy(real):
+        def compile(self, student, **kwargs):
+            seen.append((self.auto, self.num_candidates, kwargs.get("num_trials")))
+            return super().compile(student, **kwargs)
+
+    monkeypatch.setattr(dspy, "MIPROv2", Spy)
+    with dspy.context(lm=scripted_lm(Learner(instances)), adapter=dspy.JSONAdapter()):
+        result = tune(Oracle(), examples[:5], examples[5:], metric=offquery_metric("t3"), optimizer="mipro",
+                      budget=Budget(auto="light", max_bootstrapped_demos=1), progress=False)
+    assert seen == [("light", None, None)] and result.settings["budget"]["auto"] == "light"
+    with pytest.raises(ConfigError, match="not both"):
+        Budget(auto="light", num_trials=4)
+    with pytest.raises(ConfigError, match="unknown MIPROv2 preset"):
+        Budget(auto="extreme")
+    with pytest.raises(ConfigError, match="is MIPROv2's"):
+        tune(Oracle(), examples, examples, metric=offquery_metric("t3"), optimizer="gepa", budget=Budget(auto="heavy"))
+    assert Budget().num_candidates == 3 and Budget().num_trials == 6  # the explicit defaults are unchanged

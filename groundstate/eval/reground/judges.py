@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from groundstate.eval.reground.contract import field_of
 from groundstate.lm.failed_calls import failed_call_eviction
+from groundstate.lm.faults import is_connection_error, lm_failure
 from groundstate.lm.specs import default_adapter, get_lm
 
 logger = logging.getLogger(__name__)
@@ -284,7 +285,12 @@ class LMJudge:
         elif self.adapter is not None:
             overrides["adapter"] = self.adapter
         with dspy.context(**overrides), failed_call_eviction():
-            out = self.predict(state=as_data(state), facts=self.numbered(facts))  # both are evidence: data
+            try:
+                out = self.predict(state=as_data(state), facts=self.numbered(facts))  # both are evidence: data
+            except Exception as exc:  # its own server unreachable: say which option sets it
+                if self.lm is not None and is_connection_error(exc):
+                    raise lm_failure(exc, self.lm, "T2 judge call", "--judge-api-base") from exc
+                raise
         chosen: set[int] = set()
         for raw in field_of(out, "supported_ids") or []:
             try:

@@ -4,7 +4,9 @@ Every metric takes ``(example, prediction, trace=None)`` where ``example`` comes
 :meth:`~groundstate.records.OffQueryInstance.to_example` (or :func:`examples_for`): its inputs plus the labels
 ``misleading``, ``misleading_roles``, ``t2_facts``, ``answer`` and ``domain``.
 
-- :func:`t1_metric`, :data:`t2_metric` (:func:`make_t2_metric` for another judge), :func:`t3_metric`: one task each.
+- :func:`t1_metric`, :data:`t2_metric` (:func:`make_t2_metric` for another judge), :func:`t3_metric`: one task each;
+  each one's ``feedback`` attribute is the matching one-task :func:`gepa_metric`, so GEPA optimizes with the same
+  feedback text as ``--optimizer gepa``.
 - :func:`offquery_metric`: a weighted mean of T1/T2/T3 with weights the user chooses; its ``feedback``
   attribute is the matching :func:`gepa_metric`, which :func:`groundstate.optimizers.tune.tune` gives GEPA.
 - :func:`gepa_metric`: the same score as a ``dspy.Prediction(score=..., feedback=...)`` with the GEPA signature
@@ -86,11 +88,8 @@ def make_t2_metric(judge: Judge | None = None) -> Callable[..., float]:
         return 0.0 if score is None else score
 
     t2_metric.judge = judge  # type: ignore[attr-defined]
+    t2_metric.feedback = gepa_metric("t2", judge)  # type: ignore[attr-defined]  (what GEPA optimizes with)
     return t2_metric
-
-
-t2_metric = make_t2_metric()
-"""DSPy metric: T2 with the lexical judge (use :func:`make_t2_metric` for another judge)."""
 
 
 def t3_metric(example: Any, prediction: Any, trace: Any = None) -> float:
@@ -267,3 +266,10 @@ def gepa_metric(weights: str | Mapping[str, float] = "t1+t2+t3", judge: Judge | 
 
     metric.weights = weights  # type: ignore[attr-defined]
     return metric
+
+
+# the exported one-task metrics, with the feedback GEPA optimizes with (gepa_metric is defined above)
+t1_metric.feedback = gepa_metric("t1")  # type: ignore[attr-defined]
+t3_metric.feedback = gepa_metric("t3")  # type: ignore[attr-defined]
+t2_metric = make_t2_metric()
+"""DSPy metric: T2 with the lexical judge (use :func:`make_t2_metric` for another judge)."""

@@ -31,10 +31,12 @@ from groundstate.eval.settings import Settings
 from groundstate.eval.task import RunContext
 from groundstate.lm.specs import describe_lm, get_lm
 from groundstate.optimizers.targets import stage_target
-from groundstate.optimizers.tune import MAX_FAILED_SHARE, OPTIMIZERS, Budget, tune
+from groundstate.optimizers.tune import MAX_FAILED_SHARE, MIPRO_PRESETS, OPTIMIZERS, Budget, tune
 from groundstate.schema import validate
 
 _BUDGET = Budget()
+REFLECTION_ROLE = "reflection"
+"""The ``--lm-config`` role of GEPA's reflection LM (``[roles.reflection]``)."""
 
 
 class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
@@ -57,9 +59,16 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
     max_rounds: int = Field(_BUDGET.max_rounds, ge=1, description="bootstrapping rounds")
     candidates: int | None = Field(None, ge=1, description=f"random-search programs "
                                    f"({_BUDGET.num_candidate_programs}) / mipro candidates ({_BUDGET.num_candidates})")
-    trials: int = Field(_BUDGET.num_trials, ge=1, description="mipro trials")
+    trials: int | None = Field(None, ge=1, description=f"mipro trials (default {_BUDGET.num_trials})")
+    preset: Literal[MIPRO_PRESETS] | None = Field(None, description="light, medium or heavy: mipro's own budget "
+                                                  "preset (MIPROv2 auto=...); it chooses candidates and trials, so "
+                                                  "not with --candidates or --trials",
+                                      json_schema_extra={"metavar": "PRESET"})
     max_metric_calls: int = Field(_BUDGET.max_metric_calls, ge=1, description="gepa budget")
     reflection_lm: str | None = Field(None, description="gepa's reflection LM spec (default: --lm)")
+    reflection_api_base: str | None = Field(None, description="server URL of --reflection-lm (default: --api-base "
+                                            "when it has --lm's provider, else the provider's own endpoint)",
+                                            json_schema_extra={"metavar": "URL"})
     max_failed_share: float = Field(MAX_FAILED_SHARE, ge=0, le=1, description="stop (exit 2, nothing saved) when "
                                     f"more than this share of metric calls failed (default {MAX_FAILED_SHARE:g})",
                                     json_schema_extra={"metavar": "X"})
@@ -70,6 +79,9 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
                                                                       "unreliable)")
     judge_lm: JudgeSpec = Field("lexical", description=JUDGE_HELP + "; recorded in the manifest, and `evaluate` "
                                 "uses it", json_schema_extra={"metavar": "JUDGE"})
+    judge_api_base: str | None = Field(None, description="server URL of an LM --judge-lm (default: --api-base when "
+                                       "the judge has --lm's provider, else the provider's own endpoint)",
+                                       json_schema_extra={"metavar": "URL"})
 
     def metric_spec(self) -> MetricSpec:
         """The :class:`~groundstate.eval.metric_spec.MetricSpec` the metric is scored under."""
@@ -77,12 +89,19 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
         return MetricSpec(judge=self.judge_lm)
 
     def budget(self) -> Budget:
-        """The optimizer's :class:`~groundstate.optimizers.tune.Budget`."""
-        budget = Budget(max_bootstrapped_demos=self.max_demos, max_labeled_demos=self.max_labeled_demos,
-                        max_rounds=self.max_rounds, num_trials=self.trials, max_metric_calls=self.max_metric_calls)
+        """The optimizer's :class:`~groundstate.optimizers.tune.Budget`.
+
+        Raises:
+            ConfigError: ``preset`` (``--budget``) with ``candidates`` or ``trials`` for mipro.
+        """
+        candidates = {}
         if self.candidates is not None:
-            budget.num_candidate_programs = budget.num_candidates = self.candidates
-        return budget
+            candidates = {"num_candidate_programs": self.candidates}
+            if self.optimizer == "mipro":
+                candidates["num_candidates"] = self.candidates
+        return Budget(max_bootstrapped_demos=self.max_demos, max_labeled_demos=self.max_labeled_demos,
+                      max_rounds=self.max_rounds, num_trials=self.trials, max_metric_calls=self.max_metric_calls,
+                      auto=self.preset, **candidates)
 
 
 def examples_for(instances: list[Any], inputs) -> list[Any]:
@@ -126,11 +145,7 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
     lm_config.apply(program)
     inputs = task.inputs(task_settings)
     judge = offquery_judge(settings, context)
-    timeout = {"timeout": context.lms.lm_timeout} if context.lms.lm_timeout is not None else {}
-    try:
-        reflection = get_lm(settings.reflection_lm, **timeout) if settings.reflection_lm else None
-    except GroundstateError as exc:
-        raise ConfigError(f"cannot build the reflection LM (--reflection-lm): {exc}") from None
+    reflection = reflection_lm(settings, context, lm_config)
     result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None,
                   metric=offquery_metric(weights, judge), optimizer=settings.optimizer, budget=budget,
                   trainable=patterns, reflection_lm=reflection, threads=settings.threads, seed=settings.seed,
@@ -156,6 +171,38 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
         "build_args": settings.model_dump(include=set(BuildArgs.model_fields)),
     }
     return result, manifest, metric
+
+
+def reflection_lm(settings: OptimizeSettings, context: RunContext, lm_config: Any) -> Any:
+    """GEPA's reflection LM: the ``--lm-config`` role ``reflection`` when there is one (its ``model`` must then be
+    ``--reflection-lm``, when given), else ``--reflection-lm`` served at ``--reflection-api-base``, or at
+    ``--api-base`` when it has ``--lm``'s provider (:meth:`~groundstate.lm.config.LMConfig.server_for`); ``None``
+    (GEPA reflects with the default LM) when neither is given.
+
+    Raises:
+        ConfigError: the LM cannot be built, the role names another model than ``--reflection-lm``, or the role and
+            ``--reflection-api-base`` are both given.
+    """
+    role = (getattr(lm_config, "roles", None) or {}).get(REFLECTION_ROLE)
+    if role is not None:
+        if settings.reflection_lm and role.get("model") != settings.reflection_lm:
+            raise ConfigError(f"the reflection LM is '{settings.reflection_lm}' but the --lm-config role "
+                              f"'{REFLECTION_ROLE}' names '{role.get('model')}': give one model")
+        if settings.reflection_api_base:
+            raise ConfigError(f"the reflection LM is set twice (--reflection-api-base and the --lm-config role "
+                              f"'{REFLECTION_ROLE}'): give its server in one place")
+        return lm_config.lm_for(REFLECTION_ROLE)
+    if not settings.reflection_lm:
+        if settings.reflection_api_base:
+            raise ConfigError("--reflection-api-base needs --reflection-lm (without it GEPA reflects with --lm)")
+        return None
+    options = lm_config.server_for(settings.reflection_lm, settings.reflection_api_base)
+    if context.lms.lm_timeout is not None and settings.reflection_lm != "embedded":
+        options["timeout"] = context.lms.lm_timeout
+    try:
+        return get_lm(settings.reflection_lm, **options)
+    except GroundstateError as exc:
+        raise ConfigError(f"cannot build the reflection LM (--reflection-lm): {exc}") from None
 
 
 def read_optimized(directory: Any) -> tuple[dict[str, Any], Any]:

@@ -52,6 +52,9 @@ class OffQueryData(Settings):
     allow_empty: bool = Field(False, description="accept an input file with no records (by default that is an "
                                                  "error, exit 2)")
     judge_lm: JudgeSpec = Field("lexical", description=JUDGE_HELP, json_schema_extra={"metavar": "JUDGE"})
+    judge_api_base: str | None = Field(None, description="server URL of an LM --judge-lm (default: --api-base when "
+                                       "the judge has --lm's provider, else the provider's own endpoint)",
+                                       json_schema_extra={"metavar": "URL"})
 
     def metric_spec(self) -> MetricSpec:
         """The :class:`~groundstate.eval.metric_spec.MetricSpec` these settings name."""

@@ -65,12 +65,15 @@ def offquery_judge(settings: OffQueryData, context: RunContext):
     from groundstate.eval.reground.judges import LexicalJudge, LMJudge  # noqa: PLC0415 (--help stays light)
 
     spec = settings.metric_spec()
+    server = getattr(settings, "judge_api_base", None)
     if spec.is_lexical:
-        spec.judge_lm(lm_config=context.lm_config if context.lms.lm_config else None, tell=context.tell)
+        spec.judge_lm(lm_config=context.lm_config if context.lms.lm_config else None, tell=context.tell,
+                      api_base=server)
         judge = LexicalJudge()
     else:
         lm, lm_config = context.lm_pair()
-        judge = LMJudge(spec.judge_lm(lm, lm_config, timeout=context.lms.lm_timeout, tell=context.tell))
+        judge = LMJudge(spec.judge_lm(lm, lm_config, timeout=context.lms.lm_timeout, tell=context.tell,
+                                      api_base=server))
     judge.spec = spec
     return judge
 

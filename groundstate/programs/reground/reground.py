@@ -33,7 +33,8 @@ Why one file (over 400 lines): every stage is a program of its own that Python u
 (:data:`groundstate.registry.BUILTIN`), e.g. ``groundstate.programs.reground.reground:Verify``; moving a stage to
 a module of its own would change what every later save writes (the old path would load only through an alias).
 The stages also share the source-block and statement helpers, and each has both a ``forward`` and the
-``aforward`` of ``await program.acall(...)``.
+``aforward`` of ``await program.acall(...)``; a stage or predictor swapped for a module with only ``forward``
+runs on a worker thread under ``acall`` (:func:`~groundstate.programs.common.acall_stage`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.common import (
+    acall_stage,
     as_data,
     bullet_list,
     coerce_agents,
@@ -343,18 +345,19 @@ class Reconstruct(dspy.Module):
     async def aforward(self, shared_context: str, trusted_statements: Sequence[str]) -> dspy.Prediction:
         """:meth:`forward` for ``await reconstruct.acall(...)``: every call awaits the LM's async path, the
         per-fact checks concurrently (``asyncio.gather``, in fact order)."""
-        facts = model_text((await self.decompose.acall(context=as_data(shared_context))).facts)
+        facts = model_text((await acall_stage(self.decompose, context=as_data(shared_context))).facts)
         evidence = bullet_list([as_data(s) for s in trusted_statements])
-        found = self.by_fact(facts, (await self.verify_facts.acall(facts=self.numbered(facts), evidence=evidence)
-                                     ).checks) if self.batch_facts and facts else {}
+        found = self.by_fact(facts, (await acall_stage(self.verify_facts, facts=self.numbered(facts),
+                                                       evidence=evidence)).checks) if self.batch_facts and facts else {}
         missing = [f for i, f in enumerate(facts) if i not in found]
-        singles = await asyncio.gather(*(self.verify_fact.acall(fact=f, evidence=evidence) for f in missing))
+        singles = await asyncio.gather(*(acall_stage(self.verify_fact, fact=f, evidence=evidence) for f in missing))
         verdicts = self.in_order(facts, found, singles)
         checked = [{"fact": f, "verdict": v.verdict, "importance": v.importance,
                     "kept": self.keep(v.verdict, v.importance)} for f, v in zip(facts, verdicts, strict=True)]
         kept = [c["fact"] for c in checked if c["kept"]]
         removed = [c["fact"] for c in checked if not c["kept"]]
-        state = (await self.regenerate.acall(verified_facts=bullet_list(kept), trusted_statements=evidence)).state
+        state = (await acall_stage(self.regenerate, verified_facts=bullet_list(kept),
+                                   trusted_statements=evidence)).state
         return dspy.Prediction(state=state, kept_facts=kept, removed_facts=removed,
                                trace={"facts": checked, "keep_rule": self.keep_rule})
 
@@ -376,8 +379,8 @@ class Resolve(dspy.Module):
 
     async def aforward(self, state: str, question: str, options) -> dspy.Prediction:
         """:meth:`forward` for ``await resolve.acall(...)`` (the LM's async path)."""
-        out = await self.choose.acall(information=as_data(state), question=as_data(question),
-                                      options=format_options(options))
+        out = await acall_stage(self.choose, information=as_data(state), question=as_data(question),
+                                options=format_options(options))
         return dspy.Prediction(answer=out.answer, reason=out.reason)
 
 
@@ -486,8 +489,9 @@ class ReGround(dspy.Module):
         shared_context, question = as_data(shared_context), as_data(question)
         flagged, trusted_statements, verify_trace, extra = await asyncio.to_thread(self.verification, agents,
                                                                                    misleading)
-        rebuilt = await self.reconstruct.acall(shared_context=shared_context, trusted_statements=trusted_statements)
-        resolved = await self.resolve.acall(state=rebuilt.state, question=question, options=options)
+        rebuilt = await acall_stage(self.reconstruct, shared_context=shared_context,
+                                    trusted_statements=trusted_statements)
+        resolved = await acall_stage(self.resolve, state=rebuilt.state, question=question, options=options)
         return self._prediction(flagged, verify_trace, rebuilt, resolved, extra)
 
     def verification(self, agents: Sequence[AgentEvidence], misleading: Sequence[int] | None = None):
