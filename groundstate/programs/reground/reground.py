@@ -24,8 +24,11 @@ concurrently. Text a predictor produced (statements, arguments, scoring reasons,
 model that re-emits adapter markers cannot forge a field in a later prompt. Agents appear in prompts under
 neutral ids only (``[3] Agent 3``), never their roles.
 
-Where both sources are silent we chose: an invalid pair from an unconstrained LM (an id that is not a standing
-source, or the same id twice) ends the search and is recorded in the trace; a detector answer outside the
+Where both sources are silent we chose: the conflict search's answer may name the two standing ids in any order
+and in the common phrasings (``'5-0'``, ``'0 and 1'``, ``'Agent 1 vs Agent 2'``, ``[2, 0]``;
+:func:`~groundstate.signatures.verification.read_pair`), with ChatAdapter and JSONAdapter alike; an answer that
+names no standing pair (an id that is not a standing source, or the same id twice) ends the search and is
+recorded in the trace; a detector answer outside the
 candidate pool falls back to the candidate with the lowest consistency score.
 
 The three stages and ReGround stay in one file, over 400 lines, because they share the source-block and
@@ -60,6 +63,8 @@ from groundstate.signatures.verification import (
     ExtractStatements,
     FindConflictPair,
     ScoreCandidate,
+    read_pair,
+    standing_pair,
 )
 
 logger = logging.getLogger(__name__)
@@ -93,8 +98,7 @@ def _sources_text(agents: Sequence[AgentEvidence], statements: dict[int, list[st
 def conflict_pairs(ids: Sequence[int]) -> list[str]:
     """Every unordered pair of distinct source ids, as ``'i-j'`` with ``i < j`` (the only answers the conflict
     search may give)."""
-    ordered = sorted(ids)
-    return [f"{a}-{b}" for k, a in enumerate(ordered) for b in ordered[k + 1:]]
+    return standing_pair(ids).pairs()
 
 
 @saveable
@@ -143,10 +147,11 @@ class Verify(dspy.Module):
         return {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
 
     def _pair_signature(self, remaining: Sequence[int]) -> type[dspy.Signature]:
-        """The conflict search's signature for this round: ``pair`` constrained to the standing pairs (and
-        ``strength`` allowed to be ``none`` under ``stop_early``), keeping any tuned instructions."""
-        pairs = tuple(conflict_pairs(remaining))
-        signature = self.find_pair.signature.with_updated_fields("pair", type_=Literal[pairs])
+        """The conflict search's signature for this round: ``pair`` constrained to the standing pairs (a
+        :func:`~groundstate.signatures.verification.standing_pair` type: an ``enum`` to schema-constrained
+        decoding, any order or common phrasing of two standing ids accepted from other LMs), and ``strength``
+        allowed to be ``none`` under ``stop_early``, keeping any tuned instructions."""
+        signature = self.find_pair.signature.with_updated_fields("pair", type_=standing_pair(remaining))
         if self.stop_early:
             signature = signature.with_updated_fields("strength", type_=Literal["strong", "moderate", "weak", "none"])
         return signature
@@ -183,12 +188,12 @@ class Verify(dspy.Module):
                 entry["stop"] = "no conflict found (stop_early)"
                 rounds.append(entry)
                 break
-            first, second = (int(part) for part in str(found.pair).split("-"))
-            if first not in remaining or second not in remaining or first == second:
-                # only an unconstrained LM can get here: the signature admits standing pairs only
+            named = read_pair(found.pair, tuple(remaining))
+            if named is None:  # only a signature without the standing-pair type can get here
                 entry["stop"] = "invalid pair (not two distinct standing sources)"
                 rounds.append(entry)
                 break
+            first, second = named
             others = [by_id[i] for i in remaining if i not in (first, second)]
             others_text = _sources_text(others, statements) if others else "(no other sources)"
             targets = [(by_id[first], "support", self.argue_for), (by_id[first], "refute", self.argue_against),
