@@ -171,3 +171,15 @@ class DetectMisleadingSource(dspy.Signature):
     candidates: str = dspy.InputField(desc="each candidate's id, statements, score and reason")
     misleading_source: int = dspy.OutputField(desc="id of the misleading candidate")
     reason: str = dspy.OutputField(desc="at most 300 chars")
+
+
+class FindContradictingStatements(dspy.Signature):
+    __doc__ = instructions(f"""List the numbered statements, from other sources, that contradict the given
+    statement: claims about the same fact that cannot both be true (different values for one measurement, a
+    finding one reports and the other rules out, incompatible accounts of one event). More or less detail, a
+    topic only one covers, rewording and unrelated claims are not contradictions. Answer [] when none does.
+    {DATA_NOTE}""")
+
+    statement: str = dspy.InputField(desc="the statement checked, with its source id")
+    others: str = dspy.InputField(desc="the other sources' statements, each with its number")
+    contradicting: list[int] = dspy.OutputField(desc="the numbers of the statements that contradict it ([] if none)")

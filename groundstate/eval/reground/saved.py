@@ -11,8 +11,9 @@ one is one line naming the file and the field.
 :class:`BuildArgs` mirrors today's options of ``run reground`` and the baselines (the choices are the ones the
 command line offers, :data:`KEEP_RULES` ... :data:`ORACLE_ATTRIBUTIONS`). The first seven fields have been
 written by every version of ``optimize`` and are required; the ones added later (``stop_early``,
-``keep_rule``, ``mode``, ``oracle_attribution``, ``batch_facts``) default to the behaviour of the programs
-saved before they existed.
+``keep_rule``, ``mode``, ``oracle_attribution``, ``batch_facts``, ``statement_rule``) default to the behaviour of
+the programs saved before they existed (``statement_rule``: ``refuted``, the rule before statement mode
+adjudicated; today's default is ``adjudicate``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ TOPOLOGIES = ("all-to-all", "chain", "tree")
 ORDERINGS = ("shared-first", "private-first")
 ORACLE_ATTRIBUTIONS = ("model", "gold")
 CONDITIONS = ("reliable", "unreliable")
+STATEMENT_RULES = ("adjudicate", "refuted")
 
 
 class BuildArgs(BaseModel):
@@ -48,6 +50,7 @@ class BuildArgs(BaseModel):
     mode: Literal[MODES] = "agent"
     oracle_attribution: Literal[ORACLE_ATTRIBUTIONS] = "model"
     batch_facts: StrictBool = False
+    statement_rule: Literal[STATEMENT_RULES] = "refuted"
 
 
 class TaskOptions(BaseModel):

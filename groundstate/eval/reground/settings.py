@@ -24,7 +24,15 @@ from typing import Any, Literal
 from pydantic import Field
 
 from groundstate.eval.metric_spec import JUDGE_HELP, JUDGE_MEANING, JudgeSpec, MetricSpec
-from groundstate.eval.reground.saved import CONDITIONS, KEEP_RULES, MODES, ORACLE_ATTRIBUTIONS, ORDERINGS, TOPOLOGIES
+from groundstate.eval.reground.saved import (
+    CONDITIONS,
+    KEEP_RULES,
+    MODES,
+    ORACLE_ATTRIBUTIONS,
+    ORDERINGS,
+    STATEMENT_RULES,
+    TOPOLOGIES,
+)
 from groundstate.eval.settings import Settings, TaskSettings
 
 #: The synthetic generator's variants (:data:`groundstate.eval.benchmarks.offquery.synthetic.VARIANTS`) and ``all``.
@@ -75,15 +83,22 @@ class ReGroundOptions(Settings):
     batch_facts: bool = Field(False, description="reconstruction: check all shared-context facts in one call (same "
                                                  "rule and evidence; fewer tokens) instead of one call per fact as "
                                                  "the authors do")
+    statement_rule: Literal[STATEMENT_RULES] = Field(
+        "adjudicate", description="statement mode: settle each contradiction between statements and remove only "
+                                  "the side judged misleading (adjudicate, default) or remove every statement the "
+                                  "others refute (refuted, the rule before adjudication)")
 
     def reground_options(self) -> dict[str, Any]:
-        """ReGround's part of the run's ``options``: the first three always, the later ones when not default."""
+        """ReGround's part of the run's ``options``: the first three always, the later ones when not default
+        (``statement_rule`` only in statement mode, the only mode it changes)."""
         return {"max_candidates": self.max_candidates, "multi_misleading": self.multi_misleading,
                 "oracle_t1": self.oracle_t1,
                 **({"stop_early": True} if self.stop_early else {}),
                 **({"keep_rule": self.keep_rule} if self.keep_rule != "authors" else {}),
                 **({"mode": self.mode} if self.mode != "agent" else {}),
-                **({"batch_facts": True} if self.batch_facts else {})}
+                **({"batch_facts": True} if self.batch_facts else {}),
+                **({"statement_rule": self.statement_rule}
+                   if self.mode == "statement" and self.statement_rule != "adjudicate" else {})}
 
     def reground_program(self):
         """The :class:`~groundstate.programs.reground.reground.ReGround` these options describe."""
@@ -91,7 +106,7 @@ class ReGroundOptions(Settings):
 
         return ReGround(max_candidates=self.max_candidates, multi_misleading=self.multi_misleading,
                         oracle_t1=self.oracle_t1, stop_early=self.stop_early, keep_rule=self.keep_rule, mode=self.mode,
-                        batch_facts=self.batch_facts)
+                        batch_facts=self.batch_facts, statement_rule=self.statement_rule)
 
 
 class BaselineOptions(Settings):

@@ -53,6 +53,15 @@ from groundstate.programs.common import (
     offquery_prediction,
     saveable,
 )
+from groundstate.programs.reground.statement_conflicts import (
+    Statement,
+    contradiction_pairs,
+    number_statements,
+    numbered,
+    others_of,
+    read_contradictions,
+    settle,
+)
 from groundstate.records import AgentEvidence
 from groundstate.signatures.resolution import ChooseOption
 from groundstate.signatures.state import DecomposeContext, RegenerateState, VerifyFact, VerifyFacts
@@ -62,6 +71,7 @@ from groundstate.signatures.verification import (
     DetectMisleadingSource,
     ExtractStatements,
     FindConflictPair,
+    FindContradictingStatements,
     ScoreCandidate,
     read_pair,
     standing_pair,
@@ -383,51 +393,105 @@ class Resolve(dspy.Module):
         return dspy.Prediction(answer=out.answer, reason=out.reason)
 
 
+STATEMENT_RULES = ("adjudicate", "refuted")
+
+
 @saveable
 class VerifyStatements(dspy.Module):
     """Stage 1 at the statement level (paper §E.4): when misinformation is spread over several agents, find the
     misleading *statements* instead of one misleading source.
 
-    Every agent's statements are extracted as in :class:`Verify`; each statement is then checked against the
-    statements of all *other* agents (:class:`~groundstate.signatures.state.VerifyFact`), and a statement the
-    others refute is flagged as misleading. The trusted evidence is every statement not flagged. The agents
-    holding a flagged statement are reported as the misleading agents (a list, so T1 is an exact set match).
+    Every agent's statements are extracted as in :class:`Verify` and numbered. Under the default ``rule``,
+    ``adjudicate``, each statement is checked against the other agents' statements for the ones that contradict
+    it (:class:`~groundstate.signatures.verification.FindContradictingStatements`, concurrently); each
+    contradicting pair is then settled as :class:`Verify` settles a pair of sources: arguments for and against
+    each statement from the other standing statements only, an adjudication naming the statement more likely
+    incorrect, and only that statement removed (:func:`~groundstate.programs.reground.statement_conflicts.settle`;
+    pairs found from both sides first). A statement no contradiction reaches stays trusted. The removed
+    statements are the misleading ones; the agents holding them are reported as the misleading agents (a list,
+    so T1 is an exact set match); every other statement is trusted evidence.
 
-    Where the paper summary is silent we chose: "refuted by the other agents' statements" is the flagging rule
-    (an unverifiable statement stays trusted, as in the agent-level mode where only the adjudicated source
-    leaves); statements are checked concurrently.
+    Sources: §E.4 says only that ReGround identifies misleading facts at the statement level; the conflict
+    search, the arguments and the adjudication are the agent-level procedure (§4.1, appendix C) applied to
+    statements, which is our reading. ``rule="refuted"`` keeps the earlier release's rule: flag every statement
+    the other agents' statements refute (:class:`~groundstate.signatures.state.VerifyFact`), which removes both
+    sides of a contradiction that the checker sees from both sides.
+
+    Args:
+        max_workers: threads for concurrent calls.
+        rule: ``adjudicate`` (default) or ``refuted`` (see above).
+        max_conflicts: settle at most this many contradictions (``None``: all), a cost cap.
 
     ``forward(agents)`` returns ``Prediction(misleading_agent, misleading_statements, statements, trusted, trace)``
     where ``trusted`` is the list of trusted statements.
     """
 
-    def __init__(self, max_workers: int = 8):
+    #: What a saved manifest that predates ``rule`` was built with (:func:`groundstate.registry.validate_kwargs`).
+    legacy_kwargs = {"rule": "refuted"}
+
+    def __init__(self, max_workers: int = 8, rule: str = "adjudicate", max_conflicts: int | None = None):
         super().__init__()
+        if rule not in STATEMENT_RULES:
+            raise ValueError(f"rule must be one of {STATEMENT_RULES}, got '{rule}'")
+        if max_conflicts is not None and max_conflicts < 1:
+            raise ValueError("max_conflicts must be at least 1 (or None)")
         self.max_workers = max_workers
+        self.rule = rule
+        self.max_conflicts = max_conflicts
         self.extract = dspy.Predict(ExtractStatements)
-        self.check = dspy.Predict(VerifyFact)
+        if rule == "refuted":
+            self.check = dspy.Predict(VerifyFact)
+        else:
+            self.find = dspy.Predict(FindContradictingStatements)
+            self.argue_for = dspy.Predict(ArgueSource)
+            self.argue_against = dspy.Predict(ArgueSource)
+            self.adjudicate = dspy.Predict(Adjudicate)
+
+    def extract_statements(self, agents: Sequence[AgentEvidence]) -> dict[int, list[str]]:
+        """Each agent's evidence as statements (one concurrent call per agent)."""
+        outs = thread_map(lambda a: self.extract(source=a.name, evidence=a.evidence), agents, self.max_workers)
+        return {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
 
     def forward(self, agents, statements: dict[int, list[str]] | None = None) -> dspy.Prediction:
         agents = coerce_agents(agents)
         if statements is None:
-            outs = thread_map(lambda a: self.extract(source=a.name, evidence=a.evidence), agents, self.max_workers)
-            statements = {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
-        items = [(a.agent, text) for a in agents for text in statements.get(a.agent, [])]
+            statements = self.extract_statements(agents)
+        else:
+            statements = {k: [as_data(s) for s in v] for k, v in statements.items()}
+        items = number_statements([a.agent for a in agents], statements)
+        if self.rule == "refuted":
+            flagged_numbers, trace = self._refuted(items)
+        else:
+            flagged_numbers, trace = self._adjudicated(items)
+        flagged = set(flagged_numbers)
+        by_number = {s.number: s for s in items}
+        owners = sorted({by_number[n].agent for n in flagged})
+        trusted = [s.text for s in items if s.number not in flagged]
+        trace = {"statements": {str(k): v for k, v in statements.items()}, "rule": self.rule, **trace}
+        return dspy.Prediction(misleading_agent=owners,
+                               misleading_statements=[s.text for s in items if s.number in flagged],
+                               statements=statements, trusted=trusted, trace=trace)
 
-        def check(item: tuple[int, str]) -> Any:
-            owner, text = item
-            others = [s for a in agents if a.agent != owner for s in statements.get(a.agent, [])]
-            return self.check(fact=text, evidence=bullet_list(others))
+    def _refuted(self, items: list[Statement]) -> tuple[list[int], dict[str, Any]]:
+        """The earlier rule: a statement the other agents' statements refute is flagged."""
+        verdicts = thread_map(lambda s: self.check(fact=s.text, evidence=bullet_list([o.text for o in
+                                                                                      others_of(s, items)])),
+                              items, self.max_workers)
+        checked = [{"agent": s.agent, "statement": s.text, "verdict": v.verdict, "flagged": v.verdict == "refuted"}
+                   for s, v in zip(items, verdicts, strict=True)]
+        return [s.number for s, c in zip(items, checked, strict=True) if c["flagged"]], {"checks": checked}
 
-        verdicts = thread_map(check, items, self.max_workers)
-        checked = [{"agent": owner, "statement": text, "verdict": v.verdict, "flagged": v.verdict == "refuted"}
-                   for (owner, text), v in zip(items, verdicts, strict=True)]
-        flagged = [c["statement"] for c in checked if c["flagged"]]
-        owners = sorted({c["agent"] for c in checked if c["flagged"]})
-        trusted = [c["statement"] for c in checked if not c["flagged"]]
-        trace = {"statements": {str(k): v for k, v in statements.items()}, "checks": checked}
-        return dspy.Prediction(misleading_agent=owners, misleading_statements=flagged, statements=statements,
-                               trusted=trusted, trace=trace)
+    def _adjudicated(self, items: list[Statement]) -> tuple[list[int], dict[str, Any]]:
+        """Find the contradicting pairs, then settle each one (only the side judged misleading is removed)."""
+        answers = thread_map(lambda s: self.find(statement=s.block(), others=numbered(others_of(s, items))),
+                             items, self.max_workers)
+        found = {s.number: read_contradictions(s, a.contradicting, items) for s, a in zip(items, answers, strict=True)}
+        pairs = contradiction_pairs(found)
+        removed, conflicts = settle(pairs, items, self.argue_for, self.argue_against, self.adjudicate,
+                                    self.max_workers, self.max_conflicts)
+        checks = [{"number": s.number, "agent": s.agent, "statement": s.text, "contradicting": found[s.number],
+                   "flagged": s.number in removed} for s in items]
+        return removed, {"checks": checks, "conflicts": conflicts}
 
 
 MODES = ("agent", "statement")
@@ -448,22 +512,28 @@ class ReGround(dspy.Module):
             statements spread over agents, §E.4; :class:`VerifyStatements`).
         max_workers: threads for the concurrent calls of each stage.
         batch_facts: check the shared-context facts in one call (see :class:`Reconstruct`).
+        statement_rule: statement mode's rule, ``adjudicate`` (default: only the side of a contradiction judged
+            misleading is removed) or ``refuted`` (the earlier release's; see :class:`VerifyStatements`).
 
     ``forward(agents, shared_context, question, options, misleading=None)`` returns
     ``Prediction(misleading_agent, state, kept_facts, removed_facts, answer, trace)`` (plus
     ``misleading_statements`` in statement mode).
     """
 
+    #: What a saved manifest that predates ``statement_rule`` was built with
+    #: (:func:`groundstate.registry.validate_kwargs`).
+    legacy_kwargs = {"statement_rule": "refuted"}
+
     def __init__(self, max_candidates: int = 3, multi_misleading: bool = False, oracle_t1: bool = False,
                  stop_early: bool = False, keep_rule: str = "authors", mode: str = "agent", max_workers: int = 8,
-                 batch_facts: bool = False):
+                 batch_facts: bool = False, statement_rule: str = "adjudicate"):
         super().__init__()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got '{mode}'")
         self.oracle_t1 = oracle_t1
         self.mode = mode
         if mode == "statement":
-            self.verify = VerifyStatements(max_workers=max_workers)
+            self.verify = VerifyStatements(max_workers=max_workers, rule=statement_rule)
         else:
             self.verify = Verify(max_candidates=max_candidates, multi_misleading=multi_misleading,
                                  stop_early=stop_early, max_workers=max_workers)
@@ -500,8 +570,7 @@ class ReGround(dspy.Module):
         if self.oracle_t1:
             if misleading is None:
                 raise ValueError("oracle_t1 needs the gold misleading agents: pass misleading=[...]")
-            statements = self.verify.extract_statements(agents) if self.mode == "agent" else \
-                self.verify(agents).statements
+            statements = self.verify.extract_statements(agents)
             gold = [int(i) for i in misleading]
             flagged = gold if len(gold) != 1 else gold[0]
             flagged = flagged if gold else None
