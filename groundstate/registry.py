@@ -36,7 +36,7 @@ BUILTIN: dict[str, str] = {
     "groundstate.programs.reground.reground:Verify": "program",
     "groundstate.programs.reground.reground:Reconstruct": "program",
     "groundstate.programs.reground.reground:Resolve": "program",
-    "groundstate.programs.reground.reground:VerifyStatements": "program",
+    "groundstate.programs.reground.statements:VerifyStatements": "program",
     "groundstate.programs.reground.oracle:Oracle": "program",
     "groundstate.programs.reground.standard:StandardCollaboration": "program",
     "groundstate.programs.reground.standard:Confidence": "program",
@@ -65,6 +65,8 @@ ALIASES: dict[str, str] = {
        for name in ("Voting", "Robin", "SelfReflect")},
     **{f"groundstate.programs.{old}:{name}": f"groundstate.programs.reground.centralized:{name}"
        for old in ("collaboration", "reground.baselines") for name in ("Manager", "Instructor")},
+    "groundstate.programs.reground.reground:VerifyStatements":
+        "groundstate.programs.reground.statements:VerifyStatements",
     "groundstate.programs.collaboration:Oracle": "groundstate.programs.reground.oracle:Oracle",
     "groundstate.programs.reground.baselines:Oracle": "groundstate.programs.reground.oracle:Oracle",
     **{f"groundstate.programs.collaboration:{name}": f"groundstate.programs.reground.standard:{name}"

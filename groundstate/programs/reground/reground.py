@@ -10,8 +10,8 @@ Three stages, each a ``dspy.Module`` usable on its own and composed by :class:`R
    "the majority is right"), and move the losing source into the candidate pool. Each candidate is scored
    1-5 against the statements of the sources still standing, and the detector picks the misleading agent
    among the candidates whenever there is one (the other candidates return to the trusted evidence). In
-   multi-misleading mode every candidate is removed. :class:`VerifyStatements` is the statement-level mode
-   of §E.4.
+   multi-misleading mode every candidate is removed. :class:`~groundstate.programs.reground.statements.VerifyStatements`
+   is the statement-level mode of §E.4.
 2. :class:`Reconstruct`: decompose the shared context into atomic facts, verify each against the trusted
    evidence with a three-level importance (high/medium/low), keep a fact if it is *supported* or of *low*
    importance (the authors' rule; ``keep_rule="strict"`` keeps only supported or unverifiable-and-low facts),
@@ -53,14 +53,11 @@ from groundstate.programs.common import (
     offquery_prediction,
     saveable,
 )
-from groundstate.programs.reground.statement_conflicts import (
-    Statement,
-    contradiction_pairs,
-    number_statements,
-    numbered,
-    others_of,
-    read_contradictions,
-    settle,
+from groundstate.programs.reground.statements import (  # noqa: F401  (re-exported: their home until now)
+    STATEMENT_RULES,
+    VerifyStatements,
+    model_text,
+    unique_nonempty,
 )
 from groundstate.records import AgentEvidence
 from groundstate.signatures.resolution import ChooseOption
@@ -71,29 +68,12 @@ from groundstate.signatures.verification import (
     DetectMisleadingSource,
     ExtractStatements,
     FindConflictPair,
-    FindContradictingStatements,
     ScoreCandidate,
     read_pair,
     standing_pair,
 )
 
 logger = logging.getLogger(__name__)
-
-
-def unique_nonempty(items: Sequence[Any] | None) -> list[str]:
-    """Strings from an LM list output, stripped, without blanks and repeats (small models repeat themselves)."""
-    seen: dict[str, None] = {}
-    for item in items or []:
-        text = str(item).strip()
-        if text:
-            seen.setdefault(text, None)
-    return list(seen)
-
-
-def model_text(items: Sequence[Any] | None) -> list[str]:
-    """:func:`unique_nonempty` strings from an LM output, each made safe to place in a later prompt
-    (:func:`~groundstate.programs.common.as_data`)."""
-    return unique_nonempty([as_data(item) for item in items or []])
 
 
 def _source_block(agent: AgentEvidence, statements: Sequence[str]) -> str:
@@ -391,107 +371,6 @@ class Resolve(dspy.Module):
         out = await self.choose.acall(information=as_data(state), question=as_data(question),
                                       options=format_options(options))
         return dspy.Prediction(answer=out.answer, reason=out.reason)
-
-
-STATEMENT_RULES = ("adjudicate", "refuted")
-
-
-@saveable
-class VerifyStatements(dspy.Module):
-    """Stage 1 at the statement level (paper §E.4): when misinformation is spread over several agents, find the
-    misleading *statements* instead of one misleading source.
-
-    Every agent's statements are extracted as in :class:`Verify` and numbered. Under the default ``rule``,
-    ``adjudicate``, each statement is checked against the other agents' statements for the ones that contradict
-    it (:class:`~groundstate.signatures.verification.FindContradictingStatements`, concurrently); each
-    contradicting pair is then settled as :class:`Verify` settles a pair of sources: arguments for and against
-    each statement from the other standing statements only, an adjudication naming the statement more likely
-    incorrect, and only that statement removed (:func:`~groundstate.programs.reground.statement_conflicts.settle`;
-    pairs found from both sides first). A statement no contradiction reaches stays trusted. The removed
-    statements are the misleading ones; the agents holding them are reported as the misleading agents (a list,
-    so T1 is an exact set match); every other statement is trusted evidence.
-
-    Sources: §E.4 says only that ReGround identifies misleading facts at the statement level; the conflict
-    search, the arguments and the adjudication are the agent-level procedure (§4.1, appendix C) applied to
-    statements, which is our reading. ``rule="refuted"`` keeps the earlier release's rule: flag every statement
-    the other agents' statements refute (:class:`~groundstate.signatures.state.VerifyFact`), which removes both
-    sides of a contradiction that the checker sees from both sides.
-
-    Args:
-        max_workers: threads for concurrent calls.
-        rule: ``adjudicate`` (default) or ``refuted`` (see above).
-        max_conflicts: settle at most this many contradictions (``None``: all), a cost cap.
-
-    ``forward(agents)`` returns ``Prediction(misleading_agent, misleading_statements, statements, trusted, trace)``
-    where ``trusted`` is the list of trusted statements.
-    """
-
-    #: What a saved manifest that predates ``rule`` was built with (:func:`groundstate.registry.validate_kwargs`).
-    legacy_kwargs = {"rule": "refuted"}
-
-    def __init__(self, max_workers: int = 8, rule: str = "adjudicate", max_conflicts: int | None = None):
-        super().__init__()
-        if rule not in STATEMENT_RULES:
-            raise ValueError(f"rule must be one of {STATEMENT_RULES}, got '{rule}'")
-        if max_conflicts is not None and max_conflicts < 1:
-            raise ValueError("max_conflicts must be at least 1 (or None)")
-        self.max_workers = max_workers
-        self.rule = rule
-        self.max_conflicts = max_conflicts
-        self.extract = dspy.Predict(ExtractStatements)
-        if rule == "refuted":
-            self.check = dspy.Predict(VerifyFact)
-        else:
-            self.find = dspy.Predict(FindContradictingStatements)
-            self.argue_for = dspy.Predict(ArgueSource)
-            self.argue_against = dspy.Predict(ArgueSource)
-            self.adjudicate = dspy.Predict(Adjudicate)
-
-    def extract_statements(self, agents: Sequence[AgentEvidence]) -> dict[int, list[str]]:
-        """Each agent's evidence as statements (one concurrent call per agent)."""
-        outs = thread_map(lambda a: self.extract(source=a.name, evidence=a.evidence), agents, self.max_workers)
-        return {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
-
-    def forward(self, agents, statements: dict[int, list[str]] | None = None) -> dspy.Prediction:
-        agents = coerce_agents(agents)
-        if statements is None:
-            statements = self.extract_statements(agents)
-        else:
-            statements = {k: [as_data(s) for s in v] for k, v in statements.items()}
-        items = number_statements([a.agent for a in agents], statements)
-        if self.rule == "refuted":
-            flagged_numbers, trace = self._refuted(items)
-        else:
-            flagged_numbers, trace = self._adjudicated(items)
-        flagged = set(flagged_numbers)
-        by_number = {s.number: s for s in items}
-        owners = sorted({by_number[n].agent for n in flagged})
-        trusted = [s.text for s in items if s.number not in flagged]
-        trace = {"statements": {str(k): v for k, v in statements.items()}, "rule": self.rule, **trace}
-        return dspy.Prediction(misleading_agent=owners,
-                               misleading_statements=[s.text for s in items if s.number in flagged],
-                               statements=statements, trusted=trusted, trace=trace)
-
-    def _refuted(self, items: list[Statement]) -> tuple[list[int], dict[str, Any]]:
-        """The earlier rule: a statement the other agents' statements refute is flagged."""
-        verdicts = thread_map(lambda s: self.check(fact=s.text, evidence=bullet_list([o.text for o in
-                                                                                      others_of(s, items)])),
-                              items, self.max_workers)
-        checked = [{"agent": s.agent, "statement": s.text, "verdict": v.verdict, "flagged": v.verdict == "refuted"}
-                   for s, v in zip(items, verdicts, strict=True)]
-        return [s.number for s, c in zip(items, checked, strict=True) if c["flagged"]], {"checks": checked}
-
-    def _adjudicated(self, items: list[Statement]) -> tuple[list[int], dict[str, Any]]:
-        """Find the contradicting pairs, then settle each one (only the side judged misleading is removed)."""
-        answers = thread_map(lambda s: self.find(statement=s.block(), others=numbered(others_of(s, items))),
-                             items, self.max_workers)
-        found = {s.number: read_contradictions(s, a.contradicting, items) for s, a in zip(items, answers, strict=True)}
-        pairs = contradiction_pairs(found)
-        removed, conflicts = settle(pairs, items, self.argue_for, self.argue_against, self.adjudicate,
-                                    self.max_workers, self.max_conflicts)
-        checks = [{"number": s.number, "agent": s.agent, "statement": s.text, "contradicting": found[s.number],
-                   "flagged": s.number in removed} for s in items]
-        return removed, {"checks": checks, "conflicts": conflicts}
 
 
 MODES = ("agent", "statement")

@@ -9,7 +9,7 @@ import pytest
 from groundstate.eval.benchmarks.offquery.synthetic import generate, parse_facts
 from groundstate.eval.reground.statements import statement_scores
 from groundstate.programs.reground.reground import ReGround, VerifyStatements
-from groundstate.programs.reground.statement_conflicts import (
+from groundstate.programs.reground.statements import (
     Statement,
     contradiction_pairs,
     read_contradictions,
@@ -193,3 +193,11 @@ def test_the_statement_rule_setting_names_the_earlier_rule_in_the_run_options_on
     assert old.reground_options()["statement_rule"] == "refuted" and old.reground_program().verify.rule == "refuted"
     assert "statement_rule" not in ReGroundSettings(statement_rule="refuted").reground_options()  # agent mode
     assert ReGroundSettings(mode="statement").reground_program().verify.rule == "adjudicate"
+
+
+def test_verify_statements_keeps_its_earlier_import_path_and_saved_name():
+    from groundstate import registry
+    from groundstate.programs.reground import reground
+
+    assert reground.VerifyStatements is VerifyStatements
+    assert registry.resolve("groundstate.programs.reground.reground:VerifyStatements", "program") is VerifyStatements
