@@ -11,9 +11,9 @@ one is one line naming the file and the field.
 :class:`BuildArgs` mirrors today's options of ``run reground`` and the baselines (the choices are the ones the
 command line offers, :data:`KEEP_RULES` ... :data:`ORACLE_ATTRIBUTIONS`). The first seven fields have been
 written by every version of ``optimize`` and are required; the ones added later (``stop_early``,
-``keep_rule``, ``mode``, ``oracle_attribution``, ``batch_facts``, ``statement_rule``) default to the behaviour of
-the programs saved before they existed (``statement_rule``: ``refuted``, the rule before statement mode
-adjudicated; today's default is ``adjudicate``).
+``keep_rule``, ``mode``, ``oracle_attribution``, ``batch_facts``, ``statement_rule``, ``opinion_cap``) default to
+the behaviour of the programs saved before they existed (``statement_rule``: ``refuted``, the rule before statement
+mode adjudicated, today's default being ``adjudicate``; ``opinion_cap``: on, today's default being off).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class BuildArgs(BaseModel):
     oracle_attribution: Literal[ORACLE_ATTRIBUTIONS] = "model"
     batch_facts: StrictBool = False
     statement_rule: Literal[STATEMENT_RULES] = "refuted"
+    opinion_cap: StrictBool = True
 
 
 class TaskOptions(BaseModel):

@@ -122,6 +122,9 @@ class BaselineOptions(Settings):
     oracle_attribution: Literal[ORACLE_ATTRIBUTIONS] = Field(
         "model", description="oracle: T1 from a model reading all private evidence (the authors' oracle, default) "
                              "or from ground truth (the upper bound)")
+    opinion_cap: bool = Field(False, description="standard and confidence: cap every opinion at 600 characters (the "
+                                                 "earlier release; by default opinions are uncapped, as the authors "
+                                                 "run them)")
 
     def baseline_arguments(self, name: str, seed: int = 0) -> dict[str, Any]:
         """The constructor arguments of the baseline ``name``: the options it takes, each unset one at the
@@ -130,14 +133,30 @@ class BaselineOptions(Settings):
 
         parameters = inspect.signature(BASELINES[name].__init__).parameters
         given = {"rounds": self.rounds, "topology": self.topology, "ordering": self.ordering, "seed": seed,
-                 "oracle_t1": self.oracle_attribution}
+                 "oracle_t1": self.oracle_attribution, "opinion_cap": self.opinion_cap}
         return {k: (v if v is not None else parameters[k].default) for k, v in given.items() if k in parameters}
 
     def baseline_options(self, name: str, seed: int = 0) -> dict[str, Any]:
-        """The baseline's part of the run's ``options``: its rounds, topology, ordering and oracle attribution (the
-        seed is the run's own field)."""
-        return {k: v for k, v in self.baseline_arguments(name, seed).items() if k in ("rounds", "topology", "ordering",
-                                                                              "oracle_t1")}
+        """The baseline's part of the run's ``options`` (the seed is the run's own field): the options its first
+        release recorded (:data:`FIRST_OPTIONS`), always, as earlier versions wrote them; any option it gained
+        later only when it differs from the program's default, so the run ids of earlier configurations stay
+        what they were."""
+        from groundstate.programs.reground.baselines import BASELINES
+
+        parameters = inspect.signature(BASELINES[name].__init__).parameters
+        first = FIRST_OPTIONS.get(name, ())
+        return {k: v for k, v in self.baseline_arguments(name, seed).items()
+                if k in first or (k in LATER_OPTIONS and v != parameters[k].default)}
+
+
+#: The options each baseline's run config has recorded since its first release (always written).
+FIRST_OPTIONS: dict[str, tuple[str, ...]] = {
+    "oracle": ("oracle_t1",), "standard": ("rounds", "topology", "ordering"), "voting": (),
+    "robin": ("rounds", "ordering"), "manager": ("rounds",), "instructor": (), "self-reflect": ("rounds", "ordering"),
+    "confidence": ("rounds", "ordering")}
+
+#: Options the baselines gained later: written only when they differ from the program's default.
+LATER_OPTIONS: tuple[str, ...] = ("opinion_cap",)
 
 
 class ReGroundSettings(ReGroundOptions, OffQueryData, TaskSettings):
