@@ -8,11 +8,55 @@ programs map out-of-range values to ``None``.
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from functools import lru_cache
+from typing import Any, ClassVar, Literal
 
 import dspy
+from pydantic_core import core_schema
 
 Letter = Literal["A", "B", "C", "D"]
+
+_MEMBER = re.compile(r"(?<![\d.\-])\d+(?![\d]|\.\d)")  # a whole, unsigned number (not "-1", not "39.2")
+
+
+def read_member(value: Any, team: tuple[int, ...]) -> int | None:
+    """The team member an LM's answer names (``3``, ``"3"``, ``"Agent 3"``, ``"agent 3 (imaging)"``: the first
+    team id it names), or ``None`` when it names none (``-1``, ``"none"``, an id outside the team)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value in team else None
+    if not isinstance(value, str):
+        return None
+    return next((int(t) for t in _MEMBER.findall(value) if int(t) in team), None)
+
+
+class TeamMember(dspy.Type):
+    """The answer type of a summarizer that must name one agent of the team (:func:`team_member` gives the type of
+    one team): to a model an integer constrained to the team's ids (a JSON-schema ``enum``, so schema-constrained
+    decoding can emit nothing else); from other LMs ``"Agent 3"`` and the like are read by :func:`read_member`,
+    and an answer naming no member validates to ``None`` (the caller decides what that means) instead of failing
+    the call. A ``dspy.Type`` only so that every adapter hands it the model's raw text; a validated value is an
+    ``int`` or ``None``, never an instance of this class."""
+
+    team: ClassVar[tuple[int, ...]] = ()
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        shown = core_schema.literal_schema(list(cls.team)) if cls.team else core_schema.int_schema()
+        return core_schema.no_info_plain_validator_function(lambda v: read_member(v, cls.team),
+                                                            json_schema_input_schema=shown)
+
+
+@lru_cache(maxsize=256)
+def _member_type(team: tuple[int, ...]) -> type[TeamMember]:
+    return type("TeamMember", (TeamMember,), {"team": team, "__module__": __name__})
+
+
+def team_member(ids: Any) -> type[TeamMember]:
+    """The :class:`TeamMember` type of the agents ``ids`` (one class per team, cached)."""
+    return _member_type(tuple(sorted({int(i) for i in ids})))
 
 _TEAM_DESC = "the team, one agent per line; the number in each name is that agent's index"
 _SUSPECT_DESC = "the index of the agent whose information you judge misleading, or -1 if you do not suspect anyone"

@@ -31,7 +31,9 @@ from groundstate.eval.reground.saved import (
     ORACLE_ATTRIBUTIONS,
     ORDERINGS,
     STATEMENT_RULES,
+    SUMMARIZERS,
     TOPOLOGIES,
+    UPDATERS,
 )
 from groundstate.eval.settings import Settings, TaskSettings
 
@@ -117,14 +119,24 @@ class BaselineOptions(Settings):
     topology: Literal[TOPOLOGIES] = Field("all-to-all", description="standard collaboration: who hears whom "
                                                                     "(default all-to-all)")
     ordering: Literal[ORDERINGS] | None = Field(None, description="shared context before discussion, or private "
-                                                "evidence first (default: the program's own; standard and "
-                                                "confidence: private-first, as the authors run them)")
+                                                "evidence first (default: the program's own; standard, confidence, "
+                                                "voting, robin and self-reflect: private-first, as the authors run "
+                                                "standard)")
     oracle_attribution: Literal[ORACLE_ATTRIBUTIONS] = Field(
         "model", description="oracle: T1 from a model reading all private evidence (the authors' oracle, default) "
                              "or from ground truth (the upper bound)")
     opinion_cap: bool = Field(False, description="standard and confidence: cap every opinion at 600 characters (the "
                                                  "earlier release; by default opinions are uncapped, as the authors "
                                                  "run them)")
+
+    summarizer: Literal[SUMMARIZERS] | None = Field(
+        None, description="voting, robin, manager, instructor, self-reflect: standard (default: name one agent of "
+                          "the team from the final messages, as standard does) or open (the earlier release: read "
+                          "the whole transcript, may answer no one)")
+    updater: Literal[UPDATERS] | None = Field(
+        None, description="voting, robin, instructor, self-reflect: standard (default: the shared context and the "
+                          "final messages of every agent but the one named, as standard does) or evidence (the "
+                          "earlier release: every agent's raw evidence too, at most 1,500 characters)")
 
     def baseline_arguments(self, name: str, seed: int = 0) -> dict[str, Any]:
         """The constructor arguments of the baseline ``name``: the options it takes, each unset one at the
@@ -133,7 +145,8 @@ class BaselineOptions(Settings):
 
         parameters = inspect.signature(BASELINES[name].__init__).parameters
         given = {"rounds": self.rounds, "topology": self.topology, "ordering": self.ordering, "seed": seed,
-                 "oracle_t1": self.oracle_attribution, "opinion_cap": self.opinion_cap}
+                 "oracle_t1": self.oracle_attribution, "opinion_cap": self.opinion_cap, "summarizer": self.summarizer,
+                 "updater": self.updater}
         return {k: (v if v is not None else parameters[k].default) for k, v in given.items() if k in parameters}
 
     def baseline_options(self, name: str, seed: int = 0) -> dict[str, Any]:
@@ -155,8 +168,10 @@ FIRST_OPTIONS: dict[str, tuple[str, ...]] = {
     "robin": ("rounds", "ordering"), "manager": ("rounds",), "instructor": (), "self-reflect": ("rounds", "ordering"),
     "confidence": ("rounds", "ordering")}
 
-#: Options the baselines gained later: written only when they differ from the program's default.
-LATER_OPTIONS: tuple[str, ...] = ("opinion_cap",)
+#: Every option a baseline's run config may record; those not in its :data:`FIRST_OPTIONS` (Voting's ordering, the
+#: opinion cap, the summarizer and updater contracts) only when they differ from the program's default.
+LATER_OPTIONS: tuple[str, ...] = ("rounds", "topology", "ordering", "oracle_t1", "opinion_cap", "summarizer",
+                                  "updater")
 
 
 class ReGroundSettings(ReGroundOptions, OffQueryData, TaskSettings):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 
@@ -48,6 +48,7 @@ from groundstate.signatures.collaboration import (
     ShareOpinionWithConfidence,
     ShareOpinionWithConfidenceCapped,
     UpdateContext,
+    team_member,
 )
 from groundstate.signatures.resolution import ChooseOption
 
@@ -210,9 +211,11 @@ class StandardCollaboration(CollaborationBaseline):
         return self.named(case, final, await self.summarize.acall(**self.summarize_args(case, final)), turns)
 
     def summarize_args(self, case: Case, final: list[Opinion]) -> dict[str, Any]:
-        """The summarizer's inputs: the final opinions, the answer constrained to the team's agents."""
-        ids = tuple(a.agent for a in case.agents)
-        signature = self.summarize.signature.with_updated_fields("misleading_agent", type_=Literal[ids])
+        """The summarizer's inputs: the final opinions, the answer constrained to the team's agents
+        (:func:`~groundstate.signatures.collaboration.team_member`: an ``enum`` to schema-constrained decoding;
+        ``"Agent 3"`` and the like read from other LMs)."""
+        signature = self.summarize.signature.with_updated_fields(
+            "misleading_agent", type_=team_member(a.agent for a in case.agents))
         return {"opinions": render_messages(final), "signature": signature}
 
     @staticmethod
