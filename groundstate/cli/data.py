@@ -11,6 +11,7 @@ from groundstate.errors import one_line
 
 def register(sub: argparse._SubParsersAction) -> None:
     from groundstate.cli.options import add_allow_empty, add_data_option, add_lm_options, add_threads
+    from groundstate.conditions import CONDITIONS
     from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS
 
     data = sub.add_parser("data", help="OffQuery data: build from MediQ, generate synthetic, validate, stats")
@@ -55,8 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--t2-facts", default=None,
                    help="the published T2 facts file (task2_evaluation/facts/<name>.json; found beside the truth "
                         "file when not given): checks exactly that the truth file belongs to --data")
-    p.add_argument("--condition", choices=("reliable", "unreliable"), default=None,
-                   help="also require what this condition needs (a corrupted context for 'unreliable')")
+    p.add_argument("--condition", choices=CONDITIONS, default=None,
+                   help="also require what this condition needs (a corrupted context for 'unreliable' and "
+                        "'reliable-private-unreliable-shared')")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
     add_allow_empty(p)
     p.set_defaults(func=cmd_validate)

@@ -37,6 +37,10 @@ from groundstate.eval.reground.saved import (
 )
 from groundstate.eval.settings import Settings, TaskSettings
 
+CONDITION_HELP = ("what programs see: the reliable or the unreliable (corrupted) shared context, with the private "
+                  "evidence as given; or, with reliable-private and reliable-private-unreliable-shared, with every "
+                  "misleading agent's evidence made reliable (replaced by its reliable version, or left out)")
+
 #: The synthetic generator's variants (:data:`groundstate.eval.benchmarks.offquery.synthetic.VARIANTS`) and ``all``.
 SYNTHETIC_VARIANTS = ("main", "misleading-shared", "multi-misleading", "distributed")
 
@@ -46,8 +50,7 @@ class OffQueryData(Settings):
 
     data: str = Field("synthetic", description="an OffQuery data file, or 'synthetic' (default)",
                       json_schema_extra={"metavar": "FILE"})
-    condition: Literal[CONDITIONS] = Field("unreliable", description="which shared context programs see (default "
-                                                                      "unreliable)")
+    condition: Literal[CONDITIONS] = Field("unreliable", description=CONDITION_HELP + " (default unreliable)")
     t2_truth: str | None = Field(None, description="the published T2 truth file of --data "
                                                    "(task2_evaluation/truth/<name>.json)")
     t2_facts: str | None = Field(None, description="the published T2 facts file (task2_evaluation/facts/<name>.json; "
@@ -194,7 +197,7 @@ class EvaluationData(OffQueryData):
     judge_lm: JudgeSpec | None = Field(None, description=JUDGE_MEANING + "; default: the judge the program was "
                                        "optimized with (its manifest's; 'lexical' for manifests that name none)",
                                        json_schema_extra={"metavar": "JUDGE"})
-    condition: Literal[CONDITIONS] | None = Field(None, description="which shared context programs see (default: "
-                                                  "the condition the program was optimized under)")
+    condition: Literal[CONDITIONS] | None = Field(None, description=CONDITION_HELP + " (default: the condition "
+                                                  "the program was optimized under)")
     allow_overlap: bool = Field(False, description="evaluate even on data that shares instance ids or source cases "
                                                    "with the train/val data")

@@ -96,6 +96,8 @@ class Oracle(dspy.Module):
 
     @staticmethod
     def inputs_for(instance: OffQueryInstance, condition: str = "unreliable") -> dict[str, Any]:
-        """``instance.inputs(condition)`` plus the ground truth the Oracle takes."""
-        return {**instance.inputs(condition), "reliable_information": instance.reliable_information(),
-                "misleading": list(instance.misleading)}
+        """``instance.inputs(condition)`` plus the ground truth the Oracle takes (of the instance as ``condition``
+        shows it: :meth:`~groundstate.records.OffQueryInstance.under`)."""
+        view = instance.under(condition)
+        return {**view.inputs(condition), "reliable_information": view.reliable_information(),
+                "misleading": list(view.misleading)}

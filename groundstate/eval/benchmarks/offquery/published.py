@@ -19,6 +19,8 @@ published field                               instance field
 ``malicious_information``,
 ``malicious_information_reason``,
 ``original_context``
+``private_information[<misleading role>]``    ``provenance.misleading_reliable_evidence`` (``None``
+                                              when the misleading agent has no inferred role)
 ============================================  =====================================================
 
 T2 truth comes in a separate JSON list aligned by position, ``{"sampled_facts": [str], "golden_truth": [0|1]}``
@@ -56,13 +58,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from groundstate.conditions import CONDITIONS, CORRUPTED_CONDITIONS
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.benchmarks.offquery.instances import load_instances
 from groundstate.eval.benchmarks.offquery.t2_files import check_alignment, default_facts_path, read_facts, read_truth
 from groundstate.eval.benchmarks.offquery.validation import from_validation
 from groundstate.eval.io import read_json, require_records
 from groundstate.eval.sources import Records, Source, as_source
-from groundstate.records import CONDITIONS, LETTERS, AgentEvidence, OffQueryInstance, T2Fact
+from groundstate.records import LETTERS, AgentEvidence, OffQueryInstance, T2Fact
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +109,8 @@ def load_offquery(path: Any, t2_truth: str | Path | None = None, condition: str 
             groundstate's own instance format (JSONL of ``OffQueryInstance``) is recognised and loaded as such
             when no option of the published format is given; otherwise the error says what the file is.
         t2_truth: the T2 truth file, a JSON list aligned with ``path`` by position; ``None`` = no T2 facts.
-        condition: ``"unreliable"`` requires every item to have a non-empty ``unreliable_context``;
-            ``"reliable"`` does not; ``None`` skips the check.
+        condition: ``"unreliable"`` and ``"reliable-private-unreliable-shared"`` require every item to have a
+            non-empty ``unreliable_context``; the other conditions do not; ``None`` skips the check.
         domain: ``"healthcare"`` or ``"disaster"``; ``None`` infers it per item from the structure of
             ``original_ditributed_information``.
         split: the split tag for every instance; ``None`` takes it from the file name (see the module notes).
@@ -286,8 +289,8 @@ def _from_item(item: dict, position: int, t2_entry: Any, ctx: _Context) -> OffQu
 
     shared = text("shared_information")
     corrupted = text("unreliable_context", required=False)
-    if ctx.condition == "unreliable" and corrupted is None:
-        raise fail("is missing or empty, but condition 'unreliable' needs the corrupted shared context "
+    if ctx.condition in CORRUPTED_CONDITIONS and corrupted is None:
+        raise fail(f"is missing or empty, but condition '{ctx.condition}' needs the corrupted shared context "
                    "(use condition 'reliable')", "unreliable_context")
     question = text("question", required=False)
 
@@ -308,6 +311,10 @@ def _from_item(item: dict, position: int, t2_entry: Any, ctx: _Context) -> OffQu
         "malicious_information_reason": item.get("malicious_information_reason"),
         "original_context": item.get("original_context"),
     }
+    # the text of the category the corruption took the place of (None for an extra misleading agent): the
+    # misleading agent's reliable evidence under the reliable-private conditions (groundstate.conditions.under)
+    replaced = private.get(roles[misleading]) if roles[misleading] is not None else None
+    provenance["misleading_reliable_evidence"] = replaced if str(replaced or "").strip() else None
     try:
         return OffQueryInstance(
             id=instance_id,
