@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from groundstate.conditions import CONDITIONS
 from groundstate.eval.metric_spec import MetricSpec, legacy_judge
 
 KEEP_RULES = ("authors", "strict")
@@ -34,7 +35,6 @@ MODES = ("agent", "statement")
 TOPOLOGIES = ("all-to-all", "chain", "tree")
 ORDERINGS = ("shared-first", "private-first")
 ORACLE_ATTRIBUTIONS = ("model", "gold")
-CONDITIONS = ("reliable", "unreliable", "reliable-private", "reliable-private-unreliable-shared")
 STATEMENT_RULES = ("adjudicate", "refuted")
 SUMMARIZERS = ("standard", "open")
 UPDATERS = ("standard", "evidence")
