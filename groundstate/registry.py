@@ -38,7 +38,7 @@ BUILTIN: dict[str, str] = {
     "groundstate.programs.reground.reground:Verify": "program",
     "groundstate.programs.reground.reground:Reconstruct": "program",
     "groundstate.programs.reground.reground:Resolve": "program",
-    "groundstate.programs.reground.reground:VerifyStatements": "program",
+    "groundstate.programs.reground.statements:VerifyStatements": "program",
     "groundstate.programs.reground.oracle:Oracle": "program",
     "groundstate.programs.reground.standard:StandardCollaboration": "program",
     "groundstate.programs.reground.standard:Confidence": "program",
@@ -72,6 +72,8 @@ ALIASES: dict[str, str] = {
        for name in ("Voting", "Robin", "SelfReflect")},
     **{f"groundstate.programs.{old}:{name}": f"groundstate.programs.reground.centralized:{name}"
        for old in ("collaboration", "reground.baselines") for name in ("Manager", "Instructor")},
+    "groundstate.programs.reground.reground:VerifyStatements":
+        "groundstate.programs.reground.statements:VerifyStatements",
     **{f"groundstate.programs.deliberation:{name}": f"groundstate.programs.dhd.deliberation:{name}"
        for name in ("Recruiter", "Hypothesizer", "Integrator", "IndependentSolver", "DiverseHypothesisDeliberation")},
 }
@@ -178,7 +180,10 @@ def validate_kwargs(cls: type, kwargs: Any, source: str = "the artifact") -> dic
     """Check saved build arguments against ``cls.__init__``'s declared parameters and type hints.
 
     Returns the arguments converted to the declared types (a JSON list becomes a tuple where a tuple is
-    declared, for example).
+    declared, for example). A parameter the saved arguments lack takes the value in the class's
+    ``legacy_kwargs`` mapping when it has one there: a parameter added later whose default changed behaviour
+    names the value that rebuilds what manifests written before it were built with (a saved program records
+    every argument, so manifests written since are unaffected); otherwise the parameter's default applies.
 
     Raises:
         ConfigError: not an object, an undeclared or missing argument, or a value of the wrong type.
@@ -209,4 +214,5 @@ def validate_kwargs(cls: type, kwargs: Any, source: str = "the artifact") -> dic
         where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
         raise ConfigError(f"{source}: argument '{one_line(where, 80)}' of {cls.__name__}: "
                           f"{one_line(first.get('msg', 'invalid'), 160)}") from None
-    return {name: getattr(validated, name) for name in kwargs}
+    legacy = {k: v for k, v in (getattr(cls, "legacy_kwargs", None) or {}).items() if k in params and k not in kwargs}
+    return {**legacy, **{name: getattr(validated, name) for name in kwargs}}

@@ -9,6 +9,7 @@ import sys
 from groundstate.cli import options  # configure_lms looked up at call time: tests stand in for it
 from groundstate.cli.numbers import count, positive_int, seed
 from groundstate.cli.options import add_allow_empty, add_data_option, add_lm_options, add_threads
+from groundstate.conditions import CONDITIONS
 from groundstate.errors import ConfigError, InputError, one_line
 from groundstate.eval.benchmarks.offquery.synthetic import VARIANTS, generate
 
@@ -56,8 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--t2-facts", default=None,
                    help="the published T2 facts file (task2_evaluation/facts/<name>.json; found beside the truth "
                         "file when not given): checks exactly that the truth file belongs to --data")
-    p.add_argument("--condition", choices=("reliable", "unreliable"), default=None,
-                   help="also require what this condition needs (a corrupted context for 'unreliable')")
+    p.add_argument("--condition", choices=CONDITIONS, default=None,
+                   help="also require what this condition needs (a corrupted context for 'unreliable' and "
+                        "'reliable-private-unreliable-shared')")
     p.add_argument("--skip-invalid", action="store_true", help="report bad records and check the rest")
     add_allow_empty(p)
     p.set_defaults(func=cmd_validate)

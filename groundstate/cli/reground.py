@@ -66,7 +66,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rows = comparison_rows(summaries, metrics=metrics, notes=notes)
         report_dir = Path(args.report_dir or Path(args.runs_dir) / f"compare-{fingerprint(run_ids, 10)}")
         scoring = compared_with(settings, context)
-        title = f"OffQuery ({settings.condition} shared context; T2 judge: {scoring['judge']})"
+        title = f"OffQuery (condition {settings.condition}; T2 judge: {scoring['judge']})"
         lines = header_lines(scoring)
         paths = write_report(rows, report_dir, config={"runs": run_ids, "condition": settings.condition,
                                                        "t2_judge": getattr(context.judge, "name", None), **scoring},

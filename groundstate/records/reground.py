@@ -2,7 +2,7 @@
 
 :class:`OffQueryInstance` holds one collaboration episode: the agents' private evidence, the reliable and
 (optionally) corrupted shared context, the question and options, the gold answer, which agents are misleading,
-and the T2 facts with their keep (1) / exclude (0) labels. A ``condition`` (``reliable`` | ``unreliable``)
+and the T2 facts with their keep (1) / exclude (0) labels. A ``condition`` (:mod:`groundstate.conditions`)
 chooses which shared context a program sees.
 
 Programs receive only :meth:`OffQueryInstance.inputs`; the labels stay with the record and are used by the
@@ -15,11 +15,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from groundstate import conditions
+from groundstate.conditions import CONDITIONS, CORRUPTED_CONDITIONS, RELIABLE_PRIVATE_CONDITIONS, Condition  # noqa: F401
+
 OptionLetter = Literal["A", "B", "C", "D"]
 LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
 Domain = Literal["healthcare", "disaster"]
-Condition = Literal["reliable", "unreliable"]
-CONDITIONS: tuple[str, ...] = ("reliable", "unreliable")
 
 
 class AgentEvidence(BaseModel):
@@ -126,22 +127,22 @@ class OffQueryInstance(BaseModel):
 
     # -- views -----------------------------------------------------------------------------------------
     def context_for(self, condition: Condition = "unreliable") -> str:
-        """The shared context a program sees under ``condition``."""
-        if condition not in CONDITIONS:
-            raise ValueError(f"condition must be one of {CONDITIONS}, got '{condition}'")
-        if condition == "unreliable":
-            if self.corrupted_context is None:
-                raise ValueError(f"instance {self.id} has no corrupted shared context; use condition='reliable'")
-            return self.corrupted_context
-        return self.shared_context
+        """The shared context a program sees under ``condition`` (:func:`groundstate.conditions.shared_context_for`)."""
+        return conditions.shared_context_for(self, condition)
+
+    def under(self, condition: Condition = "unreliable") -> OffQueryInstance:
+        """The instance as ``condition`` shows it to programs and metrics (:func:`groundstate.conditions.under`)."""
+        return conditions.under(self, condition)
 
     def inputs(self, condition: Condition = "unreliable") -> dict[str, Any]:
-        """The keyword arguments every OffQuery program takes: agents, shared context, question, options."""
+        """The keyword arguments every OffQuery program takes under ``condition`` (:meth:`under`): agents, shared
+        context, question, options."""
+        view = self.under(condition)
         return {
-            "agents": [a.model_copy() for a in self.agents],
-            "shared_context": self.context_for(condition),
-            "question": self.question or default_question(self.domain),
-            "options": dict(self.options),
+            "agents": [a.model_copy() for a in view.agents],
+            "shared_context": view.context_for(condition),
+            "question": view.question or default_question(view.domain),
+            "options": dict(view.options),
         }
 
     def labels(self) -> dict[str, Any]:
@@ -158,8 +159,9 @@ class OffQueryInstance(BaseModel):
         """A ``dspy.Example`` with the program inputs marked as inputs and the labels alongside."""
         import dspy  # noqa: PLC0415 (heavy: dspy)
 
-        inputs = self.inputs(condition)
-        return dspy.Example(id=self.id, condition=condition, **inputs, **self.labels()).with_inputs(*inputs)
+        view = self.under(condition)
+        inputs = view.inputs(condition)
+        return dspy.Example(id=self.id, condition=condition, **inputs, **view.labels()).with_inputs(*inputs)
 
     def reliable_information(self) -> str:
         """Everything reliable about the episode in one text (what an Oracle sees).

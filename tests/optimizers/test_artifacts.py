@@ -40,7 +40,8 @@ def test_save_load_round_trip_gives_identical_predictions(tmp_path, monkeypatch)
     assert manifest["program"] == {"class": "groundstate.programs.reground.reground:ReGround",
                                    "kwargs": {"max_candidates": 2, "multi_misleading": True, "oracle_t1": False,
                                               "stop_early": False, "keep_rule": "authors", "mode": "agent",
-                                              "max_workers": 8, "batch_facts": False}}
+                                              "max_workers": 8, "batch_facts": False,
+                                              "statement_rule": "adjudicate"}}
     assert manifest["task"] == "reground" and manifest["scores"]["train"]["after"] == 0.5
     assert manifest["versions"]["dspy"] == dspy.__version__
     loaded = load_program(tmp_path / "art")

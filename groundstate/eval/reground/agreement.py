@@ -126,8 +126,9 @@ def judge_agreement(judges: Mapping[str, Judge], cases: Sequence[tuple[str | Non
                     max_facts: int | None = None) -> dict[str, Any]:
     """How well T2 judges agree on the same (state, facts) cases.
 
-    Each judge labels every fact of every case; its per-case T2 score follows :func:`t2_score` (a missing
-    state scores 0 and its facts count as unsupported; cases without facts are skipped).
+    Each judge labels every fact of every case; its per-case T2 score follows :func:`t2_score` (an empty state
+    supports no fact; a missing one scores 0 and its facts count as unsupported; cases without facts are
+    skipped).
 
     Args:
         judges: name -> judge (at least two).

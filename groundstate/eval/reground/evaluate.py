@@ -234,7 +234,7 @@ def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunS
         except RunAborted as exc:
             result = exc.result
         summaries[label], run_ids[label], config = result.summary, result.run_id, result.config
-    title = f"{task.name} on {loaded.description.get('file', 'synthetic')} ({condition} shared context)"
+    title = f"{task.name} on {loaded.description.get('file', 'synthetic')} (condition {condition})"
     return Evaluation(summaries, loaded.description, title, warnings, run_ids, scoring_description(config), notes)
 
 

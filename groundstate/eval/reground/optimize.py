@@ -24,7 +24,7 @@ from pydantic import Field
 from groundstate.errors import ConfigError, GroundstateError, InputError, one_line
 from groundstate.eval.metric_spec import JUDGE_HELP, JudgeSpec, MetricSpec
 from groundstate.eval.reground.saved import CONDITIONS, BuildArgs, OptimizedManifest, SplitRecords
-from groundstate.eval.reground.settings import BaselineOptions, ReGroundOptions
+from groundstate.eval.reground.settings import CONDITION_HELP, BaselineOptions, ReGroundOptions
 from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
 from groundstate.eval.runner import program_state_hash
 from groundstate.eval.settings import Settings
@@ -75,8 +75,7 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
     threads: int = Field(4, ge=1, description="metric calls (the optimizer's evaluation threads) worked on at once "
                                               "(default 4)")
     seed: int = Field(0, ge=0, description="the optimizer's seed (default 0)")
-    condition: Literal[CONDITIONS] = Field("unreliable", description="which shared context programs see (default "
-                                                                      "unreliable)")
+    condition: Literal[CONDITIONS] = Field("unreliable", description=CONDITION_HELP + " (default unreliable)")
     judge_lm: JudgeSpec = Field("lexical", description=JUDGE_HELP + "; recorded in the manifest, and `evaluate` "
                                 "uses it", json_schema_extra={"metavar": "JUDGE"})
     judge_api_base: str | None = Field(None, description="server URL of an LM --judge-lm (default: --api-base when "
@@ -135,8 +134,10 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
     weights = parse_metric(metric)
     budget = settings.budget()
     budget.check(settings.optimizer)
-    train = load_any(settings.data, condition=settings.condition)
-    val = load_any(settings.val_data, condition=settings.condition) if settings.val_data else []
+    # as the condition shows them (OffQueryInstance.under), so the examples' labels match their inputs
+    train = [x.under(settings.condition) for x in load_any(settings.data, condition=settings.condition)]
+    val = [x.under(settings.condition) for x in load_any(settings.val_data, condition=settings.condition)] \
+        if settings.val_data else []
     overlap = {x.id for x in train} & {x.id for x in val}
     if overlap:
         raise ConfigError(f"--data and --val-data share {len(overlap)} instance id(s), e.g. '{sorted(overlap)[0]}'")

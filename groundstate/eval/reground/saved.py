@@ -11,8 +11,14 @@ one is one line naming the file and the field.
 :class:`BuildArgs` mirrors today's options of ``run reground`` and the baselines (the choices are the ones the
 command line offers, :data:`KEEP_RULES` ... :data:`ORACLE_ATTRIBUTIONS`). The first seven fields have been
 written by every version of ``optimize`` and are required; the ones added later (``stop_early``,
-``keep_rule``, ``mode``, ``oracle_attribution``, ``batch_facts``) default to the behaviour of the programs
-saved before they existed.
+``keep_rule``, ``mode``, ``oracle_attribution``, ``batch_facts``, ``statement_rule``, ``opinion_cap``,
+``summarizer``, ``updater``) default to the behaviour of the programs saved before they existed
+(``statement_rule``: ``refuted``, the rule before statement mode adjudicated, today's default being
+``adjudicate``; ``opinion_cap``: on, today's default being off; ``summarizer``/``updater``: ``open``/``evidence``,
+today's defaults being ``standard``; ``None`` means the program's own default). One difference cannot be
+recovered: a Voting manifest from before Voting had an ``ordering`` recorded ``None``, which now reads as
+Voting's new default (private-first) in the evaluation's run options, while the saved program itself is rebuilt
+shared-first (its ``legacy_kwargs``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from groundstate.conditions import CONDITIONS
 from groundstate.eval.metric_spec import MetricSpec, legacy_judge
 
 KEEP_RULES = ("authors", "strict")
@@ -28,7 +35,9 @@ MODES = ("agent", "statement")
 TOPOLOGIES = ("all-to-all", "chain", "tree")
 ORDERINGS = ("shared-first", "private-first")
 ORACLE_ATTRIBUTIONS = ("model", "gold")
-CONDITIONS = ("reliable", "unreliable")
+STATEMENT_RULES = ("adjudicate", "refuted")
+SUMMARIZERS = ("standard", "open")
+UPDATERS = ("standard", "evidence")
 
 
 class BuildArgs(BaseModel):
@@ -48,6 +57,10 @@ class BuildArgs(BaseModel):
     mode: Literal[MODES] = "agent"
     oracle_attribution: Literal[ORACLE_ATTRIBUTIONS] = "model"
     batch_facts: StrictBool = False
+    statement_rule: Literal[STATEMENT_RULES] = "refuted"
+    opinion_cap: StrictBool = True
+    summarizer: Literal[SUMMARIZERS] | None = "open"
+    updater: Literal[UPDATERS] | None = "evidence"
 
 
 class TaskOptions(BaseModel):

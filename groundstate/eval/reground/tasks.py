@@ -29,7 +29,17 @@ def load_offquery_data(settings: OffQueryData, source: Any = None) -> tuple[list
     """The instances the settings name (``source``: records given in memory instead of ``settings.data``), and a
     description of them for the run fingerprint: the file's name and hash (and the T2 truth file's hash), the
     generator's settings for ``synthetic``, or the records' content hash for records in memory
-    (:func:`~groundstate.eval.sources.describe`). The source is normalised once, here, and passed down."""
+    (:func:`~groundstate.eval.sources.describe`). The source is normalised once, here, and passed down.
+
+    The instances are returned as ``settings.condition`` shows them
+    (:meth:`~groundstate.records.OffQueryInstance.under`: under a reliable-private condition the misleading agents'
+    evidence is made reliable and T1's gold answer is "no misleading agent"), so the program's inputs and the
+    scores agree; the description is that of the data itself (the condition is in the run's options)."""
+    instances, description = _load(settings, source)
+    return [x.under(settings.condition) for x in instances], description
+
+
+def _load(settings: OffQueryData, source: Any = None) -> tuple[list[Any], dict[str, Any]]:
     from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
 
     if source is None and settings.data == "synthetic":

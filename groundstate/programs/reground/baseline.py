@@ -23,8 +23,20 @@ import dspy
 from groundstate.concurrency import thread_map
 from groundstate.files import jsonable
 from groundstate.programs.common import as_data, offquery_prediction
-from groundstate.programs.reground.turns import Case, Opinion, render_messages, turn
+from groundstate.programs.reground.turns import NO_MESSAGES, Case, Opinion, render_messages, turn
 from groundstate.records import AgentEvidence
+from groundstate.signatures.collaboration import (
+    FindMisleadingAgent,
+    NameMisleadingAgent,
+    UpdateContext,
+    UpdateSharedState,
+    team_member,
+)
+
+#: The closing summarizer's contracts (see :meth:`CollaborationBaseline.closing_stages`).
+SUMMARIZERS = ("standard", "open")
+#: The closing updater's contracts (see :meth:`CollaborationBaseline.closing_stages`).
+UPDATERS = ("standard", "evidence")
 
 Agents = Sequence[AgentEvidence | Mapping[str, Any]]
 """What every OffQuery program takes as ``agents``: records or dicts of the same shape."""
@@ -57,6 +69,8 @@ class CollaborationBaseline(dspy.Module):
     """
 
     program_name = "collaboration"
+    summarizer = "open"  # the contracts of a subclass that never calls closing_stages (see there)
+    updater = "evidence"
 
     def config(self) -> dict[str, Any]:
         """The settings recorded in the trace."""
@@ -107,41 +121,104 @@ class CollaborationBaseline(dspy.Module):
         return list(await asyncio.gather(*(self.aspeak(case, i, 0, [], ordering) for i in range(case.n))))
 
     # -- closing ----------------------------------------------------------------------------------------
+    def closing_stages(self, summarizer: str | None = None, updater: str | None = None) -> None:
+        """Create the closing predictors under the given contracts (``None``: that stage is not used).
+
+        ``summarizer``: ``standard`` (:class:`~groundstate.signatures.collaboration.FindMisleadingAgent`, as
+        :class:`~groundstate.programs.reground.standard.StandardCollaboration` runs it: it reads each agent's
+        final message, is told one agent holds misleading information, and must name an agent of the team) or
+        ``open`` (:class:`~groundstate.signatures.collaboration.NameMisleadingAgent`, the earlier release's: it
+        reads the whole transcript and may answer "no one"). ``updater``: ``standard``
+        (:class:`~groundstate.signatures.collaboration.UpdateContext`, Standard's: after the summarizer, from the
+        initial shared context and the final messages of every agent but the one named; no raw evidence, no
+        length cap) or ``evidence`` (:class:`~groundstate.signatures.collaboration.UpdateSharedState`, the earlier
+        release's: concurrently with the summarizer, from the shared context, every agent's raw evidence, the
+        misleading agent's included, and the messages, in at most 1,500 characters).
+        """
+        if summarizer is not None:
+            self.summarizer = check_choice("summarizer", summarizer, SUMMARIZERS)
+            self.summarize = dspy.Predict(FindMisleadingAgent if summarizer == "standard" else NameMisleadingAgent)
+        if updater is not None:
+            self.updater = check_choice("updater", updater, UPDATERS)
+            self.update = dspy.Predict(UpdateContext if updater == "standard" else UpdateSharedState)
+
     def conclude(self, case: Case, turns: list[dict], *, discussion: str, opinions: str,
-                 speakers: Iterable[int], agent_information: str | None = None, **extra: Any) -> dspy.Prediction:
-        """The summarizer names the misleading agent and the updater writes the state (concurrently); then the
-        decision is made from the state alone."""
-        naming, writing = self.closing_args(case, discussion, opinions, agent_information)
-        verdict, written = thread_map(call, [partial(self.summarize, **naming), partial(self.update, **writing)])
-        misleading, state = self.concluded(case, turns, verdict, written, speakers)
+                 speakers: Iterable[int], final: Sequence[tuple[int, str]] = (), agent_information: str | None = None,
+                 **extra: Any) -> dspy.Prediction:
+        """The summarizer names the misleading agent and the updater writes the state (the updater after the
+        summarizer under the ``standard`` updater, concurrently otherwise); then the decision is made from the
+        state alone. ``final``: each agent's final message as ``(agent, text)`` (what the standard stages read);
+        ``opinions``, ``agent_information``: what the ``evidence`` updater reads."""
+        naming = self.naming_args(case, discussion, final)
+        if self.updater == "standard":
+            misleading = self.named_agent(case, self.summarize(**naming), speakers, turns)
+            written = self.update(**self.writing_args(case, final, misleading, opinions, agent_information))
+        else:
+            writing = self.writing_args(case, final, None, opinions, agent_information)
+            verdict, written = thread_map(call, [partial(self.summarize, **naming), partial(self.update, **writing)])
+            misleading = self.named_agent(case, verdict, speakers, turns)
+        state = self.written_state(written, final, misleading, speakers, turns)
         return self.finish(case, misleading, state, turns, **extra)
 
     async def aconclude(self, case: Case, turns: list[dict], *, discussion: str, opinions: str,
-                        speakers: Iterable[int], agent_information: str | None = None, **extra: Any
-                        ) -> dspy.Prediction:
-        """:meth:`conclude` with the summarizer and updater gathered."""
-        naming, writing = self.closing_args(case, discussion, opinions, agent_information)
-        verdict, written = await asyncio.gather(self.summarize.acall(**naming), self.update.acall(**writing))
-        misleading, state = self.concluded(case, turns, verdict, written, speakers)
+                        speakers: Iterable[int], final: Sequence[tuple[int, str]] = (),
+                        agent_information: str | None = None, **extra: Any) -> dspy.Prediction:
+        """:meth:`conclude`, each call awaited (the two stages gathered when they are independent)."""
+        naming = self.naming_args(case, discussion, final)
+        if self.updater == "standard":
+            misleading = self.named_agent(case, await self.summarize.acall(**naming), speakers, turns)
+            written = await self.update.acall(**self.writing_args(case, final, misleading, opinions,
+                                                                  agent_information))
+        else:
+            writing = self.writing_args(case, final, None, opinions, agent_information)
+            verdict, written = await asyncio.gather(self.summarize.acall(**naming), self.update.acall(**writing))
+            misleading = self.named_agent(case, verdict, speakers, turns)
+        state = self.written_state(written, final, misleading, speakers, turns)
         return await self.afinish(case, misleading, state, turns, **extra)
 
-    @staticmethod
-    def closing_args(case: Case, discussion: str, opinions: str, agent_information: str | None
-                     ) -> tuple[dict[str, str], dict[str, str]]:
-        """The summarizer's and the updater's inputs."""
-        info = case.sources() if agent_information is None else agent_information
-        return ({"team": case.team, "discussion": discussion},
-                {"shared_context": case.shared_context or "(no shared context)", "agent_information": info,
-                 "discussion": opinions})
+    def naming_args(self, case: Case, discussion: str, final: Sequence[tuple[int, str]]) -> dict[str, Any]:
+        """The summarizer's inputs: the final messages, the answer constrained to the team (``standard``), or
+        the team and the whole transcript (``open``)."""
+        if self.summarizer == "standard":
+            signature = self.summarize.signature.with_updated_fields(
+                "misleading_agent", type_=team_member(a.agent for a in case.agents))
+            return {"opinions": "\n\n".join(text for _, text in final) or NO_MESSAGES, "signature": signature}
+        return {"team": case.team, "discussion": discussion}
 
-    def concluded(self, case: Case, turns: list[dict], verdict: Any, written: Any, speakers: Iterable[int]
-                  ) -> tuple[int | None, str]:
-        """``(misleading agent, state)`` from the summarizer's and the updater's outputs, traced."""
-        speakers = sorted(set(speakers))
-        misleading = self.record_verdict(case, verdict, speakers, turns)
+    def writing_args(self, case: Case, final: Sequence[tuple[int, str]], misleading: int | None, opinions: str,
+                     agent_information: str | None) -> dict[str, str]:
+        """The updater's inputs: the shared context and the final messages of every agent but ``misleading``
+        (``standard``), or the shared context, the agents' information and ``opinions`` (``evidence``)."""
+        shared = case.shared_context or "(no shared context)"
+        if self.updater == "standard":
+            kept = [text for agent, text in final if agent != misleading]
+            return {"shared_context": shared, "opinions": "\n\n".join(kept) or NO_MESSAGES}
+        info = case.sources() if agent_information is None else agent_information
+        return {"shared_context": shared, "agent_information": info, "discussion": opinions}
+
+    def named_agent(self, case: Case, verdict: Any, speakers: Iterable[int], turns: list[dict]) -> int | None:
+        """The agent the summarizer named, traced: under ``standard`` always an agent (agent 0 for an answer naming
+        none, as the authors' code falls back); under ``open`` ``None`` for "no one" or an unusable answer."""
+        if self.summarizer != "standard":
+            return self.record_verdict(case, verdict, speakers, turns)
+        named = case.index(verdict.misleading_agent)
+        misleading = named if named is not None else case.agents[0].agent
+        turns.append(turn("name_misleading", "summarizer", None, sorted(set(speakers)),
+                          {"misleading_agent": misleading, "raw": jsonable(verdict.misleading_agent),
+                           "reason": verdict.reason}))
+        return misleading
+
+    def written_state(self, written: Any, final: Sequence[tuple[int, str]], misleading: int | None,
+                      speakers: Iterable[int], turns: list[dict]) -> str:
+        """The updater's state, traced with whose messages it saw."""
         state = str(written.state or "").strip()
-        turns.append(turn("update_state", "updater", None, speakers, {"state": state}, saw_shared_context=True))
-        return misleading, state
+        if self.updater == "standard":
+            turns.append(turn("update_state", "updater", None, [a for a, _ in final if a != misleading],
+                              {"state": state}, saw_shared_context=True, saw_private_evidence=False))
+        else:
+            turns.append(turn("update_state", "updater", None, sorted(set(speakers)), {"state": state},
+                              saw_shared_context=True))
+        return state
 
     @staticmethod
     def record_verdict(case: Case, verdict: Any, speakers: Iterable[int], turns: list[dict]) -> int | None:

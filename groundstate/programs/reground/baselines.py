@@ -20,11 +20,22 @@ Choices made where the paper is silent (each class docstring repeats its own):
 - ``chain``: in every exchange round agents speak in index order and agent ``i`` sees agent ``i - 1``'s
   message from the same round; agent 0 (the head) sees no one. ``tree``: a binary tree in index order
   (agent 0 the root); an agent sees its parent and children from the previous round, all speaking at once.
-- The summarizer (T1) reads the whole transcript; the updater (T2) reads the shared context, every agent's
-  initial private information and the final-round opinions. They are independent stages (as in the paper)
-  and run concurrently, so the state is not conditioned on the summarizer's verdict.
-- ``private-first`` ordering withholds the shared context from every discussion turn; it reaches only the
-  updater. ``shared-first`` shows it to every turn.
+- The baselines stand on Standard's footing by default (:mod:`~groundstate.programs.reground.standard`, as the
+  authors run it; the paper says only that the baselines share Standard's final-decision prompt, §D.4, and the
+  authors' public code has none of them, so the rest of the footing is our reading; Confidence is Standard with
+  confidences; Manager takes the summarizer only and Instructor the summarizer and updater, since their designs
+  hold the shared context from the start, see :mod:`~groundstate.programs.reground.centralized`):
+  ``private-first`` ordering (Voting, Robin, Self-Reflect: the discussion
+  uses private information only and the shared context first reaches the updater, Standard's ordering and the
+  one §6 recommends); the ``standard`` summarizer (reads each agent's final message, is told one agent holds
+  misleading information, and names an agent of the team); the ``standard`` updater (after the summarizer, from
+  the initial shared context and the final messages of every agent but the one named, never raw evidence, no
+  length cap). The earlier release's footing stays as options: ``ordering="shared-first"`` (every turn sees the
+  shared context), ``summarizer="open"`` (reads the whole transcript, may answer "no one"),
+  ``updater="evidence"`` (reads every agent's raw evidence, the misleading agent's included, writes at most
+  1,500 characters, concurrently with the summarizer). See
+  :meth:`~groundstate.programs.reground.baseline.CollaborationBaseline.closing_stages`. Programs saved before
+  these options existed load with the footing they were built with (``legacy_kwargs``).
 - Ties in votes go to the tied value whose first vote came from the lowest-indexed agent.
 
 Model-produced text that a later prompt quotes (assessments, states, the instructor's questions and the
@@ -46,7 +57,13 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.common import plurality, saveable
-from groundstate.programs.reground.baseline import Agents, CollaborationBaseline, check_choice, check_count
+from groundstate.programs.reground.baseline import (
+    SUMMARIZERS,
+    Agents,
+    CollaborationBaseline,
+    check_choice,
+    check_count,
+)
 from groundstate.programs.reground.centralized import Instructor, Manager
 from groundstate.programs.reground.oracle import Oracle
 from groundstate.programs.reground.standard import Confidence, StandardCollaboration
@@ -60,79 +77,115 @@ from groundstate.programs.reground.turns import (
 )
 from groundstate.signatures.collaboration import (
     ChooseMode,
-    NameMisleadingAgent,
     ReflectOnAssessment,
     ShareAssessment,
-    UpdateSharedState,
 )
 from groundstate.signatures.resolution import ChooseOption
 
 
 @saveable
 class Voting(CollaborationBaseline):
-    """Independent agents, majority decision (appendix D.4).
+    """Independent agents, majority decision (appendix D.4: "Voting independently constructs information states and
+    decisions before majority aggregation").
 
     Each agent, on its own and concurrently with the others, (1) assesses the case from its private evidence
-    and the shared context (seeing no peer), (2) writes its own information state from the shared context, its
-    evidence and its assessment, and (3) decides from that state. The answer is the plurality of the decisions;
-    a tie goes to the tied option first voted for by the lowest-indexed agent. ``state`` is the state of the
-    lowest-indexed agent that voted for the winner; ``misleading_agent`` is the plurality of the agents'
-    suspicions, where "no one" is a vote too (same tie rule).
+    (seeing no peer; and, under ``shared-first``, the shared context), (2) writes its own information state and
+    (3) decides from that state. The answer is the plurality of the decisions; a tie goes to the tied option first
+    voted for by the lowest-indexed agent. ``state`` is the state of the lowest-indexed agent that voted for the
+    winner.
+
+    Args:
+        ordering: ``private-first`` (default, Standard's) or ``shared-first`` (the earlier release's: the
+            assessment sees the shared context).
+        summarizer: ``standard`` (default): after the ballots the summarizer reads every agent's assessment and
+            names the misleading agent (an agent of the team). ``open`` (the earlier release's):
+            ``misleading_agent`` is the plurality of the agents' suspicions, where "no one" is a vote too (same tie
+            rule); no summarizer call.
+        updater: ``standard`` (default): an agent's state is written from the shared context and its own
+            assessment (Standard's updater contract: no raw evidence, no length cap). ``evidence`` (the earlier
+            release's): from the shared context, its own raw evidence and its assessment, in at most 1,500
+            characters.
     """
 
     program_name = "voting"
+    #: The footing manifests saved before these options existed were built with (``registry.validate_kwargs``).
+    legacy_kwargs = {"ordering": "shared-first", "summarizer": "open", "updater": "evidence"}
 
-    def __init__(self):
+    def __init__(self, ordering: str = "private-first", summarizer: str = "standard", updater: str = "standard"):
         super().__init__()
+        self.ordering = check_choice("ordering", ordering, ORDERINGS)
+        self.summarizer = check_choice("summarizer", summarizer, SUMMARIZERS)
         self.assess = dspy.Predict(ShareAssessment)
-        self.update = dspy.Predict(UpdateSharedState)
+        # under "open" no summarizer is built: the earlier release's Voting took the plurality of suspicions
+        self.closing_stages(summarizer if summarizer == "standard" else None, updater)
         self.decide = dspy.Predict(ChooseOption)
+
+    def config(self) -> dict[str, Any]:
+        return {"ordering": self.ordering, "summarizer": self.summarizer, "updater": self.updater}
 
     def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
                 ) -> dspy.Prediction:
         case = Case.build(agents, shared_context, question, options)
         ballots = thread_map(partial(self.ballot, case), range(case.n))
-        return self.tally(ballots)
+        turns = [t for b in ballots for t in b["turns"]]
+        named = self.named_agent(case, self.summarize(**self.ballot_naming(case, ballots)), range(case.n), turns) \
+            if self.summarizer == "standard" else None
+        return self.tally(ballots, turns, named)
 
     async def aforward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
                        ) -> dspy.Prediction:
         """:meth:`forward` for ``await program.acall(...)``: the ballots gathered, each awaiting its calls."""
         case = Case.build(agents, shared_context, question, options)
-        return self.tally(list(await asyncio.gather(*(self.aballot(case, i) for i in range(case.n)))))
+        ballots = list(await asyncio.gather(*(self.aballot(case, i) for i in range(case.n))))
+        turns = [t for b in ballots for t in b["turns"]]
+        named = None
+        if self.summarizer == "standard":
+            verdict = await self.summarize.acall(**self.ballot_naming(case, ballots))
+            named = self.named_agent(case, verdict, range(case.n), turns)
+        return self.tally(ballots, turns, named)
 
     def ballot(self, case: Case, agent: int) -> dict[str, Any]:
         """One agent's independent assessment, state and decision, with its trace entries."""
-        message = self.speak(case, agent, 0, [], "shared-first")
+        message = self.speak(case, agent, 0, [], self.ordering)
         state = str(self.update(**self.state_args(case, agent, message)).state or "").strip()
         return self.counted(case, agent, message, state, self.decide(**self.decide_args(case, state)))
 
     async def aballot(self, case: Case, agent: int) -> dict[str, Any]:
         """:meth:`ballot`, awaiting each call."""
-        message = await self.aspeak(case, agent, 0, [], "shared-first")
+        message = await self.aspeak(case, agent, 0, [], self.ordering)
         state = str((await self.update.acall(**self.state_args(case, agent, message))).state or "").strip()
         return self.counted(case, agent, message, state, await self.decide.acall(**self.decide_args(case, state)))
 
-    @staticmethod
-    def state_args(case: Case, agent: int, message: Opinion) -> dict[str, str]:
-        """The inputs of an agent's own state: the shared context, its evidence and its assessment."""
-        return {"shared_context": case.shared_context or "(no shared context)",
-                "agent_information": case.sources([agent]), "discussion": render_messages([message])}
+    def state_args(self, case: Case, agent: int, message: Opinion) -> dict[str, str]:
+        """The inputs of an agent's own state: the shared context and its assessment (and, under the
+        ``evidence`` updater, its raw evidence)."""
+        shared = case.shared_context or "(no shared context)"
+        if self.updater == "standard":
+            return {"shared_context": shared, "opinions": render_messages([message])}
+        return {"shared_context": shared, "agent_information": case.sources([agent]),
+                "discussion": render_messages([message])}
+
+    def ballot_naming(self, case: Case, ballots: list[dict[str, Any]]) -> dict[str, Any]:
+        """The summarizer's inputs: every agent's assessment."""
+        return self.naming_args(case, "", [(b["agent"], b["message"].render()) for b in ballots])
 
     def counted(self, case: Case, agent: int, message: Opinion, state: str, decision: Any) -> dict[str, Any]:
         """An agent's ballot from its assessment, state and decision, with its trace entries."""
         person = case.agents[agent]
-        turns = [self.assess_turn(message, [], "shared-first"),
-                 turn("update_state", agent, 0, [agent], {"state": state}, saw_shared_context=True),
+        turns = [self.assess_turn(message, [], self.ordering),
+                 turn("update_state", agent, 0, [agent], {"state": state}, saw_shared_context=True,
+                      saw_private_evidence=self.updater == "evidence"),
                  turn("decide", agent, 0, [], {"answer": decision.answer, "reason": decision.reason}, input="state")]
         return {"agent": agent, "name": person.name, "answer": decision.answer, "suspect": message.suspect,
-                "state": state, "turns": turns}
+                "message": message, "state": state, "turns": turns}
 
-    def tally(self, ballots: list[dict[str, Any]]) -> dspy.Prediction:
+    def tally(self, ballots: list[dict[str, Any]], turns: list[dict], named: int | None = None) -> dspy.Prediction:
+        """The plurality answer, its state, and the misleading agent (``named`` by the summarizer, or the
+        plurality of suspicions under ``open``)."""
         votes = [b["answer"] for b in ballots]
         answer = plurality(votes)
         state = next((b["state"] for b in ballots if b["answer"] == answer), "")
-        misleading = plurality([b["suspect"] for b in ballots])
-        turns = [t for b in ballots for t in b["turns"]]
+        misleading = named if self.summarizer == "standard" else plurality([b["suspect"] for b in ballots])
         counts = Counter(v for v in votes if v is not None)
         turns.append(turn("tally", "tally", None, [b["agent"] for b in ballots],
                           {"votes": {str(b["agent"]): b["answer"] for b in ballots}, "counts": dict(counts),
@@ -153,23 +206,29 @@ class Robin(CollaborationBaseline):
     Args:
         seed: the order's seed.
         rounds: passes through the (same) order.
-        ordering: ``shared-first`` or ``private-first`` (see :class:`StandardCollaboration`).
+        ordering: ``private-first`` (default, Standard's) or ``shared-first`` (the earlier release's default).
+        summarizer: ``standard`` (default, Standard's) or ``open`` (the earlier release's; see the module
+            docstring).
+        updater: ``standard`` (default, Standard's) or ``evidence`` (the earlier release's).
     """
 
     program_name = "robin"
+    #: The footing manifests saved before these options existed were built with (``registry.validate_kwargs``).
+    legacy_kwargs = {"summarizer": "open", "updater": "evidence"}
 
-    def __init__(self, seed: int = 0, rounds: int = 1, ordering: str = "shared-first"):
+    def __init__(self, seed: int = 0, rounds: int = 1, ordering: str = "private-first", summarizer: str = "standard",
+                 updater: str = "standard"):
         super().__init__()
         self.seed = check_count("seed", seed, 0)
         self.rounds = check_count("rounds", rounds, 1)
         self.ordering = check_choice("ordering", ordering, ORDERINGS)
         self.assess = dspy.Predict(ShareAssessment)
-        self.summarize = dspy.Predict(NameMisleadingAgent)
-        self.update = dspy.Predict(UpdateSharedState)
+        self.closing_stages(summarizer, updater)
         self.decide = dspy.Predict(ChooseOption)
 
     def config(self) -> dict[str, Any]:
-        return {"seed": self.seed, "rounds": self.rounds, "ordering": self.ordering}
+        return {"seed": self.seed, "rounds": self.rounds, "ordering": self.ordering, "summarizer": self.summarizer,
+                "updater": self.updater}
 
     def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
                 ) -> dspy.Prediction:
@@ -200,8 +259,9 @@ class Robin(CollaborationBaseline):
     def closing(transcript: list[Opinion], order: list[int]) -> dict[str, Any]:
         """The closing stages' inputs: the whole transcript, and each agent's latest message as its opinion."""
         latest = {m.agent: m for m in transcript}
-        return {"discussion": render_messages(transcript),
-                "opinions": render_messages([latest[i] for i in sorted(latest)]), "speakers": order, "order": order}
+        final = [latest[i] for i in sorted(latest)]
+        return {"discussion": render_messages(transcript), "opinions": render_messages(final),
+                "final": [(m.agent, m.render()) for m in final], "speakers": order, "order": order}
 
 
 @saveable
@@ -217,24 +277,31 @@ class SelfReflect(CollaborationBaseline):
 
     Args:
         rounds: rounds after the opening round.
-        ordering: ``shared-first`` or ``private-first`` (see :class:`StandardCollaboration`).
+        ordering: ``private-first`` (default, Standard's: a reflection re-reads the private evidence only) or
+            ``shared-first`` (the earlier release's default).
+        summarizer: ``standard`` (default, Standard's) or ``open`` (the earlier release's; see the module
+            docstring).
+        updater: ``standard`` (default, Standard's) or ``evidence`` (the earlier release's).
     """
 
     program_name = "self-reflect"
+    #: The footing manifests saved before these options existed were built with (``registry.validate_kwargs``).
+    legacy_kwargs = {"summarizer": "open", "updater": "evidence"}
 
-    def __init__(self, rounds: int = 2, ordering: str = "shared-first"):
+    def __init__(self, rounds: int = 2, ordering: str = "private-first", summarizer: str = "standard",
+                 updater: str = "standard"):
         super().__init__()
         self.rounds = check_count("rounds", rounds, 0)
         self.ordering = check_choice("ordering", ordering, ORDERINGS)
         self.assess = dspy.Predict(ShareAssessment)
         self.choose_mode = dspy.Predict(ChooseMode)
         self.reflect = dspy.Predict(ReflectOnAssessment)
-        self.summarize = dspy.Predict(NameMisleadingAgent)
-        self.update = dspy.Predict(UpdateSharedState)
+        self.closing_stages(summarizer, updater)
         self.decide = dspy.Predict(ChooseOption)
 
     def config(self) -> dict[str, Any]:
-        return {"rounds": self.rounds, "ordering": self.ordering}
+        return {"rounds": self.rounds, "ordering": self.ordering, "summarizer": self.summarizer,
+                "updater": self.updater}
 
     def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
                 ) -> dspy.Prediction:
@@ -321,7 +388,7 @@ class SelfReflect(CollaborationBaseline):
     @staticmethod
     def closing(case: Case, rounds: list[list[Opinion]]) -> dict[str, Any]:
         return {"discussion": render_messages([m for r in rounds for m in r]), "opinions": render_messages(rounds[-1]),
-                "speakers": range(case.n)}
+                "final": [(m.agent, m.render()) for m in rounds[-1]], "speakers": range(case.n)}
 
 
 BASELINES: dict[str, type[dspy.Module]] = {

@@ -26,9 +26,7 @@ from groundstate.signatures.collaboration import (
     AnswerInstructor,
     AskAgent,
     ContributeToState,
-    NameMisleadingAgent,
     UpdateCompactState,
-    UpdateSharedState,
 )
 from groundstate.signatures.resolution import ChooseOption
 
@@ -43,24 +41,32 @@ class Manager(CollaborationBaseline):
     record (never the other agents' raw messages) and reports what its evidence adds or contradicts; the
     manager then folds the report into the record (``UpdateCompactState``). At the end the summarizer names
     the misleading agent from the reports the manager received, and the decision is made from the final
-    record, concurrently. ``state`` is the final record.
+    record, concurrently. ``state`` is the final record: the manager is this baseline's updater (the paper:
+    "Manager iteratively updates and carries forward a compact information state"), so it has no separate
+    updater, and its record starts from the shared context (the manager holds the team's record from the start;
+    Standard's private-first ordering has no counterpart here).
 
     Args:
         rounds: passes over the agents.
+        summarizer: ``standard`` (default, Standard's: reads each agent's latest report and names an agent of the
+            team) or ``open`` (the earlier release's: reads every report, may answer "no one"); see
+            :meth:`~groundstate.programs.reground.baseline.CollaborationBaseline.closing_stages`.
     """
 
     program_name = "manager"
+    #: The footing manifests saved before the option existed were built with (``registry.validate_kwargs``).
+    legacy_kwargs = {"summarizer": "open"}
 
-    def __init__(self, rounds: int = 1):
+    def __init__(self, rounds: int = 1, summarizer: str = "standard"):
         super().__init__()
         self.rounds = check_count("rounds", rounds, 1)
         self.contribute = dspy.Predict(ContributeToState)
         self.compact = dspy.Predict(UpdateCompactState)
-        self.summarize = dspy.Predict(NameMisleadingAgent)
+        self.closing_stages(summarizer)
         self.decide = dspy.Predict(ChooseOption)
 
     def config(self) -> dict[str, Any]:
-        return {"rounds": self.rounds}
+        return {"rounds": self.rounds, "summarizer": self.summarizer}
 
     def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
                 ) -> dspy.Prediction:
@@ -124,15 +130,17 @@ class Manager(CollaborationBaseline):
         turns.append(turn("update_state", "manager", round_, [agent], {"state": state}))
         return state
 
-    @staticmethod
-    def close_args(case: Case, state: str, reports: list[Opinion]) -> tuple[dict[str, str], dict[str, str]]:
-        """The summarizer's and the decision's inputs."""
-        return ({"team": case.team, "discussion": render_messages(reports)},
+    def close_args(self, case: Case, state: str, reports: list[Opinion]) -> tuple[dict[str, Any], dict[str, str]]:
+        """The summarizer's inputs (every report, or each agent's latest one under ``standard``) and the
+        decision's."""
+        latest = {m.agent: m for m in reports}
+        final = [(i, latest[i].render()) for i in sorted(latest)]
+        return (self.naming_args(case, render_messages(reports), final),
                 {"information": state, "question": case.question, "options": case.options})
 
     def close(self, case: Case, state: str, reports: list[Opinion], turns: list[dict], verdict: Any, decision: Any
               ) -> dspy.Prediction:
-        misleading = self.record_verdict(case, verdict, [m.agent for m in reports], turns)
+        misleading = self.named_agent(case, verdict, [m.agent for m in reports], turns)
         turns.append(turn("decide", "decider", None, [], {"answer": decision.answer, "reason": decision.reason},
                           input="state"))
         return self.prediction(misleading, state, decision.answer, turns)
@@ -147,25 +155,35 @@ class Instructor(CollaborationBaseline):
     evidence only (it sees nothing else: no context, no other answers). If the instructor names no valid
     agent, the least-asked agent (lowest index on ties) is asked. After ``turns`` turns the summarizer names
     the misleading agent from the questions and answers, the updater writes the state from the shared context
-    and the answers (grouped by agent), and the decision is made from the state.
+    and the answers (grouped by agent), and the decision is made from the state. The instructor works from the
+    shared context by design (the paper: it "centrally elicits targeted missing information"), so Standard's
+    private-first ordering has no counterpart here; the closing stages follow Standard's contract by default,
+    each agent's answers standing for its final message.
 
     Args:
         turns: number of questions (default: one per agent).
+        summarizer: ``standard`` (default, Standard's: reads each agent's answers and names an agent of the team)
+            or ``open`` (the earlier release's: reads the questions and answers, may answer "no one").
+        updater: ``standard`` (default, Standard's: after the summarizer, from the shared context and the answers
+            of every agent but the one named) or ``evidence`` (the earlier release's: concurrently, from the shared
+            context and every agent's answers, in at most 1,500 characters). See
+            :meth:`~groundstate.programs.reground.baseline.CollaborationBaseline.closing_stages`.
     """
 
     program_name = "instructor"
+    #: The footing manifests saved before these options existed were built with (``registry.validate_kwargs``).
+    legacy_kwargs = {"summarizer": "open", "updater": "evidence"}
 
-    def __init__(self, turns: int | None = None):
+    def __init__(self, turns: int | None = None, summarizer: str = "standard", updater: str = "standard"):
         super().__init__()
         self.turns = None if turns is None else check_count("turns", turns, 1)
         self.ask = dspy.Predict(AskAgent)
         self.answer = dspy.Predict(AnswerInstructor)
-        self.summarize = dspy.Predict(NameMisleadingAgent)
-        self.update = dspy.Predict(UpdateSharedState)
+        self.closing_stages(summarizer, updater)
         self.decide = dspy.Predict(ChooseOption)
 
     def config(self) -> dict[str, Any]:
-        return {"turns": self.turns}
+        return {"turns": self.turns, "summarizer": self.summarizer, "updater": self.updater}
 
     def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
                 ) -> dspy.Prediction:
@@ -200,13 +218,19 @@ class Instructor(CollaborationBaseline):
         return "\n\n".join(lines) if lines else NO_MESSAGES
 
     @staticmethod
-    def by_agent(case: Case, exchanges: Sequence[tuple[int, str, str]]) -> str:
-        """What each agent reported, one block per agent (the updater's view of the agents' information)."""
+    def answers_by_agent(case: Case, exchanges: Sequence[tuple[int, str, str]]) -> list[tuple[int, str]]:
+        """What each agent reported, one ``(agent, block)`` per agent asked, in index order."""
         blocks = []
         for agent in sorted({i for i, _, _ in exchanges}):
             lines = [f"- asked: {q}\n  answered: {a}" for i, q, a in exchanges if i == agent]
-            blocks.append(f"{case.agents[agent].name}:\n" + "\n".join(lines))
-        return "\n\n".join(blocks) if blocks else NO_MESSAGES
+            blocks.append((agent, f"{case.agents[agent].name}:\n" + "\n".join(lines)))
+        return blocks
+
+    @classmethod
+    def by_agent(cls, case: Case, exchanges: Sequence[tuple[int, str, str]]) -> str:
+        """What each agent reported, one block per agent (the ``evidence`` updater's view of the agents'
+        information)."""
+        return "\n\n".join(block for _, block in cls.answers_by_agent(case, exchanges)) or NO_MESSAGES
 
     # -- the steps both paths share ----------------------------------------------------------------------
     def ask_args(self, case: Case, exchanges: Sequence[tuple[int, str, str]]) -> dict[str, str]:
@@ -244,4 +268,5 @@ class Instructor(CollaborationBaseline):
     def closing(self, case: Case, exchanges: Sequence[tuple[int, str, str]]) -> dict[str, Any]:
         """The closing stages' inputs: the questions and answers, and each agent's answers as its information."""
         return {"discussion": self.render(case, exchanges), "opinions": NO_MESSAGES,
-                "speakers": [j for j, _, _ in exchanges], "agent_information": self.by_agent(case, exchanges)}
+                "speakers": [j for j, _, _ in exchanges], "agent_information": self.by_agent(case, exchanges),
+                "final": self.answers_by_agent(case, exchanges)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 
@@ -17,9 +17,7 @@ from groundstate.programs.reground.turns import (
     turn,
 )
 from groundstate.records import OffQueryInstance
-from groundstate.signatures.collaboration import (
-    FindMisleadingAgent,
-)
+from groundstate.signatures.collaboration import FindMisleadingAgent, team_member
 from groundstate.signatures.resolution import ChooseOption
 
 
@@ -69,8 +67,8 @@ class Oracle(dspy.Module):
 
     def attribute_args(self, case: Case) -> dict[str, Any]:
         """The attributor's inputs: every agent's private evidence, the answer constrained to the team's agents."""
-        ids = tuple(a.agent for a in case.agents)
-        signature = self.attribute.signature.with_updated_fields("misleading_agent", type_=Literal[ids])
+        signature = self.attribute.signature.with_updated_fields(
+            "misleading_agent", type_=team_member(a.agent for a in case.agents))
         return {"opinions": "\n".join(f"{a.name}: {a.evidence}" for a in case.agents), "signature": signature}
 
     @staticmethod
@@ -98,6 +96,8 @@ class Oracle(dspy.Module):
 
     @staticmethod
     def inputs_for(instance: OffQueryInstance, condition: str = "unreliable") -> dict[str, Any]:
-        """``instance.inputs(condition)`` plus the ground truth the Oracle takes."""
-        return {**instance.inputs(condition), "reliable_information": instance.reliable_information(),
-                "misleading": list(instance.misleading)}
+        """``instance.inputs(condition)`` plus the ground truth the Oracle takes (of the instance as ``condition``
+        shows it: :meth:`~groundstate.records.OffQueryInstance.under`)."""
+        view = instance.under(condition)
+        return {**view.inputs(condition), "reliable_information": view.reliable_information(),
+                "misleading": list(view.misleading)}

@@ -10,8 +10,8 @@ Three stages, each a ``dspy.Module`` usable on its own and composed by :class:`R
    "the majority is right"), and move the losing source into the candidate pool. Each candidate is scored
    1-5 against the statements of the sources still standing, and the detector picks the misleading agent
    among the candidates whenever there is one (the other candidates return to the trusted evidence). In
-   multi-misleading mode every candidate is removed. :class:`VerifyStatements` is the statement-level mode
-   of §E.4.
+   multi-misleading mode every candidate is removed. :class:`~groundstate.programs.reground.statements.VerifyStatements`
+   is the statement-level mode of §E.4.
 2. :class:`Reconstruct`: decompose the shared context into atomic facts, verify each against the trusted
    evidence with a three-level importance (high/medium/low), keep a fact if it is *supported* or of *low*
    importance (the authors' rule; ``keep_rule="strict"`` keeps only supported or unverifiable-and-low facts),
@@ -24,8 +24,11 @@ concurrently. Text a predictor produced (statements, arguments, scoring reasons,
 model that re-emits adapter markers cannot forge a field in a later prompt. Agents appear in prompts under
 neutral ids only (``[3] Agent 3``), never their roles.
 
-Where both sources are silent we chose: an invalid pair from an unconstrained LM (an id that is not a standing
-source, or the same id twice) ends the search and is recorded in the trace; a detector answer outside the
+Where both sources are silent we chose: the conflict search's answer may name the two standing ids in any order
+and in the common phrasings (``'5-0'``, ``'0 and 1'``, ``'Agent 1 vs Agent 2'``, ``[2, 0]``;
+:func:`~groundstate.signatures.verification.read_pair`), with ChatAdapter and JSONAdapter alike; an answer that
+names no standing pair (an id that is not a standing source, or the same id twice) ends the search and is
+recorded in the trace; a detector answer outside the
 candidate pool falls back to the candidate with the lowest consistency score.
 
 Why one file (over 400 lines): every stage is a program of its own that Python users compose and save
@@ -57,6 +60,12 @@ from groundstate.programs.common import (
     offquery_prediction,
     saveable,
 )
+from groundstate.programs.reground.statements import (  # noqa: F401  (re-exported: their home until now)
+    STATEMENT_RULES,
+    VerifyStatements,
+    model_text,
+    unique_nonempty,
+)
 from groundstate.records import AgentEvidence
 from groundstate.signatures.resolution import ChooseOption
 from groundstate.signatures.state import DecomposeContext, RegenerateState, VerifyFact, VerifyFacts
@@ -67,25 +76,11 @@ from groundstate.signatures.verification import (
     ExtractStatements,
     FindConflictPair,
     ScoreCandidate,
+    read_pair,
+    standing_pair,
 )
 
 logger = logging.getLogger(__name__)
-
-
-def unique_nonempty(items: Sequence[Any] | None) -> list[str]:
-    """Strings from an LM list output, stripped, without blanks and repeats (small models repeat themselves)."""
-    seen: dict[str, None] = {}
-    for item in items or []:
-        text = str(item).strip()
-        if text:
-            seen.setdefault(text, None)
-    return list(seen)
-
-
-def model_text(items: Sequence[Any] | None) -> list[str]:
-    """:func:`unique_nonempty` strings from an LM output, each made safe to place in a later prompt
-    (:func:`~groundstate.programs.common.as_data`)."""
-    return unique_nonempty([as_data(item) for item in items or []])
 
 
 def _source_block(agent: AgentEvidence, statements: Sequence[str]) -> str:
@@ -100,8 +95,7 @@ def _sources_text(agents: Sequence[AgentEvidence], statements: dict[int, list[st
 def conflict_pairs(ids: Sequence[int]) -> list[str]:
     """Every unordered pair of distinct source ids, as ``'i-j'`` with ``i < j`` (the only answers the conflict
     search may give)."""
-    ordered = sorted(ids)
-    return [f"{a}-{b}" for k, a in enumerate(ordered) for b in ordered[k + 1:]]
+    return standing_pair(ids).pairs()
 
 
 @saveable
@@ -150,10 +144,11 @@ class Verify(dspy.Module):
         return {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
 
     def _pair_signature(self, remaining: Sequence[int]) -> type[dspy.Signature]:
-        """The conflict search's signature for this round: ``pair`` constrained to the standing pairs (and
-        ``strength`` allowed to be ``none`` under ``stop_early``), keeping any tuned instructions."""
-        pairs = tuple(conflict_pairs(remaining))
-        signature = self.find_pair.signature.with_updated_fields("pair", type_=Literal[pairs])
+        """The conflict search's signature for this round: ``pair`` constrained to the standing pairs (a
+        :func:`~groundstate.signatures.verification.standing_pair` type: an ``enum`` to schema-constrained
+        decoding, any order or common phrasing of two standing ids accepted from other LMs), and ``strength``
+        allowed to be ``none`` under ``stop_early``, keeping any tuned instructions."""
+        signature = self.find_pair.signature.with_updated_fields("pair", type_=standing_pair(remaining))
         if self.stop_early:
             signature = signature.with_updated_fields("strength", type_=Literal["strong", "moderate", "weak", "none"])
         return signature
@@ -190,12 +185,12 @@ class Verify(dspy.Module):
                 entry["stop"] = "no conflict found (stop_early)"
                 rounds.append(entry)
                 break
-            first, second = (int(part) for part in str(found.pair).split("-"))
-            if first not in remaining or second not in remaining or first == second:
-                # only an unconstrained LM can get here: the signature admits standing pairs only
+            named = read_pair(found.pair, tuple(remaining))
+            if named is None:  # only a signature without the standing-pair type can get here
                 entry["stop"] = "invalid pair (not two distinct standing sources)"
                 rounds.append(entry)
                 break
+            first, second = named
             others = [by_id[i] for i in remaining if i not in (first, second)]
             others_text = _sources_text(others, statements) if others else "(no other sources)"
             targets = [(by_id[first], "support", self.argue_for), (by_id[first], "refute", self.argue_against),
@@ -384,53 +379,6 @@ class Resolve(dspy.Module):
         return dspy.Prediction(answer=out.answer, reason=out.reason)
 
 
-@saveable
-class VerifyStatements(dspy.Module):
-    """Stage 1 at the statement level (paper §E.4): when misinformation is spread over several agents, find the
-    misleading *statements* instead of one misleading source.
-
-    Every agent's statements are extracted as in :class:`Verify`; each statement is then checked against the
-    statements of all *other* agents (:class:`~groundstate.signatures.state.VerifyFact`), and a statement the
-    others refute is flagged as misleading. The trusted evidence is every statement not flagged. The agents
-    holding a flagged statement are reported as the misleading agents (a list, so T1 is an exact set match).
-
-    Where the paper summary is silent we chose: "refuted by the other agents' statements" is the flagging rule
-    (an unverifiable statement stays trusted, as in the agent-level mode where only the adjudicated source
-    leaves); statements are checked concurrently.
-
-    ``forward(agents)`` returns ``Prediction(misleading_agent, misleading_statements, statements, trusted, trace)``
-    where ``trusted`` is the list of trusted statements.
-    """
-
-    def __init__(self, max_workers: int = 8):
-        super().__init__()
-        self.max_workers = max_workers
-        self.extract = dspy.Predict(ExtractStatements)
-        self.check = dspy.Predict(VerifyFact)
-
-    def forward(self, agents, statements: dict[int, list[str]] | None = None) -> dspy.Prediction:
-        agents = coerce_agents(agents)
-        if statements is None:
-            outs = thread_map(lambda a: self.extract(source=a.name, evidence=a.evidence), agents, self.max_workers)
-            statements = {a.agent: model_text(o.statements) for a, o in zip(agents, outs, strict=True)}
-        items = [(a.agent, text) for a in agents for text in statements.get(a.agent, [])]
-
-        def check(item: tuple[int, str]) -> Any:
-            owner, text = item
-            others = [s for a in agents if a.agent != owner for s in statements.get(a.agent, [])]
-            return self.check(fact=text, evidence=bullet_list(others))
-
-        verdicts = thread_map(check, items, self.max_workers)
-        checked = [{"agent": owner, "statement": text, "verdict": v.verdict, "flagged": v.verdict == "refuted"}
-                   for (owner, text), v in zip(items, verdicts, strict=True)]
-        flagged = [c["statement"] for c in checked if c["flagged"]]
-        owners = sorted({c["agent"] for c in checked if c["flagged"]})
-        trusted = [c["statement"] for c in checked if not c["flagged"]]
-        trace = {"statements": {str(k): v for k, v in statements.items()}, "checks": checked}
-        return dspy.Prediction(misleading_agent=owners, misleading_statements=flagged, statements=statements,
-                               trusted=trusted, trace=trace)
-
-
 MODES = ("agent", "statement")
 
 
@@ -449,22 +397,28 @@ class ReGround(dspy.Module):
             statements spread over agents, §E.4; :class:`VerifyStatements`).
         max_workers: threads for the concurrent calls of each stage.
         batch_facts: check the shared-context facts in one call (see :class:`Reconstruct`).
+        statement_rule: statement mode's rule, ``adjudicate`` (default: only the side of a contradiction judged
+            misleading is removed) or ``refuted`` (the earlier release's; see :class:`VerifyStatements`).
 
     ``forward(agents, shared_context, question, options, misleading=None)`` returns
     ``Prediction(misleading_agent, state, kept_facts, removed_facts, answer, trace)`` (plus
     ``misleading_statements`` in statement mode).
     """
 
+    #: What a saved manifest that predates ``statement_rule`` was built with
+    #: (:func:`groundstate.registry.validate_kwargs`).
+    legacy_kwargs = {"statement_rule": "refuted"}
+
     def __init__(self, max_candidates: int = 3, multi_misleading: bool = False, oracle_t1: bool = False,
                  stop_early: bool = False, keep_rule: str = "authors", mode: str = "agent", max_workers: int = 8,
-                 batch_facts: bool = False):
+                 batch_facts: bool = False, statement_rule: str = "adjudicate"):
         super().__init__()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got '{mode}'")
         self.oracle_t1 = oracle_t1
         self.mode = mode
         if mode == "statement":
-            self.verify = VerifyStatements(max_workers=max_workers)
+            self.verify = VerifyStatements(max_workers=max_workers, rule=statement_rule)
         else:
             self.verify = Verify(max_candidates=max_candidates, multi_misleading=multi_misleading,
                                  stop_early=stop_early, max_workers=max_workers)
@@ -500,8 +454,7 @@ class ReGround(dspy.Module):
         if self.oracle_t1:
             if misleading is None:
                 raise ValueError("oracle_t1 needs the gold misleading agents: pass misleading=[...]")
-            statements = self.verify.extract_statements(agents) if self.mode == "agent" else \
-                self.verify(agents).statements
+            statements = self.verify.extract_statements(agents)
             gold = [int(i) for i in misleading]
             flagged = gold if len(gold) != 1 else gold[0]
             flagged = flagged if gold else None

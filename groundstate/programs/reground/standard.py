@@ -14,6 +14,11 @@ confidence-weighted variant (appendix D.4), as the authors run them (``whr000001
 5. The decision is made from that state only (T3), with the same decision prompt as ReGround and every other
    baseline (:class:`~groundstate.signatures.resolution.ChooseOption`).
 
+Opinions have no length limit, as in the authors' prompts (``standard/prompts/independent.txt`` asks to share
+the important information "briefly", ``discuss.txt`` for the updated opinion only; neither names a length, and the
+paper gives none). ``opinion_cap=True`` keeps the earlier release's cap of 600 characters per opinion (the
+prompt asks for at most 600 characters), which shortens the baseline every gain is measured against.
+
 Variants kept as options: ``topology`` ``chain`` (agents speak in index order within a round and agent ``i`` sees
 agent ``i - 1``'s opinion from the same round) or ``tree`` (a binary tree in index order: an agent sees its parent
 and children from the previous round), and ``ordering="shared-first"`` (every opinion turn also sees the shared
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 
@@ -35,10 +40,15 @@ from groundstate.programs.reground.turns import ORDERINGS, TOPOLOGIES, Case, Opi
 from groundstate.signatures.collaboration import (
     FindMisleadingAgent,
     ReviseOpinion,
+    ReviseOpinionCapped,
     ReviseOpinionWithConfidence,
+    ReviseOpinionWithConfidenceCapped,
     ShareOpinion,
+    ShareOpinionCapped,
     ShareOpinionWithConfidence,
+    ShareOpinionWithConfidenceCapped,
     UpdateContext,
+    team_member,
 )
 from groundstate.signatures.resolution import ChooseOption
 
@@ -52,25 +62,35 @@ class StandardCollaboration(CollaborationBaseline):
         topology: ``all-to-all`` (default), ``chain`` or ``tree``.
         ordering: ``private-first`` (default: the discussion uses private information only; the shared
             context first reaches the updater) or ``shared-first`` (every turn sees the shared context).
+        opinion_cap: cap every opinion at 600 characters (the earlier release; off by default, as the authors
+            run it).
     """
 
     program_name = "standard"
     opening_signature: type[dspy.Signature] = ShareOpinion
     revise_signature: type[dspy.Signature] = ReviseOpinion
+    capped_signatures: tuple[type[dspy.Signature], type[dspy.Signature]] = (ShareOpinionCapped, ReviseOpinionCapped)
+    #: The value manifests saved before ``opinion_cap`` existed were built with (see ``registry.validate_kwargs``).
+    legacy_kwargs = {"opinion_cap": True}
 
-    def __init__(self, rounds: int = 3, topology: str = "all-to-all", ordering: str = "private-first"):
+    def __init__(self, rounds: int = 3, topology: str = "all-to-all", ordering: str = "private-first",
+                 opinion_cap: bool = False):
         super().__init__()
         self.rounds = check_count("rounds", rounds, 0)
         self.topology = check_choice("topology", topology, TOPOLOGIES)
         self.ordering = check_choice("ordering", ordering, ORDERINGS)
-        self.open = dspy.Predict(self.opening_signature)
-        self.revise = dspy.Predict(self.revise_signature)
+        self.opinion_cap = bool(opinion_cap)
+        opening, revise = self.capped_signatures if self.opinion_cap else (self.opening_signature,
+                                                                          self.revise_signature)
+        self.open = dspy.Predict(opening)
+        self.revise = dspy.Predict(revise)
         self.summarize = dspy.Predict(FindMisleadingAgent)
         self.update = dspy.Predict(UpdateContext)
         self.decide = dspy.Predict(ChooseOption)
 
     def config(self) -> dict[str, Any]:
-        return {"rounds": self.rounds, "topology": self.topology, "ordering": self.ordering}
+        return {"rounds": self.rounds, "topology": self.topology, "ordering": self.ordering,
+                **({"opinion_cap": True} if self.opinion_cap else {})}
 
     def forward(self, agents: Agents, shared_context: str, question: str, options: Mapping[str, str] | str
                 ) -> dspy.Prediction:
@@ -191,9 +211,11 @@ class StandardCollaboration(CollaborationBaseline):
         return self.named(case, final, await self.summarize.acall(**self.summarize_args(case, final)), turns)
 
     def summarize_args(self, case: Case, final: list[Opinion]) -> dict[str, Any]:
-        """The summarizer's inputs: the final opinions, the answer constrained to the team's agents."""
-        ids = tuple(a.agent for a in case.agents)
-        signature = self.summarize.signature.with_updated_fields("misleading_agent", type_=Literal[ids])
+        """The summarizer's inputs: the final opinions, the answer constrained to the team's agents
+        (:func:`~groundstate.signatures.collaboration.team_member`: an ``enum`` to schema-constrained decoding;
+        ``"Agent 3"`` and the like read from other LMs)."""
+        signature = self.summarize.signature.with_updated_fields(
+            "misleading_agent", type_=team_member(a.agent for a in case.agents))
         return {"opinions": render_messages(final), "signature": signature}
 
     @staticmethod
@@ -213,12 +235,14 @@ class Confidence(StandardCollaboration):
     author's confidence (1-100), shown to the other agents as an input signal.
 
     Confidences outside 1-100 are clamped into range. Otherwise identical to
-    ``StandardCollaboration(rounds, "all-to-all", ordering)``.
+    ``StandardCollaboration(rounds, "all-to-all", ordering, opinion_cap)`` (opinions uncapped by default, as
+    Standard's).
     """
 
     program_name = "confidence"
     opening_signature = ShareOpinionWithConfidence
     revise_signature = ReviseOpinionWithConfidence
+    capped_signatures = (ShareOpinionWithConfidenceCapped, ReviseOpinionWithConfidenceCapped)
 
-    def __init__(self, rounds: int = 3, ordering: str = "private-first"):
-        super().__init__(rounds=rounds, topology="all-to-all", ordering=ordering)
+    def __init__(self, rounds: int = 3, ordering: str = "private-first", opinion_cap: bool = False):
+        super().__init__(rounds=rounds, topology="all-to-all", ordering=ordering, opinion_cap=opinion_cap)

@@ -215,12 +215,16 @@ def test_t2_hand_computed_half():
     assert t2_score("some state", [f.model_dump() for f in gold], FixedJudge({"f0"})) == 0.75  # dict facts
 
 
-def test_t2_missing_state_scores_zero_not_half():
+def test_t2_missing_state_scores_zero_and_an_empty_one_as_the_authors_judge_reads_it():
+    """Issue 25 item 5 changed the empty state: it supports no fact (the authors' judge lists none for an empty
+    text), so it scores the share of label-0 facts; a missing state (None) still scores 0."""
     gold = facts(("f0", 1), ("f1", 0))
     judge = FixedJudge(set())
-    for state in (None, "", "   \n"):
-        assert t2_score(state, gold, judge) == 0.0
-    assert judge.calls == []  # a missing state never reaches the judge
+    assert t2_score(None, gold, judge) == 0.0
+    for state in ("", "   \n", [], ["", " "]):
+        assert t2_score(state, gold, judge) == 0.5
+    assert t2_score("", facts(("f0", 1), ("f1", 0), ("f2", 0), ("f3", 0)), judge) == 0.75  # the label-0 share
+    assert judge.calls == []  # neither reaches the judge
     assert t2_score("x", [], judge) is None
 
 
@@ -317,6 +321,17 @@ def test_missing_state_and_missing_t1_field_score_zero():
     assert offquery_scores(inst, dspy.Prediction(state=GOOD_STATE, answer="B"))["t1"] == 0.0
 
 
+def test_an_empty_state_scores_half_on_balanced_facts_with_its_halves_reported():
+    inst = make_instance()  # two facts to keep, two to exclude, as the published T2 facts are balanced
+    judge = FixedJudge({"Temperature 39.1 C"})
+    for state in ("", "  \n ", []):
+        scores = make_scorer(judge, halves=True)(inst, {"misleading_agent": 1, "state": state, "answer": "B"})
+        assert scores == {"t1": 1.0, "t2": 0.5, "t2_retention": 0.0, "t2_exclusion": 1.0, "t3": 1.0}
+    assert judge.calls == []
+    missing = make_scorer(judge, halves=True)(inst, {"misleading_agent": 1, "state": None, "answer": "B"})
+    assert missing == {"t1": 1.0, "t2": 0.0, "t2_retention": 0.0, "t2_exclusion": 0.0, "t3": 1.0}
+
+
 def test_offquery_scores_uses_domain_fact_limit_and_judge():
     many = facts(*[(f"f{i}", 1) for i in range(20)])
     judge = FixedJudge({f"f{i}" for i in range(16)})
@@ -348,7 +363,8 @@ def test_dspy_metrics_on_examples():
     good = dspy.Prediction(misleading_agent="Imaging", state=GOOD_STATE, answer="B: b")
     bad = dspy.Prediction(misleading_agent="Agent 1", state="", answer="A")
     assert (t1_metric(example, good), t2_metric(example, good), t3_metric(example, good)) == (1.0, 1.0, 1.0)
-    assert (t1_metric(example, bad), t2_metric(example, bad), t3_metric(example, bad)) == (0.0, 0.0, 0.0)
+    # the empty state supports no fact: the label-0 half of the facts is right (issue 25 item 5, as the authors)
+    assert (t1_metric(example, bad), t2_metric(example, bad), t3_metric(example, bad)) == (0.0, 0.5, 0.0)
     assert (t1_metric(example, None), t2_metric(example, None), t3_metric(example, None)) == (0.0, 0.0, 0.0)
 
 

@@ -259,8 +259,14 @@ def voting_team(votes, suspects=None):
     return Team(update=update, decide=decide, assess=assess)
 
 
+#: The earlier release's footing, kept as options (Standard's is the default since issue 25 item 4, tested in
+#: tests/programs/reground/test_standard_footing.py).
+EARLIER = {"summarizer": "open", "updater": "evidence"}
+
+
 def test_voting_agents_work_alone_and_the_plurality_wins():
-    prediction, lm, team = run(Voting(), voting_team(["B", "C", "B", "A", "C", "B"], [5, 5, -1, 3, 5, -1]))
+    prediction, lm, team = run(Voting(ordering="shared-first", **EARLIER),
+                               voting_team(["B", "C", "B", "A", "C", "B"], [5, 5, -1, 3, 5, -1]))
     for req in team.of(lm, "assess", "update"):
         assert len(evidence_in(req.user)) == 1  # never another agent's evidence
     for req in team.of(lm, "assess"):
@@ -280,7 +286,8 @@ def test_voting_agents_work_alone_and_the_plurality_wins():
 
 
 def test_voting_tie_goes_to_the_option_the_earliest_agent_voted_for():
-    prediction, *_ = run(Voting(), voting_team(["C", "B", "B", "C", "A", "D"], [-1, -1, 2, 2, -1, 4]))
+    prediction, *_ = run(Voting(ordering="shared-first", **EARLIER),
+                         voting_team(["C", "B", "B", "C", "A", "D"], [-1, -1, 2, 2, -1, 4]))
     assert prediction.answer == "C"  # B and C tie at 2; agent 0 voted C (alphabetical order would say B)
     assert prediction.state == "STATE-agent-0"
     assert prediction.misleading_agent is None  # "no one" (3 votes) beats agent 2 (2 votes)
@@ -321,7 +328,7 @@ def test_robin_order_is_a_seeded_permutation_and_each_turn_sees_the_earlier_turn
 
 
 def test_manager_agents_see_the_carried_state_not_peer_messages():
-    prediction, lm, team = run(Manager())
+    prediction, lm, team = run(Manager(summarizer="open"))
     reports, compacts = team.of(lm, "report"), team.of(lm, "compact")
     assert [speaker(r) for r in reports] == list(range(6)) and len(compacts) == 6
     previous = inputs()["shared_context"]  # the record starts as the shared context
@@ -346,7 +353,7 @@ def test_manager_agents_see_the_carried_state_not_peer_messages():
 def test_instructor_asks_one_agent_per_turn_and_never_sees_raw_evidence():
     targets = iter([3, 99, 1])
     team = Team(ask=lambda req, given: {"target_agent": next(targets), "focused_question": f"Q{req.index}?"})
-    prediction, lm, team = run(Instructor(turns=3), team)
+    prediction, lm, team = run(Instructor(turns=3, **EARLIER), team)
     asks, replies = team.of(lm, "ask"), team.of(lm, "reply")
     assert len(asks) == len(replies) == 3
     for ask in asks:
@@ -467,7 +474,7 @@ def test_oracle_t1_by_default_comes_from_a_model_reading_all_private_evidence():
 def test_out_of_range_agent_ids_become_none(verdict):
     team = Team(name=lambda req, given: {"misleading_agent": verdict},
                 assess=lambda req, given: {"suspected_misleading": 42})
-    prediction, lm, team = run(SelfReflect(rounds=1), team)
+    prediction, lm, team = run(SelfReflect(rounds=1, **EARLIER), team)
     assert prediction.misleading_agent is None
     assert all(t["output"]["suspected_misleading"] is None for t in prediction.trace["turns"] if t["step"] == "assess")
     assert all("suspects no one" in fields(r)["peer_messages"] for r in team.of(lm, "assess")

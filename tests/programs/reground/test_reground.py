@@ -262,7 +262,9 @@ def test_runs_on_synthetic_instances_with_placeholder_lm():
     assert out.answer in "ABCD" and isinstance(out.state, str)
 
 
-def test_statement_mode_flags_the_statements_other_agents_refute_and_scores_them():
+def test_statement_mode_refuted_rule_flags_the_statements_other_agents_refute_and_scores_them():
+    """The earlier release's statement rule, kept as ``statement_rule="refuted"`` (the default adjudicates:
+    tests/programs/reground/test_statement_mode.py)."""
     from groundstate.eval.reground.statements import statement_scores
 
     instance = generate("healthcare", "distributed", 1, seed=0)[0]
@@ -280,7 +282,7 @@ def test_statement_mode_flags_the_statements_other_agents_refute_and_scores_them
 
     lm = scripted_lm(respond)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        out = ReGround(mode="statement")(**instance.inputs("unreliable"))
+        out = ReGround(mode="statement", statement_rule="refuted")(**instance.inputs("unreliable"))
     checks = [r for r in lm.engine.requests if "verdict" in r.output_fields and "evidence" in r.user]
     statement_checks = checks[: sum(len(sentences(a.evidence)) for a in instance.agents)]
     for r in statement_checks:  # each statement is checked against the *other* agents' statements only

@@ -9,12 +9,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from groundstate.conditions import CONDITIONS, CORRUPTED_CONDITIONS
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.benchmarks.offquery.synthetic_rule import check_instance
 from groundstate.eval.benchmarks.offquery.validation import from_validation
 from groundstate.eval.io import load_models
 from groundstate.eval.sources import as_source, write_records
-from groundstate.records import CONDITIONS, OffQueryInstance
+from groundstate.records import OffQueryInstance
 
 
 def load_instances(path: Any, skip_invalid: bool = False, problems: list[str] | None = None, *,
@@ -28,8 +29,8 @@ def load_instances(path: Any, skip_invalid: bool = False, problems: list[str] | 
         path: the file or in-memory records.
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
-        condition: ``"unreliable"`` requires every instance to have a ``corrupted_context``; ``None`` or
-            ``"reliable"`` do not.
+        condition: ``"unreliable"`` and ``"reliable-private-unreliable-shared"`` require every instance to have a
+            ``corrupted_context``; ``None`` and the other conditions do not.
 
     Returns:
         The instances, in file order.
@@ -48,8 +49,8 @@ def load_instances(path: Any, skip_invalid: bool = False, problems: list[str] | 
         raise ConfigError(f"condition must be one of {', '.join(CONDITIONS)} (got '{condition}')")
 
     def check(instance: OffQueryInstance, label: str) -> None:
-        if condition == "unreliable" and instance.corrupted_context is None:
-            raise InputError("is missing, but condition 'unreliable' needs the corrupted shared context",
+        if condition in CORRUPTED_CONDITIONS and instance.corrupted_context is None:
+            raise InputError(f"is missing, but condition '{condition}' needs the corrupted shared context",
                              file=str(path), record=label, field="corrupted_context")
         check_structure(instance, str(path), label)
 

@@ -33,7 +33,8 @@ def load_any(path: Any, t2_truth: str | Path | None = None, condition: str | Non
     Args:
         path: the file or in-memory records (see :func:`~groundstate.eval.sources.as_source`).
         t2_truth: the T2 truth file for a published file (groundstate files carry their T2 facts).
-        condition: ``"reliable"``/``"unreliable"`` checks the instances can run under it; ``None`` = no check.
+        condition: one of :data:`~groundstate.records.CONDITIONS`: checks the instances can run under it (a
+            corrupted shared context where it shows one); ``None`` = no check.
         skip_invalid: skip bad records (reporting them into ``problems``) instead of raising.
         problems: receives one line per skipped record.
         allow_empty: accept a file with no (valid) records; otherwise that is an error.

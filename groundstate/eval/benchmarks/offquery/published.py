@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from groundstate.conditions import CONDITIONS
 from groundstate.errors import ConfigError, InputError
 from groundstate.eval.benchmarks.offquery.instances import load_instances
 from groundstate.eval.benchmarks.offquery.published_items import (
@@ -36,7 +37,7 @@ from groundstate.eval.benchmarks.offquery.t2_files import check_alignment, defau
 from groundstate.eval.io import read_json, require_records
 from groundstate.eval.sources import Records, Source, as_source
 from groundstate.files import check_regular
-from groundstate.records import CONDITIONS, OffQueryInstance
+from groundstate.records import OffQueryInstance
 
 __all__ = ["DATASETS_THRESHOLD_BYTES", "DOMAINS", "OFFICIAL_MARKER", "infer_roles", "is_official_file", "load_offquery",
            "split_from_name"]
@@ -69,8 +70,8 @@ def load_offquery(path: Any, t2_truth: str | Path | None = None, condition: str 
             groundstate's own instance format (JSONL of ``OffQueryInstance``) is recognised and loaded as such
             when no option of the published format is given; otherwise the error says what the file is.
         t2_truth: the T2 truth file, a JSON list aligned with ``path`` by position; ``None`` = no T2 facts.
-        condition: ``"unreliable"`` requires every item to have a non-empty ``unreliable_context``;
-            ``"reliable"`` does not; ``None`` skips the check.
+        condition: ``"unreliable"`` and ``"reliable-private-unreliable-shared"`` require every item to have a
+            non-empty ``unreliable_context``; the other conditions do not; ``None`` skips the check.
         domain: ``"healthcare"`` or ``"disaster"``; ``None`` infers it per item from the structure of
             ``original_ditributed_information``.
         split: the split tag for every instance; ``None`` takes it from the file name (see the module notes).

@@ -19,6 +19,8 @@ published field                               instance field
 ``malicious_information``,
 ``malicious_information_reason``,
 ``original_context``
+``private_information[<misleading role>]``    ``provenance.misleading_reliable_evidence`` (``None``
+                                              when the misleading agent has no inferred role)
 ============================================  =====================================================
 
 T2 truth comes in a separate JSON list aligned by position, ``{"sampled_facts": [str], "golden_truth": [0|1]}``
@@ -51,6 +53,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from groundstate.conditions import CORRUPTED_CONDITIONS
 from groundstate.errors import InputError
 from groundstate.eval.benchmarks.offquery.validation import from_validation
 from groundstate.records import LETTERS, AgentEvidence, OffQueryInstance, T2Fact
@@ -171,8 +174,8 @@ def instance_from_item(item: dict, position: int, t2_entry: Any, ctx: ItemContex
 
     shared = text("shared_information")
     corrupted = text("unreliable_context", required=False)
-    if ctx.condition == "unreliable" and corrupted is None:
-        raise fail("is missing or empty, but condition 'unreliable' needs the corrupted shared context "
+    if ctx.condition in CORRUPTED_CONDITIONS and corrupted is None:
+        raise fail(f"is missing or empty, but condition '{ctx.condition}' needs the corrupted shared context "
                    "(use condition 'reliable')", "unreliable_context")
     question = text("question", required=False)
 
@@ -193,6 +196,10 @@ def instance_from_item(item: dict, position: int, t2_entry: Any, ctx: ItemContex
         "malicious_information_reason": item.get("malicious_information_reason"),
         "original_context": item.get("original_context"),
     }
+    # the text of the category the corruption took the place of (None for an extra misleading agent): the
+    # misleading agent's reliable evidence under the reliable-private conditions (groundstate.conditions.under)
+    replaced = private.get(roles[misleading]) if roles[misleading] is not None else None
+    provenance["misleading_reliable_evidence"] = replaced if str(replaced or "").strip() else None
     try:
         return OffQueryInstance(
             id=instance_id,
