@@ -76,7 +76,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 def cmd_routing(args: argparse.Namespace) -> int:
     from groundstate.cli.tables import print_table
     from groundstate.eval.consilience.provenance import provenance, warned_title
-    from groundstate.eval.consilience.routing import HEADER, routing_ablation, table_cells
+    from groundstate.eval.consilience.routing import HEADER, round_robin_line, routing_ablation, table_cells
 
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     about = provenance(agents, lm)
@@ -89,6 +89,7 @@ def cmd_routing(args: argparse.Namespace) -> int:
     print_table(table_cells(metrics), columns=HEADER,
                 title=warned_title("speaker routing (Table 8 layout; means over steps, no intervals)", agents),
                 caption=about["agents"])
+    print(round_robin_line(metrics))
     write_json_out(args.json_out, {"metrics": metrics, "steps": steps, "provenance": about})
     return 0
 
