@@ -46,12 +46,12 @@ def write_json_out(path: str | None, value: Any) -> None:
         print(f"wrote {path}")
 
 
-def configuration_for(args: argparse.Namespace, name: str, controller: Any):
-    """The configuration of controller ``name`` the options describe."""
+def configuration_for(args: argparse.Namespace, name: str, controller: Any, team: Any):
+    """The configuration of controller ``name`` the options describe, for the agents of ``team``."""
     from groundstate.cli.settings import settings_from
     from groundstate.eval.consilience.settings import ConfigurationSettings
 
-    return settings_from(ConfigurationSettings, args).configuration(name, controller, args.agents)
+    return settings_from(ConfigurationSettings, args).configuration(name, controller, team)
 
 
 def controller_named(name: str, mlp_dir: str | None, args: argparse.Namespace | None = None):

@@ -48,7 +48,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     about = provenance(agents, lm)
     controller = controller_named(args.controller, args.mlp, args)
-    config = configuration_for(args, args.controller, controller)
+    config = configuration_for(args, args.controller, controller, team)
     calibrator = load_calibrator(args.calibrator, config)
     policies = ("calibrated", "deployed") if args.policy == "both" else (args.policy,)
     map_fn = task_map(args, args.controller)
@@ -81,7 +81,7 @@ def cmd_routing(args: argparse.Namespace) -> int:
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     about = provenance(agents, lm)
     controller = controller_named(args.controller, args.mlp, args)
-    config = configuration_for(args, args.controller, controller)
+    config = configuration_for(args, args.controller, controller, team)
     calibrator = load_calibrator(args.calibrator, config) if args.calibrator else None
     metrics, steps = routing_ablation(config.program(team, controller, calibrator=calibrator, seed=args.seed), tasks)
     print(f"speaker routing on {len(tasks)} tasks, {len(steps)} controlled steps (action held fixed, every speaker "

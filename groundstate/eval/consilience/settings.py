@@ -127,12 +127,15 @@ class ConfigurationSettings(Settings):
     min_vote_round: int | None = Field(None, ge=1, description="an extra lower bound on the round at which Vote is "
                                        "admissible (default: only the controller's own termination rule)")
 
-    def configuration(self, name: str, controller: Any, agents: str):
-        """The :class:`~groundstate.optimizers.consilience.Configuration` of controller ``name``."""
+    def configuration(self, name: str, controller: Any, team: Any):
+        """The :class:`~groundstate.optimizers.consilience.Configuration` of controller ``name`` with the agents of
+        ``team`` (:meth:`~groundstate.optimizers.consilience.Configuration.for_team`: a calibration is valid only for
+        the agents it was fitted on)."""
         from groundstate.optimizers.consilience import Configuration
 
-        return Configuration.of(name, controller, router=self.router, max_rounds=self.max_rounds, agents=agents,
-                                removed_actions=tuple(self.remove_action), min_vote_round=self.min_vote_round)
+        return Configuration.of(name, controller, router=self.router, max_rounds=self.max_rounds,
+                                removed_actions=tuple(self.remove_action),
+                                min_vote_round=self.min_vote_round).for_team(team)
 
 
 class ProgramSettings(ConfigurationSettings, AgentSettings, HiddenTasks, TaskSettings):

@@ -70,7 +70,7 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
         return SimTeam(params, seed), {"kind": "sim", "params": asdict(params), "seed": seed}, {"model": None}
     if kind != "lm":
         raise ConfigError(f"unknown agents '{kind}': use sim or lm")
-    team = LMTeam(lambda i: lm_config.lm_for(f"agent.{i}"))
+    team = LMTeam(lm_config=lm_config)
     return team, {"kind": "lm", "lm_config": lm_config.describe() if lm_config.roles else None}, describe_lm(lm)
 
 
@@ -203,7 +203,7 @@ class ConsilienceTask(Task):
             options = {"protocol": settings.program, "rounds": program.rounds}
         else:
             controller = controller_named(settings.program, settings.mlp, context)
-            configuration = settings.configuration(settings.program, controller, settings.agents)
+            configuration = settings.configuration(settings.program, controller, setup.team)
             calibrator = load_calibrator(settings.calibrator, configuration) if settings.calibrator else None
             program = program or configuration.program(setup.team, controller, calibrator=calibrator,
                                                        seed=settings.seed, set_sampling=settings.set_sampling)
