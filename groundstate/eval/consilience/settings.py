@@ -3,7 +3,8 @@ configuration, and an evaluation of several programs.
 
 - :class:`AgentSettings`: LM or seeded simulated agents (the preset and each parameter that overrides it) and
   where simulated agents get per-fact support.
-- :class:`ProtocolSettings`: ``groundstate hidden run`` (one reference protocol over the tasks).
+- :class:`ProtocolSettings`: ``groundstate hidden run`` (one reference protocol over the tasks), with
+  :class:`HiddenBenchSettings` (how HiddenBench's protocols depart from its script; by default they do not).
 - :class:`ConfigurationSettings`: what a Consilience calibration is valid for (router, round limit, removed
   actions, the lower bound on the Vote round).
 - :class:`ProgramSettings`: one program of an evaluation (a reference protocol, or a controller with its
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from groundstate.errors import ConfigError
 from groundstate.eval.consilience.support import SUPPORT_MODES
@@ -107,7 +108,48 @@ class HiddenTasks(Settings):
                                                  "error, exit 2)")
 
 
-class ProtocolSettings(AgentSettings, HiddenTasks, TaskSettings):
+class HiddenBenchSettings(Settings):
+    """How HiddenBench's protocols (``hiddenbench-pre``, ``hiddenbench``, ``hiddenbench-full``) depart from its
+    simulation script (:class:`~groundstate.programs.consilience.hiddenbench.HiddenBenchOptions`): by default
+    they do not, except that Full-Info does not discuss, as the Consilience paper's (§4.1)."""
+
+    fixed_holders: bool = Field(False, description="HiddenBench's protocols: keep every agent on its own clue "
+                                "(HiddenBench deals the clues afresh every discussion)")
+    special_share: float = Field(0.0, ge=0, le=1, description="HiddenBench's protocols: the share of agents given "
+                                 "--special-prompt, rounded up (default 0: none)")
+    special_prompt: str | None = Field(None, min_length=1, validate_default=True, description="HiddenBench's "
+                                       "protocols: the special agents' extra instruction",
+                                       json_schema_extra={"metavar": "TEXT"})
+    full_discussion: bool = Field(False, description="hiddenbench-full: discuss as HiddenBench's script does (the "
+                                  "paper's Full-Info does not; its numbers are then the run's initial votes)")
+    flat_transcript: bool = Field(False, description="HiddenBench's protocols: LM agents see one transcript, messages "
+                                  "cut to 2 sentences / 300 characters, instead of holding a chat each")
+
+    @field_validator("special_prompt")
+    @classmethod
+    def _prompt_with_special_agents(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if (info.data.get("special_share") or 0) > 0 and not (value or "").strip():
+            raise ValueError("must be given with a special share above 0 (the special agents' extra instruction)")
+        return value
+
+    def hiddenbench_options(self):
+        """The :class:`~groundstate.programs.consilience.hiddenbench.HiddenBenchOptions` of these settings.
+
+        Raises:
+            ConfigError: special agents without their instruction.
+        """
+        from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
+
+        try:
+            return HiddenBenchOptions(fixed_holders=self.fixed_holders, special_share=self.special_share,
+                                      special_prompt=self.special_prompt, full_discussion=self.full_discussion,
+                                      flat=self.flat_transcript)
+        except ValueError as exc:
+            raise ConfigError(str(exc).replace("special_prompt", "--special-prompt")
+                              .replace("special_share", "--special-share")) from None
+
+
+class ProtocolSettings(HiddenBenchSettings, AgentSettings, HiddenTasks, TaskSettings):
     """``groundstate hidden run``: one reference protocol over the tasks."""
 
     protocol: Literal[PROTOCOLS] = Field("hidden-post", description="the protocol (default hidden-post)")
@@ -138,7 +180,7 @@ class ConfigurationSettings(Settings):
                                 min_vote_round=self.min_vote_round).for_team(team)
 
 
-class ProgramSettings(ConfigurationSettings, AgentSettings, HiddenTasks, TaskSettings):
+class ProgramSettings(HiddenBenchSettings, ConfigurationSettings, AgentSettings, HiddenTasks, TaskSettings):
     """One program of a Consilience evaluation: a reference protocol (``program`` in
     :data:`~groundstate.programs.consilience.protocols.PROTOCOLS`, with ``rounds``) or a controller (``program`` in
     :data:`~groundstate.programs.consilience.control.CONTROLLERS`, with its MLP, calibrator and set sampling)."""
@@ -155,7 +197,8 @@ class ProgramSettings(ConfigurationSettings, AgentSettings, HiddenTasks, TaskSet
                                                 "to replace a rejected proposal")
 
 
-class EvaluationSettings(ConfigurationSettings, AgentSettings, HiddenTasks, TaskSettings):
+class EvaluationSettings(HiddenBenchSettings, ConfigurationSettings, AgentSettings, HiddenTasks,
+                         TaskSettings):
     """``consilience evaluate`` / ``table``: the controllers and the reference protocols on the same tasks."""
 
     controllers: list[Literal[CONTROLLERS]] = Field(default_factory=lambda: ["rules"],

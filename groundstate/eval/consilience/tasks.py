@@ -113,14 +113,34 @@ def hidden_setup(settings: Any, context: RunContext, source: Any = None) -> Hidd
     return context.once(key, prepare)
 
 
-def protocol_program(protocol: str, rounds: int | None, team: Any, seed: int):
-    """A :class:`~groundstate.programs.consilience.protocols.HiddenProfileProtocol` (one line for a bad value)."""
+def protocol_program(protocol: str, rounds: int | None, team: Any, seed: int, hiddenbench: Any = None):
+    """A :class:`~groundstate.programs.consilience.protocols.HiddenProfileProtocol` (one line for a bad value);
+    ``hiddenbench``: HiddenBench's protocols' options."""
     from groundstate.programs.consilience.protocols import HiddenProfileProtocol
 
     try:
-        return HiddenProfileProtocol(protocol, rounds, team=team, seed=seed)
+        return HiddenProfileProtocol(protocol, rounds, team=team, seed=seed, hiddenbench=hiddenbench)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def protocol_options(program: Any) -> dict[str, Any]:
+    """What a reference protocol's run configuration records: the protocol, its rounds and, for HiddenBench's
+    protocols, how they depart from its script (part of the run id)."""
+    options = {"protocol": program.protocol, "rounds": program.rounds}
+    if program.protocol.startswith("hiddenbench"):
+        from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
+
+        options["hiddenbench"] = (getattr(program, "hiddenbench", None) or HiddenBenchOptions()).describe()
+    return options
+
+
+def scores_initial_votes(program: Any) -> bool:
+    """Whether a program's runs score the initial votes: HiddenBench's discussion (its Hidden-Pre), and its
+    Full-Info when that discusses (the paper's Full-Info is then the initial votes)."""
+    protocol = getattr(program, "protocol", None)
+    options = getattr(program, "hiddenbench", None)
+    return protocol == "hiddenbench" or (protocol == "hiddenbench-full" and bool(options and options.full_discussion))
 
 
 def _discussion_run(program: Any, config: dict[str, Any], setup: HiddenSetup, initial: bool,
@@ -141,12 +161,12 @@ class ProtocolTask(Task):
     def plan(self, settings: ProtocolSettings, context: RunContext, *, run: RunSettings | None = None,
              program: Any = None, source: Any = None) -> PlannedRun:
         setup = hidden_setup(settings, context, source)
-        program = program or protocol_program(settings.protocol, settings.rounds, setup.team, settings.seed)
+        program = program or protocol_program(settings.protocol, settings.rounds, setup.team, settings.seed,
+                                              settings.hiddenbench_options())
         name = f"{settings.protocol}-{setup.agents['kind']}"
         config = run_config(name, state=program, lm=setup.lm, data=setup.data, seed=settings.seed,
-                            options={"protocol": settings.protocol, "rounds": program.rounds,
-                                     "agents": setup.agents})
-        return _discussion_run(program, config, setup, settings.protocol == "hiddenbench", name)
+                            options={**protocol_options(program), "agents": setup.agents})
+        return _discussion_run(program, config, setup, scores_initial_votes(program), name)
 
 
 def program_label(settings: ProgramSettings) -> str:
@@ -198,9 +218,10 @@ class ConsilienceTask(Task):
         setup = hidden_setup(settings, context, source)
         label = program_label(settings)
         if settings.program in PROTOCOLS:
-            rounds = settings.rounds if discusses(settings.program) else None
-            program = program or protocol_program(settings.program, rounds, setup.team, settings.seed)
-            options = {"protocol": settings.program, "rounds": program.rounds}
+            hiddenbench = settings.hiddenbench_options()
+            rounds = settings.rounds if discusses(settings.program, hiddenbench) else None
+            program = program or protocol_program(settings.program, rounds, setup.team, settings.seed, hiddenbench)
+            options = protocol_options(program)
         else:
             controller = controller_named(settings.program, settings.mlp, context)
             configuration = settings.configuration(settings.program, controller, setup.team)
@@ -212,8 +233,7 @@ class ConsilienceTask(Task):
         config = run_config("consilience-" + label.split()[0].replace("+", "-"), state=program, lm=setup.lm,
                             data=setup.data, seed=settings.seed, options={**options, "agents": setup.agents,
                                                                           "label": label})
-        initial = getattr(program, "protocol", None) == "hiddenbench"
-        return _discussion_run(program, config, setup, initial, label)
+        return _discussion_run(program, config, setup, scores_initial_votes(program), label)
 
 
 #: The hidden-profile tasks by name.

@@ -330,7 +330,7 @@ class LMAgent(dspy.Module):
         from dspy.utils.exceptions import AdapterParseError
 
         first, *retry = self._attempts(predictor, task, transcript, **extra)
-        with self._context():
+        with self.lm_context():
             try:
                 return predictor(**first)
             except AdapterParseError as exc:
@@ -345,7 +345,7 @@ class LMAgent(dspy.Module):
         from dspy.utils.exceptions import AdapterParseError
 
         first, *retry = self._attempts(predictor, task, transcript, **extra)
-        with self._context():
+        with self.lm_context():
             try:
                 return await predictor.acall(**first)
             except AdapterParseError as exc:
@@ -357,7 +357,8 @@ class LMAgent(dspy.Module):
     def _log_retry(self, exc: Exception) -> None:
         logger.debug("agent %d: output did not parse under the task's options (%s); asking again", self.index, exc)
 
-    def _context(self):
+    def lm_context(self):
+        """A context in which DSPy calls use this agent's LM (and an embedded LM's adapter); a no-op without one."""
         if self.agent_lm is None:
             return contextlib.nullcontext()
         from groundstate.lm.specs import default_adapter, is_embedded
