@@ -134,3 +134,18 @@ def test_the_identity_of_a_team():
     assert agents_identity(LMTeam(lambda i: None)) is None
     with pytest.raises(ConfigError, match="cannot tell which agents"):
         calibrate(generate_hidden_travel(2, seed=1), LMTeam(lambda i: None), RuleController(), Configuration("rules"))
+
+
+def test_a_heterogeneous_simulated_team_is_its_own_team(tmp_path, travel):
+    code, out, err = run_cli(["consilience", "calibrate", "--data", travel, "--out", "cal", *SIM,
+                              "--sim-agent-presets", "limited", "ideal"], tmp_path)
+    assert code == 0, err[-2000:]
+    recorded = json.loads((tmp_path / "cal" / "manifest.json").read_text())["configuration"]["agents"]
+    assert [p["attention"] for p in recorded["per_agent"]] == [3, None]
+    argv = ["consilience", "routing", "--data", travel, "--calibrator", "cal", *SIM]
+    code, out, err = run_cli(argv, tmp_path)
+    assert_one_clean_line(argv, code, out, err)
+    assert "agents.per_agent" in err
+    code, out, err = run_cli([*argv, "--sim-agent-presets", "limited", "ideal"], tmp_path)
+    assert code == 0, err[-2000:]
+    assert "agent 0 'limited', agent 1 'ideal'" in " ".join(out.split())  # the table names the team

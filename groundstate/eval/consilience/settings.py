@@ -38,9 +38,9 @@ from groundstate.records import ACTIONS
 
 _IDEAL, _LIMITED = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
 
-#: The simulated agents' parameters (``sim_<field of SimParams>``).
-SIM_FIELDS = ("sim_preset", "sim_beta", "sim_noise", "sim_recall", "sim_shared_bias", "sim_facts_per_message",
-              "sim_attention", "sim_salience", "sim_recency", "sim_weight_noise")
+#: The simulated agents' parameters (``sim_<field of SimParams>``, and the per-agent presets).
+SIM_FIELDS = ("sim_preset", "sim_agent_presets", "sim_beta", "sim_noise", "sim_recall", "sim_shared_bias",
+              "sim_facts_per_message", "sim_attention", "sim_salience", "sim_recency", "sim_weight_noise")
 
 
 class AgentSettings(Settings):
@@ -54,6 +54,9 @@ class AgentSettings(Settings):
         "ideal", description="named parameter set: 'ideal' (perfect integrators, the default) or 'limited' (bounded "
         f"attention, salience of spoken facts, imperfect weighting: attention {_LIMITED.attention}, salience "
         f"{_LIMITED.salience}, recency {_LIMITED.recency}, weight noise {_LIMITED.weight_noise})")
+    sim_agent_presets: list[Literal[tuple(SIM_PRESETS)]] | None = Field(
+        None, description="a heterogeneous team: agent i uses the i-th preset (agents past the list use "
+        "--sim-preset); every --sim-* value given applies to all of them", json_schema_extra={"metavar": "PRESET"})
     sim_beta: float | None = Field(None, ge=0, description=f"belief sharpness on summed support (ideal: "
                                    f"{_IDEAL.beta})")
     sim_noise: float | None = Field(None, ge=0, description=f"std of the per-option noise on beliefs (ideal: "
@@ -88,13 +91,21 @@ class AgentSettings(Settings):
         Raises:
             ConfigError: a value :class:`SimParams` refuses (one line naming the ``--sim-`` option).
         """
+        return self._preset(self.sim_preset or "ideal")
+
+    def sim_agent_params(self) -> list[SimParams]:
+        """The parameters of each agent named by ``sim_agent_presets`` (each preset with the same ``sim_<field>``
+        overrides as :meth:`sim_params`); empty for a team whose agents all use :meth:`sim_params`."""
+        return [self._preset(name) for name in self.sim_agent_presets or ()]
+
+    def _preset(self, name: str) -> SimParams:
         overrides: dict[str, Any] = {}
         for field in fields(SimParams):
             value = getattr(self, f"sim_{field.name}", None)
             if value is not None:
                 overrides[field.name] = None if value == "all" else value
         try:
-            return sim_preset(self.sim_preset or "ideal", **overrides)
+            return sim_preset(name, **overrides)
         except ValueError as exc:
             raise ConfigError(str(exc).replace("SimParams.", "--sim-").replace("_", "-")) from None
 

@@ -42,7 +42,8 @@ class HiddenSetup:
 
 
 def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *, sim_params: Any = None,
-              seed: int = 0, lm: Any = None, lm_config: Any = None) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+              seed: int = 0, lm: Any = None, lm_config: Any = None, sim_agents: Sequence[Any] = ()
+              ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """``(team, agents description, LM description)`` for ``kind`` ``sim`` or ``lm``.
 
     Args:
@@ -50,6 +51,8 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
         tasks, tasks_file: the tasks and their file (named in errors).
         sim_params: the :class:`~groundstate.programs.consilience.simulated.SimParams` for ``sim``.
         seed: the simulated agents' seed.
+        sim_agents: a heterogeneous simulated team: agent ``i`` uses ``sim_agents[i]`` (past the list:
+            ``sim_params``); described as ``per_agent`` (only then, so a homogeneous team's run id is unchanged).
         lm, lm_config: the default LM and the per-role configuration for ``lm`` (agent ``i`` uses role
             ``agent.i``).
 
@@ -67,7 +70,10 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
             raise InputError("simulated agents need per-fact support; give the tasks support (--support) or use "
                              "--agents lm",
                              file=tasks_file, record=unannotated.id, field="support")
-        return SimTeam(params, seed), {"kind": "sim", "params": asdict(params), "seed": seed}, {"model": None}
+        described = {"kind": "sim", "params": asdict(params), "seed": seed}
+        if sim_agents:
+            described["per_agent"] = [asdict(p) for p in sim_agents]
+        return SimTeam(params, seed, per_agent=list(sim_agents)), described, {"model": None}
     if kind != "lm":
         raise ConfigError(f"unknown agents '{kind}': use sim or lm")
     team = LMTeam(lm_config=lm_config)
@@ -90,7 +96,8 @@ def prepare_team(settings: AgentSettings, tasks: list[Any], tasks_file: str, con
             where = "the hidden-profile design default" if support["source"] == "design" else support["file"]
             context.tell(f"simulated agents: per-fact support of {support['tasks']} task(s) from {where}")
         team, agents, lm = make_team("sim", tasks, tasks_file, sim_params=settings.sim_params(),
-                                     seed=getattr(settings, "seed", 0) if seed is None else seed)
+                                     seed=getattr(settings, "seed", 0) if seed is None else seed,
+                                     sim_agents=settings.sim_agent_params())
         return tasks, team, {**agents, "support": support}, lm
     lm, lm_config = context.lm_pair()
     team, agents, described = make_team("lm", tasks, tasks_file, lm=lm, lm_config=lm_config)
