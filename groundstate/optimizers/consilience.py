@@ -18,7 +18,7 @@ Evaluation (held-out tasks, coverage) is in :mod:`groundstate.eval.consilience`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from groundstate.errors import ConfigError
 from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.optimizers.controller import MLPActionValue
 from groundstate.programs.consilience.consilience import Consilience, explore, proposal_scores
+from groundstate.programs.consilience.identity import agents_identity
 from groundstate.programs.consilience.state import (
     EXTRA_FEATURES,
     FEATURE_GROUPS,
@@ -191,10 +192,6 @@ class Configuration:
         """
         if self.agents is not None:
             return self
-        from dataclasses import replace
-
-        from groundstate.programs.consilience.identity import agents_identity
-
         described = agents_identity(team)
         if described is None:
             raise ConfigError("cannot tell which agents this team is, so a calibration could not be checked against "

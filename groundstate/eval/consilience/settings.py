@@ -31,6 +31,7 @@ from groundstate.eval.consilience.support import SUPPORT_MODES
 from groundstate.eval.settings import Settings, TaskSettings
 from groundstate.programs.consilience.consilience import SET_SAMPLING
 from groundstate.programs.consilience.control import CONTROLLERS, ROUTERS
+from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
 from groundstate.programs.consilience.protocols import PROTOCOLS
 from groundstate.programs.consilience.simulated import SIM_PRESETS, SimParams, sim_preset
 from groundstate.programs.consilience.state import FEATURE_SETS
@@ -149,8 +150,6 @@ class HiddenBenchSettings(Settings):
         Raises:
             ConfigError: special agents without their instruction.
         """
-        from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
-
         try:
             return HiddenBenchOptions(fixed_holders=self.fixed_holders, special_share=self.special_share,
                                       special_prompt=self.special_prompt, full_discussion=self.full_discussion,

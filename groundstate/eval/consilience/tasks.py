@@ -26,6 +26,7 @@ from groundstate.errors import ConfigError, InputError
 from groundstate.eval.consilience.settings import AgentSettings, ProgramSettings, ProtocolSettings
 from groundstate.eval.run_settings import RunSettings, run_config
 from groundstate.eval.task import PlannedRun, RunContext, Task
+from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
 from groundstate.records import HiddenProfileTask
 
 
@@ -136,8 +137,6 @@ def protocol_options(program: Any) -> dict[str, Any]:
     protocols, how they depart from its script (part of the run id)."""
     options = {"protocol": program.protocol, "rounds": program.rounds}
     if program.protocol.startswith("hiddenbench"):
-        from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
-
         options["hiddenbench"] = (getattr(program, "hiddenbench", None) or HiddenBenchOptions()).describe()
     return options
 

@@ -62,6 +62,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.common import as_data
@@ -205,8 +206,6 @@ class HiddenBenchChat(dspy.Module):
               ) -> dspy.Prediction:
         """``predictor`` under the agent's LM and a turn-formatting adapter; a vote's outputs bound to the task's
         letters (:func:`specialize`), asked once more unbound if the answer does not parse under them."""
-        from dspy.utils.exceptions import AdapterParseError
-
         with agent.lm_context():
             with dspy.context(adapter=_adapter()):
                 bound = specialize(predictor.signature, labels) if labels else predictor.signature

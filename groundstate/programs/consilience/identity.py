@@ -29,6 +29,9 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+import dspy
+
+from groundstate.lm.specs import describe_lm
 from groundstate.programs.consilience.agents import LMTeam
 from groundstate.programs.consilience.simulated import SimTeam
 
@@ -58,16 +61,12 @@ def applies_to_agents(pattern: str) -> bool:
 
 
 def _lm_team(team: LMTeam) -> dict[str, Any] | None:
-    from groundstate.lm.specs import describe_lm
-
     config = getattr(team, "lm_config", None)
     if config is not None:
         described = config.describe()
         return {"kind": "lm", "default": lm_entry(described["default"]),
                 "roles": {p: lm_entry(e) for p, e in described["roles"].items() if applies_to_agents(p)}}
     if team.lms is None or isinstance(team.lms, (list, tuple)):
-        import dspy
-
         default = lm_entry(describe_lm(dspy.settings.lm))
         roles = {f"agent.{i}": lm_entry(describe_lm(lm)) for i, lm in enumerate(team.lms or ()) if lm is not None}
         return {"kind": "lm", "default": default, "roles": roles}
