@@ -273,10 +273,14 @@ def workspace(tmp_path_factory):
     calibrator = RoundwiseConformal(alpha=0.2).fit([1] * 10 + [2] * 10, rng.uniform(size=20))
     from groundstate.optimizers.consilience import Configuration
     from groundstate.programs.consilience.control import build_controller
+    from groundstate.programs.consilience.identity import agents_identity
+    from groundstate.programs.consilience.simulated import SimTeam, sim_preset
 
-    # the configuration `consilience coverage --agents sim` (default options) checks the calibrator against
+    # the configuration `consilience coverage --agents sim` (default options) checks the calibrator against: the
+    # simulated agents of the default preset, described as a calibration records them
     configuration = Configuration.of("rules", build_controller("rules"), router="action-conditional", max_rounds=10,
-                                     agents="sim", removed_actions=(), min_vote_round=None)
+                                     agents=agents_identity(SimTeam(sim_preset("ideal"))), removed_actions=(),
+                                     min_vote_round=None)
     calibrator.config = configuration.to_dict()
     save_params(calibrator, root / "cal", configuration=configuration.to_dict())
     code, _, err = run_cli(["dhd", "simulate", "--cache", "cache", "--n", "6", "--blocks", "2", "--k", "3"], root)

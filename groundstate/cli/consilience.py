@@ -273,7 +273,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     controller = controller_named(args.controller, args.mlp, args)
-    config = configuration_for(args, args.controller, controller)
+    config = configuration_for(args, args.controller, controller, team)
     calibrator = calibrate(tasks, team, controller, config, alpha=args.alpha, seed=args.seed,
                            map_fn=task_map(args, args.controller))
     save_params(calibrator, args.out, purpose="consilience round-wise conformal calibration",

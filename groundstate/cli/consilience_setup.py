@@ -46,9 +46,9 @@ def write_json_out(path: str | None, value: Any) -> None:
         print(f"wrote {path}")
 
 
-def configuration_for(args: argparse.Namespace, name: str, controller: Any):
-    """The configuration of controller ``name`` the options describe."""
-    return settings_from(ConfigurationSettings, args).configuration(name, controller, args.agents)
+def configuration_for(args: argparse.Namespace, name: str, controller: Any, team: Any):
+    """The configuration of controller ``name`` the options describe, for the agents of ``team``."""
+    return settings_from(ConfigurationSettings, args).configuration(name, controller, team)
 
 
 def controller_named(name: str, mlp_dir: str | None, args: argparse.Namespace | None = None):

@@ -50,7 +50,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     about = provenance(agents, lm)
     controller = controller_named(args.controller, args.mlp, args)
-    config = configuration_for(args, args.controller, controller)
+    config = configuration_for(args, args.controller, controller, team)
     calibrator = load_calibrator(args.calibrator, config)
     policies = ("calibrated", "deployed") if args.policy == "both" else (args.policy,)
     map_fn = task_map(args, args.controller)
@@ -80,6 +80,7 @@ def cmd_routing(args: argparse.Namespace) -> int:
     from groundstate.eval.consilience.provenance import provenance, warned_title  # noqa: PLC0415 (--help stays light)
     from groundstate.eval.consilience.routing import (  # noqa: PLC0415 (--help stays light)
         HEADER,
+        round_robin_line,
         routing_ablation,
         table_cells,
     )
@@ -87,7 +88,7 @@ def cmd_routing(args: argparse.Namespace) -> int:
     tasks, _, team, agents, lm = tasks_and_team(args, args.data)
     about = provenance(agents, lm)
     controller = controller_named(args.controller, args.mlp, args)
-    config = configuration_for(args, args.controller, controller)
+    config = configuration_for(args, args.controller, controller, team)
     calibrator = load_calibrator(args.calibrator, config) if args.calibrator else None
     metrics, steps = routing_ablation(config.program(team, controller, calibrator=calibrator, seed=args.seed), tasks)
     print(f"speaker routing on {len(tasks)} tasks, {len(steps)} controlled steps (action held fixed, every speaker "
@@ -95,6 +96,7 @@ def cmd_routing(args: argparse.Namespace) -> int:
     print_table(table_cells(metrics), columns=HEADER,
                 title=warned_title("speaker routing (Table 8 layout; means over steps, no intervals)", agents),
                 caption=about["agents"])
+    print(round_robin_line(metrics))
     write_json_out(args.json_out, {"metrics": metrics, "steps": steps, "provenance": about})
     return 0
 

@@ -169,11 +169,17 @@ def register_run(hidden_sub: argparse._SubParsersAction) -> None:
         description="Runs Hidden-Pre (vote without discussion), Hidden-Post (fixed round-robin discussion, then "
                     "vote) or Full-Info (every agent gets every fact, then votes) on each task, with LM or simulated "
                     "agents, and prints task accuracy, vote accuracy, rounds, words and tokens. The hiddenbench-* "
-                    "protocols follow HiddenBench's own simulation (shuffled facts, an initial vote, 15 rounds in "
-                    "which each agent sees the others' latest messages, a first-vote tie rule); `hiddenbench` "
-                    "also reports its initial votes, which are Hidden-Pre.")
+                    "protocols follow HiddenBench's own simulation script (clues dealt afresh, shuffled facts, an "
+                    "initial vote with a rationale, 15 rounds in which each LM agent holds its own chat and sees the "
+                    "others' latest messages, a first-vote tie rule); `hiddenbench` also reports its initial votes, "
+                    "which are Hidden-Pre. `hiddenbench-full` does not discuss, as the Consilience paper's Full-Info "
+                    "(--full-discussion: as HiddenBench's script).")
     add_data_option(p, "hidden-profile tasks (HiddenBench JSON or JSONL)")
     add_settings(p, ProtocolSettings, only=("protocol", "rounds"))
+    group = p.add_argument_group("HiddenBench's protocols", "how they depart from HiddenBench's script (by default "
+                                 "they do not, but for Full-Info)")
+    add_settings(p, ProtocolSettings, only=("fixed_holders", "special_share", "special_prompt", "full_discussion",
+                                            "flat_transcript"), group=group)
     add_agent_options(p)
     add_support_options(p)
     add_run_options(p)

@@ -9,7 +9,8 @@
   calibration tasks with every proposal executed, collect the proposals' regrets per round, and fit
   :class:`~groundstate.optimizers.conformal.RoundwiseConformal`. The calibrator records that configuration
   (:class:`Configuration`, including the controller's termination rule, which decides where Vote is
-  admissible); :func:`check_config` refuses to use it with another one.
+  admissible, and the agents it was fitted on: the simulated agents' parameters or every agent role's LM, see
+  :mod:`groundstate.programs.consilience.identity`); :func:`check_config` refuses to use it with another one.
 
 Evaluation (held-out tasks, coverage) is in :mod:`groundstate.eval.consilience`.
 """
@@ -17,7 +18,7 @@ Evaluation (held-out tasks, coverage) is in :mod:`groundstate.eval.consilience`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from groundstate.optimizers.conformal import RoundwiseConformal
 from groundstate.optimizers.controller import MLPActionValue
 from groundstate.optimizers.manifests import SklearnManifest
 from groundstate.programs.consilience.consilience import Consilience, explore, proposal_scores
+from groundstate.programs.consilience.identity import agents_identity
 from groundstate.programs.consilience.state import (
     EXTRA_FEATURES,
     FEATURE_GROUPS,
@@ -155,14 +157,17 @@ class Configuration:
     """What a calibration is valid for: change any of it and the thresholds no longer apply.
 
     ``vote_rule`` is the controller's termination rule (``controller.vote_rule()``: where Vote is admissible),
-    ``min_vote_round`` an extra lower bound on it (``None``: none), ``features`` the MLP's inputs.
+    ``min_vote_round`` an extra lower bound on it (``None``: none), ``features`` the MLP's inputs. ``agents`` is
+    the team the calibration is for, as :func:`~groundstate.programs.consilience.identity.agents_identity`
+    describes it (the paper calibrates per agent model); ``None`` until :meth:`for_team` fills it in from the team
+    (:func:`calibrate` and :func:`check_config` do so when they are given the team).
     """
 
     controller: str
     router: str = "action-conditional"
     max_rounds: int = 10
     weights: dict[str, float] | None = None
-    agents: str = "sim"
+    agents: dict[str, Any] | None = None
     removed_actions: tuple[str, ...] = ()
     min_vote_round: int | None = None
     vote_rule: dict[str, Any] | None = None
@@ -174,6 +179,21 @@ class Configuration:
                 "removed_actions": sorted(self.removed_actions), "min_vote_round": self.min_vote_round,
                 "vote_rule": self.vote_rule or {"kind": "never"},
                 "features": list(self.features) if self.features is not None else None}
+
+    def for_team(self, team: Any) -> Configuration:
+        """This configuration with ``agents`` described from ``team`` when it names none (itself otherwise).
+
+        Raises:
+            ConfigError: the team cannot be described (an ``LMTeam`` built from a bare callable: build it with
+                ``lm_config=``, or give ``agents`` yourself).
+        """
+        if self.agents is not None:
+            return self
+        described = agents_identity(team)
+        if described is None:
+            raise ConfigError("cannot tell which agents this team is, so a calibration could not be checked against "
+                              "them: build an LMTeam with lm_config=, or give Configuration(agents=...)")
+        return replace(self, agents=described)
 
     @classmethod
     def of(cls, name: str, controller: Any, **kwargs: Any) -> Configuration:
@@ -192,25 +212,62 @@ class Configuration:
                            **kwargs)
 
 
-def check_config(calibrator: RoundwiseConformal, config: Configuration) -> None:
+def check_config(calibrator: RoundwiseConformal, config: Configuration, team: Any = None) -> None:
     """Refuse a calibrator fitted for another configuration (one line naming what differs). A setting the
     calibrator does not record (it was fitted by an earlier version, before the setting was part of the
-    configuration) counts as different."""
+    configuration) counts as different. ``team``: fills in ``config.agents`` when it names none
+    (:meth:`Configuration.for_team`).
+
+    Agents are compared in full (the simulated agents' parameters, every agent role's LM); a calibrator of an
+    earlier version that recorded them only as ``"sim"`` or ``"lm"`` is refused with a hint to calibrate again."""
+    if team is not None:
+        config = config.for_team(team)
     saved = dict(calibrator.config or {})
     wanted = config.to_dict()
+    if isinstance(saved.get("agents"), str):
+        raise ConfigError(f"the calibrator records its agents only as {saved['agents']!r} (an earlier format that "
+                          "does not say which agents or LMs it was fitted on); calibrate again with this version")
     diff = sorted(k for k in wanted if saved.get(k, _MISSING) != wanted[k])
     if diff:
-        details = ", ".join(f"{k}: calibrated {saved.get(k, 'not recorded')!r}, now {wanted[k]!r}" for k in diff)
+        details = ", ".join(_agents_difference(saved.get(k, _MISSING), wanted[k]) if k == "agents" else
+                            f"{k}: calibrated {saved.get(k, 'not recorded')!r}, now {wanted[k]!r}" for k in diff)
         raise ConfigError(f"the calibrator was fitted for another configuration ({details}); calibrate again")
 
 
 _MISSING = object()
 
 
+def _flat(value: Any, prefix: str) -> dict[str, Any]:
+    """``value`` as ``{dotted path: leaf}`` (mappings and lists opened up)."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}.{key}").items()} or {prefix: {}}
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in _flat(item, f"{prefix}.{i}").items()} or {prefix: []}
+    return {prefix: value}
+
+
+def _agents_difference(saved: Any, wanted: Any, shown: int = 4) -> str:
+    """What differs between two agent descriptions, leaf by leaf (at most ``shown`` leaves, then a count)."""
+    if saved is _MISSING or saved is None or wanted is None:
+        return f"agents: calibrated {'not recorded' if saved is _MISSING else saved!r}, now {wanted!r}"
+    old, new = _flat(saved, "agents"), _flat(wanted, "agents")
+    keys = sorted(k for k in old.keys() | new.keys() if old.get(k, _MISSING) != new.get(k, _MISSING))
+    parts = [f"{k}: calibrated {old.get(k, 'absent')!r}, now {new.get(k, 'absent')!r}" for k in keys[:shown]]
+    if len(keys) > shown:
+        parts.append(f"and {len(keys) - shown} more agent setting(s)")
+    return ", ".join(parts)
+
+
 def calibrate(tasks: Sequence[HiddenProfileTask], team: Callable, controller: Any, config: Configuration,
               alpha: float = 0.1, seed: int = 0, map_fn: MapFn | None = None) -> RoundwiseConformal:
     """Fit round-wise thresholds from calibration trajectories of ``config`` (every proposal executed);
-    ``map_fn`` runs the per-task trajectories (:data:`MapFn`)."""
+    ``map_fn`` runs the per-task trajectories (:data:`MapFn`). The calibrator records ``config`` with the agents
+    of ``team`` (:meth:`Configuration.for_team`), so it is refused for any other agents.
+
+    Raises:
+        ConfigError: the team cannot be described, or the tasks produced no rounds.
+    """
+    config = config.for_team(team)
     program = config.program(team, controller, calibrator=None, seed=seed)
     rounds, scores = proposal_scores((map_fn or serial_map)(EpisodeTrace(program), list(tasks)))
     if not scores:

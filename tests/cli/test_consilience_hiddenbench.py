@@ -112,7 +112,8 @@ def test_the_whole_consilience_workflow_on_a_hiddenbench_file(hb, tmp_path, caps
     assert (tmp_path / "table" / "table.md").read_text().count("|") > 20
     assert main(["consilience", "routing", "--data", str(parts["test"]), *sim]) == 0
     out = capsys.readouterr().out
-    assert is_rich_table(out) and "normalized regret" in out and len(table_row(out, "round-robin")) == 5
+    assert is_rich_table(out) and "normalized regret" in out and len(table_row(out, "round-robin")) == 6
+    assert table_row(out, "round-robin")[-1] == "0.0%" and "picked another speaker than round-robin at" in out
     assert main(["consilience", "ablate", "actions", "--calibration-data", str(parts["calibration"]), "--data",
                  str(parts["test"]), "--controllers", "rules", "--max-rounds", "4", "--agents", "sim"]) == 0
     out = capsys.readouterr().out

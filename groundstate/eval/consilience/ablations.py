@@ -68,7 +68,7 @@ def calibrated_program(name: str, controller: Any, team: Callable, calibration: 
     and the program that runs it with that calibrator. ``calibrator``: one already fitted for this row (a resumed
     run's), checked against the configuration (one line when it was fitted for another) instead of calibrating."""
     configuration = Configuration.of(name, controller, max_rounds=max_rounds, removed_actions=tuple(removed_actions),
-                                     **config)
+                                     **config).for_team(team)
     if calibrator is None:
         calibrator = calibrate(calibration, team, controller, configuration, alpha=alpha, seed=seed)
     else:

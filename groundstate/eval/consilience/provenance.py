@@ -9,7 +9,9 @@ a table must therefore see which agents produced it. This module turns the agent
 text, so every report says it the same way:
 
 - :func:`describe_agents`: one line, e.g. ``simulated agents, preset 'limited' (attention 3 facts, salience 0.5,
-  recency 0.8, weight noise 0.3); support: the tasks' own`` or ``LM agents: openai/gpt-4o``;
+  recency 0.8, weight noise 0.3); support: the tasks' own`` or ``LM agents: openai/gpt-4o``; a heterogeneous
+  simulated team names each agent's preset (``agent 0 'ideal', agent 1 'limited'``, ``*`` marking a preset with a
+  value changed), then the preset of any other agent;
 - :func:`is_fixed_by_construction` and :data:`FIXED_BY_CONSTRUCTION`: the warning a title carries when simulated
   agents ran on design-default support; :func:`warned_title` appends it;
 - :func:`provenance`: both as a JSON-able mapping (for the JSON files beside a table);
@@ -134,9 +136,24 @@ def describe_agents(agents: Mapping[str, Any] | None, lm: Mapping[str, Any] | No
         if field in differs:
             text += f" [preset: {_value(field, differs[field])}]"
         shown.append(text)
-    label = f"simulated agents, preset '{name}' ({', '.join(shown)})"
+    preset = f"preset '{name}' ({', '.join(shown)})"
+    label = f"simulated agents, {preset}"
+    per_agent = agents.get("per_agent")
+    if isinstance(per_agent, list) and per_agent:
+        team = ", ".join(f"agent {i} '{_preset_label(p)}'" for i, p in enumerate(per_agent[:12]))
+        more = f" and {len(per_agent) - 12} more" if len(per_agent) > 12 else ""
+        label = f"simulated agents, a heterogeneous team: {team}{more} (any other agent: {preset})"
     support = _support(agents.get("support"))
     return label + (f"; {support}" if support else "")
+
+
+def _preset_label(params: Any) -> str:
+    """One agent's preset as a heterogeneous team's label names it: the closest preset, ``*`` when some value
+    differs from it."""
+    if not isinstance(params, Mapping):
+        return "unknown"
+    name, differs = preset_of(params)
+    return name + ("*" if differs else "")
 
 
 def is_fixed_by_construction(agents: Mapping[str, Any] | None) -> bool:

@@ -12,7 +12,9 @@ then scored on the speaker it would pick there, ``r``:
   regret to normalise and are counted separately (``flat_steps``), never silently dropped.
 
 The paper measures the same two quantities (Table 8); it does not say how it treats steps with no spread, so
-the rule above is ours.
+the rule above is ours. Each policy also reports ``differs_from_round_robin``, the share of steps at which its
+pick is not round-robin's: a policy that agrees with round-robin at almost every step cannot be told apart from
+it by these means (the action-conditional router's share is the figure to look at first).
 """
 
 from __future__ import annotations
@@ -43,13 +45,15 @@ def speaker_outcomes(view: RoundView) -> dict[str, Any] | None:
 
 def routing_metrics(steps: Sequence[dict[str, Any]], routers: Sequence[str] = ROUTERS) -> dict[str, dict[str, Any]]:
     """Per router: ``mean_dJ`` over all steps, ``normalized_regret`` over steps with a spread of outcomes,
-    ``steps`` and ``flat_steps`` (see the module docstring)."""
+    ``steps``, ``flat_steps`` and ``differs_from_round_robin`` (the share of steps whose pick is not round-robin's;
+    ``None`` without steps) (see the module docstring)."""
     out: dict[str, dict[str, Any]] = {}
     for router in routers:
-        changes, regrets, flat = [], [], 0
+        changes, regrets, flat, differ = [], [], 0, 0
         for step in steps:
             outcomes = step["outcomes"]
             picked = outcomes[step["picks"][router]]
+            differ += step["picks"][router] != step["picks"]["round-robin"]
             changes.append(picked - step["J"])
             low, high = min(outcomes), max(outcomes)
             if high - low <= FLAT:
@@ -58,7 +62,8 @@ def routing_metrics(steps: Sequence[dict[str, Any]], routers: Sequence[str] = RO
                 regrets.append((picked - low) / (high - low))
         out[router] = {"mean_dJ": sum(changes) / len(changes) if changes else None,
                        "normalized_regret": sum(regrets) / len(regrets) if regrets else None,
-                       "steps": len(changes), "flat_steps": flat}
+                       "steps": len(changes), "flat_steps": flat,
+                       "differs_from_round_robin": differ / len(changes) if changes else None}
     return out
 
 
@@ -83,7 +88,8 @@ def routing_ablation(program: Any, tasks: Sequence[Any]) -> tuple[dict[str, dict
     return routing_metrics(steps), steps
 
 
-HEADER: tuple[str, ...] = ("routing policy", "mean dJ", "normalized regret", "steps", "steps with no spread")
+HEADER: tuple[str, ...] = ("routing policy", "mean dJ", "normalized regret", "steps", "steps with no spread",
+                           "picks unlike round-robin")
 
 
 def table_cells(metrics: dict[str, dict[str, Any]]) -> list[list[str]]:
@@ -92,8 +98,20 @@ def table_cells(metrics: dict[str, dict[str, Any]]) -> list[list[str]]:
     for router, m in metrics.items():
         regret = "n/a" if m["normalized_regret"] is None else f"{m['normalized_regret']:.4f}"
         dj = "n/a" if m["mean_dJ"] is None else f"{m['mean_dJ']:+.4f}"
-        body.append([router, dj, regret, str(m["steps"]), str(m["flat_steps"])])
+        differ = m.get("differs_from_round_robin")
+        body.append([router, dj, regret, str(m["steps"]), str(m["flat_steps"]),
+                     "n/a" if differ is None else f"{differ:.1%}"])
     return body
+
+
+def round_robin_line(metrics: dict[str, dict[str, Any]], router: str = "action-conditional") -> str:
+    """One sentence: how often ``router``'s pick differed from round-robin's (for a study's printout)."""
+    m = metrics.get(router) or {}
+    share = m.get("differs_from_round_robin")
+    if share is None:
+        return f"the {router} router made no pick (no communication step)"
+    return (f"the {router} router picked another speaker than round-robin at {round(share * m['steps'])} of "
+            f"{m['steps']} steps ({share:.1%})")
 
 
 def markdown(metrics: dict[str, dict[str, Any]]) -> str:

@@ -3,7 +3,8 @@ configuration, and an evaluation of several programs.
 
 - :class:`AgentSettings`: LM or seeded simulated agents (the preset and each parameter that overrides it) and
   where simulated agents get per-fact support.
-- :class:`ProtocolSettings`: ``groundstate hidden run`` (one reference protocol over the tasks).
+- :class:`ProtocolSettings`: ``groundstate hidden run`` (one reference protocol over the tasks), with
+  :class:`HiddenBenchSettings` (how HiddenBench's protocols depart from its script; by default they do not).
 - :class:`ConfigurationSettings`: what a Consilience calibration is valid for (router, round limit, removed
   actions, the lower bound on the Vote round).
 - :class:`ProgramSettings`: one program of an evaluation (a reference protocol, or a controller with its
@@ -23,13 +24,14 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from groundstate.errors import ConfigError
 from groundstate.eval.consilience.support import SUPPORT_MODES
 from groundstate.eval.settings import Settings, TaskSettings
 from groundstate.programs.consilience.consilience import SET_SAMPLING
 from groundstate.programs.consilience.control import CONTROLLERS, ROUTERS
+from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
 from groundstate.programs.consilience.protocols import PROTOCOLS
 from groundstate.programs.consilience.simulated import SIM_PRESETS, SimParams, sim_preset
 from groundstate.programs.consilience.state import FEATURE_SETS
@@ -37,9 +39,9 @@ from groundstate.records import ACTIONS
 
 _IDEAL, _LIMITED = SIM_PRESETS["ideal"], SIM_PRESETS["limited"]
 
-#: The simulated agents' parameters (``sim_<field of SimParams>``).
-SIM_FIELDS = ("sim_preset", "sim_beta", "sim_noise", "sim_recall", "sim_shared_bias", "sim_facts_per_message",
-              "sim_attention", "sim_salience", "sim_recency", "sim_weight_noise")
+#: The simulated agents' parameters (``sim_<field of SimParams>``, and the per-agent presets).
+SIM_FIELDS = ("sim_preset", "sim_agent_presets", "sim_beta", "sim_noise", "sim_recall", "sim_shared_bias",
+              "sim_facts_per_message", "sim_attention", "sim_salience", "sim_recency", "sim_weight_noise")
 
 
 class AgentSettings(Settings):
@@ -53,6 +55,9 @@ class AgentSettings(Settings):
         "ideal", description="named parameter set: 'ideal' (perfect integrators, the default) or 'limited' (bounded "
         f"attention, salience of spoken facts, imperfect weighting: attention {_LIMITED.attention}, salience "
         f"{_LIMITED.salience}, recency {_LIMITED.recency}, weight noise {_LIMITED.weight_noise})")
+    sim_agent_presets: list[Literal[tuple(SIM_PRESETS)]] | None = Field(
+        None, description="a heterogeneous team: agent i uses the i-th preset (agents past the list use "
+        "--sim-preset); every --sim-* value given applies to all of them", json_schema_extra={"metavar": "PRESET"})
     sim_beta: float | None = Field(None, ge=0, description=f"belief sharpness on summed support (ideal: "
                                    f"{_IDEAL.beta})")
     sim_noise: float | None = Field(None, ge=0, description=f"std of the per-option noise on beliefs (ideal: "
@@ -87,13 +92,21 @@ class AgentSettings(Settings):
         Raises:
             ConfigError: a value :class:`SimParams` refuses (one line naming the ``--sim-`` option).
         """
+        return self._preset(self.sim_preset or "ideal")
+
+    def sim_agent_params(self) -> list[SimParams]:
+        """The parameters of each agent named by ``sim_agent_presets`` (each preset with the same ``sim_<field>``
+        overrides as :meth:`sim_params`); empty for a team whose agents all use :meth:`sim_params`."""
+        return [self._preset(name) for name in self.sim_agent_presets or ()]
+
+    def _preset(self, name: str) -> SimParams:
         overrides: dict[str, Any] = {}
         for field in fields(SimParams):
             value = getattr(self, f"sim_{field.name}", None)
             if value is not None:
                 overrides[field.name] = None if value == "all" else value
         try:
-            return sim_preset(self.sim_preset or "ideal", **overrides)
+            return sim_preset(name, **overrides)
         except ValueError as exc:
             raise ConfigError(str(exc).replace("SimParams.", "--sim-").replace("_", "-")) from None
 
@@ -107,7 +120,46 @@ class HiddenTasks(Settings):
                                                  "error, exit 2)")
 
 
-class ProtocolSettings(AgentSettings, HiddenTasks, TaskSettings):
+class HiddenBenchSettings(Settings):
+    """How HiddenBench's protocols (``hiddenbench-pre``, ``hiddenbench``, ``hiddenbench-full``) depart from its
+    simulation script (:class:`~groundstate.programs.consilience.hiddenbench.HiddenBenchOptions`): by default
+    they do not, except that Full-Info does not discuss, as the Consilience paper's (§4.1)."""
+
+    fixed_holders: bool = Field(False, description="HiddenBench's protocols: keep every agent on its own clue "
+                                "(HiddenBench deals the clues afresh every discussion)")
+    special_share: float = Field(0.0, ge=0, le=1, description="HiddenBench's protocols: the share of agents given "
+                                 "--special-prompt, rounded up (default 0: none)")
+    special_prompt: str | None = Field(None, min_length=1, validate_default=True, description="HiddenBench's "
+                                       "protocols: the special agents' extra instruction",
+                                       json_schema_extra={"metavar": "TEXT"})
+    full_discussion: bool = Field(False, description="hiddenbench-full: discuss as HiddenBench's script does (the "
+                                  "paper's Full-Info does not; its numbers are then the run's initial votes)")
+    flat_transcript: bool = Field(False, description="HiddenBench's protocols: LM agents see one transcript, messages "
+                                  "cut to 2 sentences / 300 characters, instead of holding a chat each")
+
+    @field_validator("special_prompt")
+    @classmethod
+    def _prompt_with_special_agents(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if (info.data.get("special_share") or 0) > 0 and not (value or "").strip():
+            raise ValueError("must be given with a special share above 0 (the special agents' extra instruction)")
+        return value
+
+    def hiddenbench_options(self):
+        """The :class:`~groundstate.programs.consilience.hiddenbench.HiddenBenchOptions` of these settings.
+
+        Raises:
+            ConfigError: special agents without their instruction.
+        """
+        try:
+            return HiddenBenchOptions(fixed_holders=self.fixed_holders, special_share=self.special_share,
+                                      special_prompt=self.special_prompt, full_discussion=self.full_discussion,
+                                      flat=self.flat_transcript)
+        except ValueError as exc:
+            raise ConfigError(str(exc).replace("special_prompt", "--special-prompt")
+                              .replace("special_share", "--special-share")) from None
+
+
+class ProtocolSettings(HiddenBenchSettings, AgentSettings, HiddenTasks, TaskSettings):
     """``groundstate hidden run``: one reference protocol over the tasks."""
 
     protocol: Literal[PROTOCOLS] = Field("hidden-post", description="the protocol (default hidden-post)")
@@ -127,15 +179,18 @@ class ConfigurationSettings(Settings):
     min_vote_round: int | None = Field(None, ge=1, description="an extra lower bound on the round at which Vote is "
                                        "admissible (default: only the controller's own termination rule)")
 
-    def configuration(self, name: str, controller: Any, agents: str):
-        """The :class:`~groundstate.optimizers.consilience.Configuration` of controller ``name``."""
+    def configuration(self, name: str, controller: Any, team: Any):
+        """The :class:`~groundstate.optimizers.consilience.Configuration` of controller ``name`` with the agents of
+        ``team`` (:meth:`~groundstate.optimizers.consilience.Configuration.for_team`: a calibration is valid only for
+        the agents it was fitted on)."""
         from groundstate.optimizers.consilience import Configuration  # noqa: PLC0415 (heavy: scikit-learn)
 
-        return Configuration.of(name, controller, router=self.router, max_rounds=self.max_rounds, agents=agents,
-                                removed_actions=tuple(self.remove_action), min_vote_round=self.min_vote_round)
+        return Configuration.of(name, controller, router=self.router, max_rounds=self.max_rounds,
+                                removed_actions=tuple(self.remove_action),
+                                min_vote_round=self.min_vote_round).for_team(team)
 
 
-class ProgramSettings(ConfigurationSettings, AgentSettings, HiddenTasks, TaskSettings):
+class ProgramSettings(HiddenBenchSettings, ConfigurationSettings, AgentSettings, HiddenTasks, TaskSettings):
     """One program of a Consilience evaluation: a reference protocol (``program`` in
     :data:`~groundstate.programs.consilience.protocols.PROTOCOLS`, with ``rounds``) or a controller (``program`` in
     :data:`~groundstate.programs.consilience.control.CONTROLLERS`, with its MLP, calibrator and set sampling)."""
@@ -152,7 +207,8 @@ class ProgramSettings(ConfigurationSettings, AgentSettings, HiddenTasks, TaskSet
                                                 "to replace a rejected proposal")
 
 
-class EvaluationSettings(ConfigurationSettings, AgentSettings, HiddenTasks, TaskSettings):
+class EvaluationSettings(HiddenBenchSettings, ConfigurationSettings, AgentSettings, HiddenTasks,
+                         TaskSettings):
     """``consilience evaluate`` / ``table``: the controllers and the reference protocols on the same tasks."""
 
     controllers: list[Literal[CONTROLLERS]] = Field(default_factory=lambda: ["rules"],

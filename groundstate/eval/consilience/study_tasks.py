@@ -319,7 +319,7 @@ class RoutingTask(Task):
              program: Any = None, source: Any = None) -> PlannedRun:
         setup = hidden_setup(settings, context, source)
         controller = controller_named(settings.controller, settings.mlp, context)
-        configuration = settings.configuration(settings.controller, controller, settings.agents)
+        configuration = settings.configuration(settings.controller, controller, setup.team)
         calibrator = load_calibrator(settings.calibrator, configuration) if settings.calibrator else None
         consilience = program if program is not None else configuration.program(
             setup.team, controller, calibrator=calibrator, seed=settings.seed)

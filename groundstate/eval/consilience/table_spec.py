@@ -58,6 +58,9 @@ def _program_value(program: ProgramSettings) -> list[dict[str, Any]]:
         rounds = program.rounds or DEFAULT_ROUNDS.get(program.program, 0)
         out = []
         for key, label, note, initial in PROTOCOL_ROWS[program.program]:
+            if program.program == "hiddenbench-full" and program.full_discussion:  # HiddenBench's script discusses:
+                rounds = program.rounds or DEFAULT_ROUNDS["hiddenbench"]  # the paper's Full-Info is its initial votes
+                note, initial = "HiddenBench, every fact: the initial votes of a {rounds}-round discussion", True
             value = {"label": label, "key": key, "settings": values, "note": note.format(rounds=rounds) or None}
             if initial:  # a view of the same run: its initial votes, and no discussion figures
                 value["metrics"] = {m: f"initial_{m}" for m in METRICS}

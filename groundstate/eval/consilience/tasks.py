@@ -29,6 +29,7 @@ from groundstate.eval.run_settings import RunSettings, run_config
 from groundstate.eval.task import PlannedRun, RunContext, Task
 from groundstate.lm.specs import describe_lm
 from groundstate.programs.consilience.control import build_controller
+from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
 from groundstate.programs.consilience.protocols import PROTOCOLS, HiddenProfileProtocol, discusses
 from groundstate.programs.consilience.simulated import SimParams, SimTeam
 from groundstate.records import HiddenProfileTask
@@ -47,7 +48,8 @@ class HiddenSetup:
 
 
 def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *, sim_params: Any = None,
-              seed: int = 0, lm: Any = None, lm_config: Any = None) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+              seed: int = 0, lm: Any = None, lm_config: Any = None, sim_agents: Sequence[Any] = ()
+              ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """``(team, agents description, LM description)`` for ``kind`` ``sim`` or ``lm``.
 
     Args:
@@ -55,6 +57,8 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
         tasks, tasks_file: the tasks and their file (named in errors).
         sim_params: the :class:`~groundstate.programs.consilience.simulated.SimParams` for ``sim``.
         seed: the simulated agents' seed.
+        sim_agents: a heterogeneous simulated team: agent ``i`` uses ``sim_agents[i]`` (past the list:
+            ``sim_params``); described as ``per_agent`` (only then, so a homogeneous team's run id is unchanged).
         lm, lm_config: the default LM and the per-role configuration for ``lm`` (agent ``i`` uses role
             ``agent.i``).
 
@@ -70,10 +74,13 @@ def make_team(kind: str, tasks: Sequence[HiddenProfileTask], tasks_file: str, *,
             raise InputError("simulated agents need per-fact support; give the tasks support (--support) or use "
                              "--agents lm",
                              file=tasks_file, record=unannotated.id, field="support")
-        return SimTeam(params, seed), {"kind": "sim", "params": asdict(params), "seed": seed}, {"model": None}
+        described = {"kind": "sim", "params": asdict(params), "seed": seed}
+        if sim_agents:
+            described["per_agent"] = [asdict(p) for p in sim_agents]
+        return SimTeam(params, seed, per_agent=list(sim_agents)), described, {"model": None}
     if kind != "lm":
         raise ConfigError(f"unknown agents '{kind}': use sim or lm")
-    team = LMTeam(lambda i: lm_config.lm_for(f"agent.{i}"))
+    team = LMTeam(lm_config=lm_config)
     return team, {"kind": "lm", "lm_config": lm_config.describe() if lm_config.roles else None}, describe_lm(lm)
 
 
@@ -91,7 +98,8 @@ def prepare_team(settings: AgentSettings, tasks: list[Any], tasks_file: str, con
             where = "the hidden-profile design default" if support["source"] == "design" else support["file"]
             context.tell(f"simulated agents: per-fact support of {support['tasks']} task(s) from {where}")
         team, agents, lm = make_team("sim", tasks, tasks_file, sim_params=settings.sim_params(),
-                                     seed=getattr(settings, "seed", 0) if seed is None else seed)
+                                     seed=getattr(settings, "seed", 0) if seed is None else seed,
+                                     sim_agents=settings.sim_agent_params())
         return tasks, team, {**agents, "support": support}, lm
     lm, lm_config = context.lm_pair()
     team, agents, described = make_team("lm", tasks, tasks_file, lm=lm, lm_config=lm_config)
@@ -114,12 +122,30 @@ def hidden_setup(settings: Any, context: RunContext, source: Any = None) -> Hidd
     return context.once(key, prepare)
 
 
-def protocol_program(protocol: str, rounds: int | None, team: Any, seed: int):
-    """A :class:`~groundstate.programs.consilience.protocols.HiddenProfileProtocol` (one line for a bad value)."""
+def protocol_program(protocol: str, rounds: int | None, team: Any, seed: int, hiddenbench: Any = None):
+    """A :class:`~groundstate.programs.consilience.protocols.HiddenProfileProtocol` (one line for a bad value);
+    ``hiddenbench``: HiddenBench's protocols' options."""
     try:
-        return HiddenProfileProtocol(protocol, rounds, team=team, seed=seed)
+        return HiddenProfileProtocol(protocol, rounds, team=team, seed=seed, hiddenbench=hiddenbench)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def protocol_options(program: Any) -> dict[str, Any]:
+    """What a reference protocol's run configuration records: the protocol, its rounds and, for HiddenBench's
+    protocols, how they depart from its script (part of the run id)."""
+    options = {"protocol": program.protocol, "rounds": program.rounds}
+    if program.protocol.startswith("hiddenbench"):
+        options["hiddenbench"] = (getattr(program, "hiddenbench", None) or HiddenBenchOptions()).describe()
+    return options
+
+
+def scores_initial_votes(program: Any) -> bool:
+    """Whether a program's runs score the initial votes: HiddenBench's discussion (its Hidden-Pre), and its
+    Full-Info when that discusses (the paper's Full-Info is then the initial votes)."""
+    protocol = getattr(program, "protocol", None)
+    options = getattr(program, "hiddenbench", None)
+    return protocol == "hiddenbench" or (protocol == "hiddenbench-full" and bool(options and options.full_discussion))
 
 
 def _discussion_run(program: Any, config: dict[str, Any], setup: HiddenSetup, initial: bool,
@@ -140,12 +166,12 @@ class ProtocolTask(Task):
     def plan(self, settings: ProtocolSettings, context: RunContext, *, run: RunSettings | None = None,
              program: Any = None, source: Any = None) -> PlannedRun:
         setup = hidden_setup(settings, context, source)
-        program = program or protocol_program(settings.protocol, settings.rounds, setup.team, settings.seed)
+        program = program or protocol_program(settings.protocol, settings.rounds, setup.team, settings.seed,
+                                              settings.hiddenbench_options())
         name = f"{settings.protocol}-{setup.agents['kind']}"
         config = run_config(name, state=program, lm=setup.lm, data=setup.data, seed=settings.seed,
-                            options={"protocol": settings.protocol, "rounds": program.rounds,
-                                     "agents": setup.agents})
-        return _discussion_run(program, config, setup, settings.protocol == "hiddenbench", name)
+                            options={**protocol_options(program), "agents": setup.agents})
+        return _discussion_run(program, config, setup, scores_initial_votes(program), name)
 
 
 def program_label(settings: ProgramSettings) -> str:
@@ -192,12 +218,13 @@ class ConsilienceTask(Task):
         setup = hidden_setup(settings, context, source)
         label = program_label(settings)
         if settings.program in PROTOCOLS:
-            rounds = settings.rounds if discusses(settings.program) else None
-            program = program or protocol_program(settings.program, rounds, setup.team, settings.seed)
-            options = {"protocol": settings.program, "rounds": program.rounds}
+            hiddenbench = settings.hiddenbench_options()
+            rounds = settings.rounds if discusses(settings.program, hiddenbench) else None
+            program = program or protocol_program(settings.program, rounds, setup.team, settings.seed, hiddenbench)
+            options = protocol_options(program)
         else:
             controller = controller_named(settings.program, settings.mlp, context)
-            configuration = settings.configuration(settings.program, controller, settings.agents)
+            configuration = settings.configuration(settings.program, controller, setup.team)
             calibrator = load_calibrator(settings.calibrator, configuration) if settings.calibrator else None
             program = program or configuration.program(setup.team, controller, calibrator=calibrator,
                                                        seed=settings.seed, set_sampling=settings.set_sampling)
@@ -206,8 +233,7 @@ class ConsilienceTask(Task):
         config = run_config("consilience-" + label.split()[0].replace("+", "-"), state=program, lm=setup.lm,
                             data=setup.data, seed=settings.seed, options={**options, "agents": setup.agents,
                                                                           "label": label})
-        initial = getattr(program, "protocol", None) == "hiddenbench"
-        return _discussion_run(program, config, setup, initial, label)
+        return _discussion_run(program, config, setup, scores_initial_votes(program), label)
 
 
 #: The hidden-profile tasks by name.

@@ -11,8 +11,9 @@ so means are summed in the order the in-memory commands sum them. A record whose
 - :func:`features_numbers`: ``final_C`` (communication cost) and ``final_J`` (final objective), the means over
   tasks of the collective state each discussion ended in (Table 6's columns besides success).
 - :func:`routing_numbers`: per routing policy ``<policy>:mean_dJ``, ``<policy>:normalized_regret``,
-  ``<policy>:steps`` and ``<policy>:flat_steps`` (:func:`~groundstate.eval.consilience.routing.routing_metrics` of
-  every replayed step).
+  ``<policy>:steps``, ``<policy>:flat_steps`` and ``<policy>:differs_from_round_robin`` (the share of steps whose
+  pick is not round-robin's) (:func:`~groundstate.eval.consilience.routing.routing_metrics` of every replayed
+  step), and ``router_vs_round_robin_differ``, the action-conditional router's share (the same number, unscoped).
 
 The registered readers (:mod:`groundstate.eval.experiments.readers`) add these to the hidden-profile reader's
 numbers (task accuracy with its Wilson interval, vote accuracy pooled over all votes, rounds, words).
@@ -126,4 +127,6 @@ def routing_numbers(runs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
         out[f"{router}:normalized_regret"] = _entry(m["normalized_regret"], varied, failed)
         out[f"{router}:steps"] = _entry(float(m["steps"]), m["steps"], failed, integer=True)
         out[f"{router}:flat_steps"] = _entry(float(m["flat_steps"]), m["steps"], failed, integer=True)
+        out[f"{router}:differs_from_round_robin"] = _entry(m["differs_from_round_robin"], m["steps"], failed)
+    out["router_vs_round_robin_differ"] = dict(out["action-conditional:differs_from_round_robin"])
     return out

@@ -213,7 +213,7 @@ class LMAgent(dspy.Module):
         """Call ``predictor`` with its outputs bound to the task's options (:func:`specialize`); if the LM's
         answer does not parse under those types, ask once more with the plain signature and repair the result."""
         first, *retry = self._attempts(predictor, task, transcript, **extra)
-        with self._context():
+        with self.lm_context():
             try:
                 return predictor(**first)
             except AdapterParseError as exc:
@@ -226,7 +226,7 @@ class LMAgent(dspy.Module):
                         **extra: str) -> dspy.Prediction:
         """:meth:`_predict` awaiting ``predictor.acall``."""
         first, *retry = self._attempts(predictor, task, transcript, **extra)
-        with self._context():
+        with self.lm_context():
             try:
                 return await predictor.acall(**first)
             except AdapterParseError as exc:
@@ -238,7 +238,8 @@ class LMAgent(dspy.Module):
     def _log_retry(self, exc: Exception) -> None:
         logger.debug("agent %d: output did not parse under the task's options (%s); asking again", self.index, exc)
 
-    def _context(self):
+    def lm_context(self):
+        """A context in which DSPy calls use this agent's LM (and an embedded LM's adapter); a no-op without one."""
         if self.agent_lm is None:
             return contextlib.nullcontext()
 
@@ -275,17 +276,21 @@ class LMTeam(dspy.Module):
 
         n_agents: agents to create now (more are created when a task needs them). Create as many as the saved
             program had before loading a saved state into a team.
+        lm_config: an :class:`~groundstate.lm.config.LMConfig`: agent ``i`` uses its role ``agent.i`` (when ``lms``
+            is not given), and the team is described by it (:mod:`~groundstate.programs.consilience.identity`).
 
     Agents are kept (``members``), so their predictors can be optimized and saved.
     """
 
-    def __init__(self, lms: Sequence[Any] | Callable[[int], Any] | None = None, n_agents: int = 0):
+    def __init__(self, lms: Sequence[Any] | Callable[[int], Any] | None = None, n_agents: int = 0,
+                 lm_config: Any = None):
         super().__init__()
-        self.lms = lms
+        self.lm_config = lm_config
+        self.lms = lms if lms is not None or lm_config is None else (lambda i: lm_config.lm_for(f"agent.{i}"))
         self.members: list[LMAgent] = [LMAgent(i, self.lm_of(i)) for i in range(n_agents)]
 
     def __deepcopy__(self, memo: dict) -> LMTeam:
-        return _copy_sharing(self, ("lms",), memo)
+        return _copy_sharing(self, ("lms", "lm_config"), memo)
 
     def lm_of(self, index: int) -> Any:
         if self.lms is None:

@@ -24,10 +24,18 @@ must permit voting in this state (``permits_vote``): for the rule controller, it
 vote round on. Conformal acceptance picks replacements from this same set, so a rejected proposal can never
 be replaced by a Vote the configuration would not have allowed, and calibration scores are computed over it.
 
-**Routers** choose who carries out an accepted action. ``action-conditional`` (the method): Challenge and
-Clarify go to the agent whose belief diverges most from the mean, SeekEvidence and Route to the agent who
-has spoken least (ties: the lower index). For the ablation: ``random``, ``round-robin``, ``most-disagreeing``
-and ``most-spoken``.
+**Routers** choose who carries out an accepted action. ``action-conditional`` (the method, §3.1.4):
+Challenge and Clarify go to the agent whose belief diverges most from the mean (the paper's
+``argmax_i JSD(p_i || p_bar)``), SeekEvidence and Route to the agent who has spoken least (the paper's
+"under-participating agent"). Ties are broken as the paper's router breaks them, by the state first and then by
+chance (:func:`route`): a disagreement-oriented action among equally divergent agents goes to the one who has
+spoken least, an evidence-seeking action among equally quiet agents to the one whose belief diverges most (an
+agent pulled away from the group is the likeliest to hold facts the group has not heard), and agents still tied
+are drawn at random, seeded by (seed, task, transcript length, action), so a run is reproducible and a
+counterfactual replay of the same state picks the same speaker. (Earlier versions sent ties to the lowest
+index, which made Route and SeekEvidence the round-robin order.) For the ablation: ``random``, ``round-robin``,
+``most-disagreeing`` and ``most-spoken`` (the last two keep ties at the lowest index: they are the generic
+policies as the paper names them, one quantity each).
 """
 
 from __future__ import annotations
@@ -103,14 +111,24 @@ def admissible_actions(vote: bool, removed: Sequence[str] = ()) -> list[str]:
 
 
 def route(action: str, ctx: ControlContext, router: str = "action-conditional") -> int | None:
-    """The agent who carries out ``action`` (``None`` for Vote)."""
+    """The agent who carries out ``action`` (``None`` for Vote), as ``router`` picks it (see the module docstring).
+
+    The pick depends only on ``ctx`` (beliefs, messages spoken, transcript length, task and seed) and the action:
+    the same state always gives the same speaker, in any process."""
     if action == "Vote":
         return None
     n = len(ctx.beliefs)
     if router == "action-conditional":
+        spread = np.asarray(ctx.belief_divergences(), dtype=float)
+        spoken = np.asarray(ctx.spoken, dtype=float)
         if action in ("Challenge", "Clarify"):
-            return _argmax(ctx.belief_divergences())
-        return _argmin(ctx.spoken)
+            tied = _best(-spoken, _best(spread, range(n)))
+        else:
+            tied = _best(spread, _best(-spoken, range(n)))
+        if len(tied) == 1:
+            return tied[0]
+        return random.Random(f"route-tie:{ctx.seed}:{ctx.task.id}:{len(ctx.transcript.messages)}:{action}").choice(
+            tied)
     if router == "random":
         return random.Random(f"{ctx.seed}:{ctx.task.id}:{len(ctx.transcript.messages)}:{action}").randrange(n)
     if router == "round-robin":
@@ -127,9 +145,15 @@ def _argmax(values: Sequence[float]) -> int:
     return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
-def _argmin(values: Sequence[float]) -> int:
-    values = list(values)
-    return min(range(len(values)), key=lambda i: (values[i], i))
+TIE_TOLERANCE = 1e-12
+"""Divergences closer than this (absolutely, or relative to their size) count as a tie when routing."""
+
+
+def _best(values: np.ndarray, among: Sequence[int]) -> list[int]:
+    """The indices in ``among`` whose value is the largest among them (within :data:`TIE_TOLERANCE`), in order."""
+    among = list(among)
+    top = max(values[i] for i in among)
+    return [i for i in among if top - values[i] <= TIE_TOLERANCE * max(1.0, abs(top))]
 
 
 # ---------------------------------------------------------------------------------------------------------

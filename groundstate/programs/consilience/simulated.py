@@ -162,25 +162,35 @@ def sim_team(n_agents: int, params: SimParams | None = None, seed: int = 0) -> l
 
 
 class SimTeam:
-    """Simulated agents for any task (``for_task(task)``), all with the same parameters and seed.
+    """Simulated agents for any task (``for_task(task)``), with one seed and the same parameters, or parameters of
+    their own (a heterogeneous team, the paper's §5.5.4 with simulated agents).
 
     Args:
-        params: how the agents think and talk.
+        params: how the agents think and talk (every agent past ``per_agent``).
         seed: the agents' seed.
+        per_agent: agent ``i`` uses ``per_agent[i]`` (``None`` or empty: every agent uses ``params``).
     """
 
     is_simulated = True
 
-    def __init__(self, params: SimParams | None = None, seed: int = 0):
+    def __init__(self, params: SimParams | None = None, seed: int = 0, per_agent: list[SimParams] | None = None):
         self.params = params or SimParams()
         self.seed = int(seed)
+        self.per_agent = list(per_agent or [])
 
     def __repr__(self) -> str:
-        return f"SimTeam(params={self.params}, seed={self.seed})"
+        extra = f", per_agent={self.per_agent}" if self.per_agent else ""
+        return f"SimTeam(params={self.params}, seed={self.seed}{extra})"
+
+    def params_of(self, index: int) -> SimParams:
+        """The parameters of agent ``index``."""
+        return self.per_agent[index] if index < len(self.per_agent) else self.params
 
     def for_task(self, task: HiddenProfileTask) -> list[SimAgent]:
         """One agent per agent of ``task``."""
-        return sim_team(task.n_agents, self.params, self.seed)
+        if not self.per_agent:
+            return sim_team(task.n_agents, self.params, self.seed)
+        return [SimAgent(i, self.params_of(i), self.seed) for i in range(task.n_agents)]
 
     def __call__(self, task: HiddenProfileTask) -> list[SimAgent]:
         """``team(task)``: the same as :meth:`for_task` (a team is the ``task -> agents`` callable programs take)."""

@@ -145,7 +145,8 @@ def js_divergences(matrix: np.ndarray, mean: np.ndarray | None = None) -> np.nda
     options)``: every branch's agents in one pass. The same operations, in the same order, as
     ``scipy.spatial.distance.jensenshannon(row, mean, base=2) ** 2`` row by row (both distributions normalized,
     ``rel_entr`` against their midpoint, summed, divided by ``log 2``, the square root taken and squared), so
-    the numbers are the same; a zero probability contributes nothing.
+    the numbers are the same; a zero probability contributes nothing. A row equal to the mean up to rounding can
+    sum to a tiny negative number, which scipy turns into NaN; here it counts as 0.
     """
     from scipy.special import rel_entr  # noqa: PLC0415 (heavy: scipy)
 
@@ -156,7 +157,7 @@ def js_divergences(matrix: np.ndarray, mean: np.ndarray | None = None) -> np.nda
     m = (p + q) / 2.0
     js = rel_entr(p, m).sum(axis=-1) + rel_entr(q, m).sum(axis=-1)
     js /= _LOG2
-    return np.sqrt(js / 2.0) ** 2
+    return np.sqrt(np.maximum(js, 0.0) / 2.0) ** 2
 
 
 def divergences(beliefs: Sequence[Belief], options: Sequence[str]) -> np.ndarray:

@@ -31,7 +31,12 @@ def test_routing_metrics_on_a_case_worked_by_hand():
     assert m["round-robin"]["mean_dJ"] == pytest.approx(0.2 / 3)
     assert m["round-robin"]["normalized_regret"] == pytest.approx((1 / 3 + 1) / 2)
     assert all(row["steps"] == 3 and row["flat_steps"] == 1 for row in m.values())
-    assert routing_metrics([])["random"] == {"mean_dJ": None, "normalized_regret": None, "steps": 0, "flat_steps": 0}
+    # how often each pick is not round-robin's: action-conditional 0 != 1, 2 != 1, 1 != 2; most-spoken 0, 2
+    assert m["action-conditional"]["differs_from_round_robin"] == 1.0
+    assert m["most-spoken"]["differs_from_round_robin"] == pytest.approx(2 / 3)
+    assert m["round-robin"]["differs_from_round_robin"] == 0.0
+    assert routing_metrics([])["random"] == {"mean_dJ": None, "normalized_regret": None, "steps": 0, "flat_steps": 0,
+                                             "differs_from_round_robin": None}
 
 
 def test_routing_ablation_replays_the_executed_action_for_every_speaker():

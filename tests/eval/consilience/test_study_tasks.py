@@ -74,7 +74,7 @@ policy = [
 ]
 [layout]
 rows = ["policy"]
-metrics = ["mean_dJ", "normalized_regret", "steps", "flat_steps"]
+metrics = ["mean_dJ", "normalized_regret", "steps", "flat_steps", "differs_from_round_robin"]
 """
 
 
@@ -153,7 +153,12 @@ def test_the_routing_run_equals_consilience_routing_on_the_same_file(files, tmp_
     out = tmp_path / "routing.json"
     assert main(["consilience", "routing", "--data", files["tasks"], "--max-rounds", "5", *SIM,
                  "--json-out", str(out)]) == 0
+    printed = capsys.readouterr().out
     expected = json.loads(out.read_text())["metrics"]
+    method = expected["action-conditional"]
+    assert 0 < method["differs_from_round_robin"] < 1
+    assert (f"picked another speaker than round-robin at {round(method['differs_from_round_robin'] * method['steps'])}"
+            f" of {method['steps']} steps") in printed
     spec = load_spec(spec_file(tmp_path, ROUTING_SPEC, "routing"), {"tasks": files["tasks"]})
     run = spec.run_settings({"out": tmp_path / "runs", "progress": False})
     outcome = run_experiment(spec, run)
@@ -162,8 +167,14 @@ def test_the_routing_run_equals_consilience_routing_on_the_same_file(files, tmp_
     assert set(got) == set(ROUTERS) == set(expected)
     for router, metrics in expected.items():
         assert metrics["steps"] > 0
-        for metric in ("mean_dJ", "normalized_regret", "steps", "flat_steps"):
+        for metric in ("mean_dJ", "normalized_regret", "steps", "flat_steps", "differs_from_round_robin"):
             assert got[router][metric]["mean"] == metrics[metric], (router, metric)
+    from groundstate.eval.experiments.readers import read_cell
+    from groundstate.eval.runs import load_run
+
+    (run_dir,) = (tmp_path / "runs").glob("consilience-routing-*")
+    numbers = read_cell("consilience-routing", [load_run(run_dir)])
+    assert numbers["router_vs_round_robin_differ"]["mean"] == method["differs_from_round_robin"]
 
 
 def test_the_offline_table6_spec_is_the_in_memory_ablation_of_its_split(tmp_path):

@@ -6,6 +6,7 @@ import pytest
 from groundstate.eval.consilience.data import load_tasks
 from groundstate.programs.common import plurality
 from groundstate.programs.consilience.agents import LMTeam
+from groundstate.programs.consilience.hiddenbench import HiddenBenchOptions
 from groundstate.programs.consilience.protocols import (
     HIDDENBENCH_ROUNDS,
     HiddenProfileProtocol,
@@ -134,10 +135,15 @@ def test_first_vote_tie_rule_ignores_confidence(task):
     assert result.answer == c and result.tie == "first-vote"
 
 
-def test_lm_agents_get_one_shuffled_numbered_fact_list_and_their_initial_vote(task):
+FLAT = HiddenBenchOptions(flat=True, fixed_holders=True)
+
+
+def test_flat_lm_agents_get_one_shuffled_numbered_fact_list_and_their_initial_vote(task):
+    """groundstate's earlier presentation, kept as an option (``flat``): the chat of sim.py is the default
+    (tests/programs/consilience/test_hiddenbench_chat.py)."""
     lm = scripted_lm(lambda req: {"vote": "B", "confidence": 0.6} if "vote" in req.output_fields else None)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        run_discussion(task, LMTeam()(task), "hiddenbench", rounds=1, threads=1, seed=3)
+        run_discussion(task, LMTeam()(task), "hiddenbench", rounds=1, threads=1, seed=3, hiddenbench=FLAT)
     requests = lm.engine.requests
     first = requests[0]
     assert first.field("shared_facts") is None and first.field("own_facts") is None
@@ -149,13 +155,13 @@ def test_lm_agents_get_one_shuffled_numbered_fact_list_and_their_initial_vote(ta
     # the shuffle is seeded per agent: the same seed gives the same order, another seed (usually) another
     again = scripted_lm(lambda req: None)
     with dspy.context(lm=again, adapter=dspy.JSONAdapter()):
-        run_discussion(task, LMTeam()(task), "hiddenbench-pre", threads=1, seed=3)
+        run_discussion(task, LMTeam()(task), "hiddenbench-pre", threads=1, seed=3, hiddenbench=FLAT)
     assert again.engine.requests[0].field("facts") == first.field("facts")
     orders = set()
     for seed in range(6):
         other = scripted_lm(lambda req: None)
         with dspy.context(lm=other, adapter=dspy.JSONAdapter()):
-            run_discussion(task, LMTeam()(task), "hiddenbench-pre", threads=1, seed=seed)
+            run_discussion(task, LMTeam()(task), "hiddenbench-pre", threads=1, seed=seed, hiddenbench=FLAT)
         orders.add(other.engine.requests[0].field("facts"))
     assert len(orders) > 1
     # groundstate's own protocols keep the labelled presentation
