@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from groundstate.eval.assemble import assemble, run_task
+from groundstate.eval import assemble as assembly  # assembly.assemble looked up at call time: tests spy on it
+from groundstate.eval.assemble import run_task
 from groundstate.eval.consilience.metrics import pooled_vote_accuracy
 from groundstate.eval.consilience.settings import EvaluationSettings, ProtocolSettings
 from groundstate.eval.consilience.tasks import HiddenSetup, hidden_setup
@@ -67,7 +68,7 @@ def evaluate_programs(settings: EvaluationSettings, run: RunSettings | None = No
     why."""
     context = context or RunContext()
     out = Evaluation()
-    plans = [assemble("consilience", program, context, run=run)[2] for program in settings.programs()]
+    plans = [assembly.assemble("consilience", program, context, run=run)[2] for program in settings.programs()]
     for planned in plans:  # every program is built (and its calibrator checked) before any of them runs
         label = planned.description
         try:
