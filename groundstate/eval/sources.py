@@ -29,6 +29,7 @@ import math
 import os
 import sys
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
@@ -47,7 +48,7 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 METADATA_KEY = b"groundstate"
 
 
-class Source:
+class Source(ABC):
     """Records from one place, normalised once (see the module docstring).
 
     Attributes:
@@ -73,13 +74,13 @@ class Source:
         """The first character of a file that is not whitespace ('' for records in memory, or an unreadable file)."""
         return ""
 
+    @abstractmethod
     def first(self) -> Any:
         """The first record (``None`` if there is none, or if it cannot be read: the loader then says why)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def iter_rows(self) -> Iterator[tuple[str, Any, InputError | None]]:
         """``(where, row, error)`` per record, ``where`` being ``at line N`` (JSON Lines) or ``at position N``."""
-        raise NotImplementedError
 
 
 class Records(Source):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,7 +151,7 @@ class PlannedRun:
         return f"{safe_component(self.name, 'program name')}-{fingerprint(named)}"
 
 
-class Task:
+class Task(ABC):
     """A runnable task: a name, a settings model, and :meth:`plan`.
 
     Attributes:
@@ -163,12 +164,12 @@ class Task:
     help: str
     settings: type[Settings]
 
+    @abstractmethod
     def plan(self, settings: Any, context: RunContext, *, run: RunSettings | None = None, program: Any = None,
              source: Any = None) -> PlannedRun:
         """The run ``settings`` describe (nothing runs yet). ``run``: the run settings it will run under;
         ``program`` replaces the task's own (a saved program); ``source`` gives the records instead of the
         settings' data (records in memory, or :class:`LoadedData`)."""
-        raise NotImplementedError
 
 
 @dataclass
