@@ -140,6 +140,18 @@ def durable_run(program: Callable[..., Any], config: dict[str, Any], records: Se
     return runner.run(records, limit=settings.limit, shard=settings.shard, description=description)
 
 
+def program_inputs(record: Any, inputs: Any = None) -> dict[str, Any]:
+    """The program's keyword arguments for ``record``, as the durable runner makes them: ``inputs(record)`` when
+    the run gives an ``inputs`` function, else the record's own ``inputs()``, else its fields without ``id``."""
+    if inputs is not None:
+        return inputs(record)
+    if hasattr(record, "inputs") and callable(record.inputs):
+        return dict(record.inputs())
+    data = dict(record) if isinstance(record, dict) else record.model_dump()
+    data.pop("id", None)
+    return data
+
+
 @dataclass
 class Runner:
     """Runs ``program`` over records, durably.
@@ -355,13 +367,7 @@ class Runner:
         }
 
     def _inputs(self, record: Any) -> dict[str, Any]:
-        if self.inputs is not None:
-            return self.inputs(record)
-        if hasattr(record, "inputs") and callable(record.inputs):
-            return dict(record.inputs())
-        data = dict(record) if isinstance(record, dict) else record.model_dump()
-        data.pop("id", None)
-        return data
+        return program_inputs(record, self.inputs)
 
     def _outputs(self, prediction: Any) -> tuple[dict[str, Any], Any]:
         trace = prediction.get("trace") if hasattr(prediction, "get") else None

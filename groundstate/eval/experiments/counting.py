@@ -32,7 +32,7 @@ from typing import Any
 
 from groundstate.eval.experiments.cells import PlannedCell
 from groundstate.eval.run_settings import RunSettings
-from groundstate.eval.runner import select_records
+from groundstate.eval.runner import program_inputs, select_records
 from groundstate.lm.config import LMConfig
 
 DRY_RUN = "dry run"
@@ -147,13 +147,7 @@ class CountingConfig(LMConfig):
 
 def _inputs(planned: Any, record: Any) -> dict[str, Any]:
     """The program's inputs for ``record``, as the durable runner makes them."""
-    if planned.inputs is not None:
-        return planned.inputs(record)
-    if hasattr(record, "inputs") and callable(record.inputs):
-        return dict(record.inputs())
-    data = dict(record) if isinstance(record, dict) else record.model_dump()
-    data.pop("id", None)
-    return data
+    return program_inputs(record, planned.inputs)
 
 
 def dry_run(cell: PlannedCell, run: RunSettings) -> tuple[list[Call], int, int]:
