@@ -36,7 +36,7 @@ class Stored:
         return self.state == "complete"
 
     def describe(self) -> str:
-        if self.state in ("complete", "not run"):
+        if self.state in ("complete", "not run") or self.state.startswith("two stored runs"):
             return self.state
         return f"{self.done} of {self.selected} done ({self.state})"
 
@@ -63,12 +63,18 @@ def run_dir_of(out: str | os.PathLike, run_id: str) -> Path | None:
 
 
 def stored(out: str | os.PathLike, run_id: str) -> Stored:
-    """What is stored for ``run_id`` under ``out`` (summaries only; see the module docstring)."""
+    """What is stored for ``run_id`` under ``out`` (summaries only; see the module docstring). When both the run
+    directory and its merged shards exist the state says so and counts nothing as done (the table refuses such a
+    cell, :func:`~groundstate.eval.experiments.table.refuse_two_runs`), so the plan never reports one of them as
+    the cell's run."""
     from groundstate.eval.runs import run_entry  # noqa: PLC0415 (--help stays light)
 
-    found = run_dir_of(out, run_id)
-    if found is None:
+    every = run_dirs_of(out, run_id)
+    if not every:
         return Stored("not run")
+    if len(every) > 1:  # the run and its merged shards: the table refuses the cell, so the plan does not pick one
+        return Stored(f"two stored runs ({every[0].name} and {every[1].name}): remove one, the table refuses both")
+    found = every[0]
     entry = run_entry(found)
     summary = entry["summary"] or {}
     return Stored(entry["state"], int(summary.get("n_done", 0)), int(summary.get("n_selected", 0)), str(found))

@@ -145,3 +145,19 @@ def test_shards_run_their_part_and_the_table_reads_the_merged_run(spec, tmp_path
     run_id, t3 = value()
     assert run_id == merged["run_id"] and run_id.endswith("-merged")
     assert t3.status == "measured" and t3.entry["n"] == 2
+
+
+def test_plan_names_a_cell_claimed_by_its_run_and_its_merged_shards(spec, tmp_path):
+    """A cell whose run and its ``<id>-merged`` both exist is not reported as one of them (the table refuses it)."""
+    import shutil
+
+    runs = tmp_path / "runs"
+    cell = "method:ReGround,data:healthcare"
+    outcome = run_experiment(spec, RunSettings(out=runs), lms=ScriptedLMs(), cells=[cell])
+    run_id = outcome.outcomes[0].run_id
+    row = plan_experiment(spec, RunSettings(out=runs), lms=ScriptedLMs(), cells=[cell]).rows[0]
+    assert row.stored.complete
+    shutil.copytree(runs / run_id, runs / f"{run_id}-merged")
+    row = plan_experiment(spec, RunSettings(out=runs), lms=ScriptedLMs(), cells=[cell]).rows[0]
+    assert not row.stored.complete and row.stored.done == 0
+    assert row.stored.describe().startswith("two stored runs") and f"{run_id}-merged" in row.stored.describe()
