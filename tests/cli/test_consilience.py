@@ -61,3 +61,24 @@ def test_calibrator_used_with_another_configuration_is_refused(tmp_path, capsys)
     assert code == 2
     err = capsys.readouterr().err
     assert "fitted for another configuration" in err and "router" in err
+
+
+def test_a_refitted_calibrator_at_the_same_path_is_a_new_run(tmp_path, capsys):
+    """The run id hashes the calibrator's contents, not only its path: a refit is never read as the old run."""
+    tasks = tmp_path / "t.jsonl"
+    assert main(["hidden", "generate", "travel", "--n", "12", "--seed", "1", "--out", str(tasks)]) == 0
+    sim = ["--agents", "sim", "--max-rounds", "3"]
+
+    def evaluate_with(alpha: str) -> set[str]:
+        assert main(["consilience", "calibrate", "--data", str(tasks), "--alpha", alpha, "--out",
+                     str(tmp_path / "cal"), *sim]) == 0
+        assert main(["consilience", "evaluate", "--data", str(tasks), "--controllers", "rules", "--calibrator",
+                     f"rules={tmp_path / 'cal'}", "--runs-dir", str(tmp_path / "runs"), "--no-progress",
+                     *sim]) == 0
+        return {p.name for p in (tmp_path / "runs").iterdir() if p.name.startswith("consilience-rules")}
+
+    first = evaluate_with("0.2")
+    second = evaluate_with("0.4")
+    assert len(first) == 1 and len(second) == 2  # the refit made a run of its own
+    config = json.loads((tmp_path / "runs" / next(iter(first)) / "config.json").read_text())
+    assert len(config["options"]["artifacts"]["calibrator"]) == 16

@@ -49,6 +49,7 @@ from typing import Any
 from groundstate.errors import ConfigError, GroundstateError, InputError
 from groundstate.eval.consilience.settings import AgentSettings, FeatureAblationSettings, RoutingSettings
 from groundstate.eval.consilience.tasks import (
+    artifact_digests,
     controller_named,
     hidden_setup,
     load_calibrator,
@@ -326,9 +327,16 @@ class RoutingTask(Task):
         label = settings.controller + ("" if settings.calibrator else " (uncertified)")
         config = run_config("consilience-routing", state=consilience, lm=setup.lm, data=setup.data, seed=settings.seed,
                             options={"configuration": configuration.to_dict(), "calibrator": settings.calibrator,
-                                     "agents": setup.agents, "label": label})
+                                     "agents": setup.agents, "label": label,
+                                     **_artifacts(calibrator, settings.mlp if settings.controller == "mlp" else None)})
         return PlannedRun(RoutingProgram(consilience), config, setup.tasks, inputs=_positions(setup.tasks),
                           scorer=_discussion_scorer(), description=f"routing: {label}")
+
+
+def _artifacts(calibrator: Any, mlp_dir: str | None) -> dict[str, Any]:
+    """``{"artifacts": digests}`` of the saved calibrator/controller (:func:`artifact_digests`), ``{}`` without."""
+    digests = artifact_digests(calibrator, mlp_dir)
+    return {"artifacts": digests} if digests else {}
 
 
 #: The study tasks by name.

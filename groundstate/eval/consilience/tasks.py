@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from groundstate.errors import ConfigError, InputError
@@ -196,6 +197,30 @@ def controller_named(name: str, mlp_dir: str | None, context: RunContext | None 
     return build_controller(name, model, features)
 
 
+def artifact_digests(calibrator: Any = None, mlp_dir: str | None = None) -> dict[str, str]:
+    """Content hashes of the saved artifacts a program runs with, for its run configuration: ``calibrator`` (its
+    parameters, canonical JSON) and ``mlp`` (the saved model file's bytes and its manifest), each only when given.
+
+    The options also name the artifacts' paths; the hashes are what make a run id change when a file at the same
+    path is refitted, so a stored run is never reused for a different calibrator or controller.
+    """
+    import hashlib  # noqa: PLC0415 (--help stays light)
+
+    from groundstate.eval.identity import fingerprint  # noqa: PLC0415 (--help stays light)
+    from groundstate.files import read_bytes  # noqa: PLC0415 (--help stays light)
+    from groundstate.optimizers.artifacts import MANIFEST, SKLEARN_MODEL  # noqa: PLC0415 (heavy: scikit-learn)
+
+    digests: dict[str, str] = {}
+    if calibrator is not None:
+        digests["calibrator"] = fingerprint(calibrator.to_params(), 16)
+    if mlp_dir:
+        digest = hashlib.sha256()
+        for name in (SKLEARN_MODEL, MANIFEST):
+            digest.update(read_bytes(Path(mlp_dir) / name, max_bytes=256 * 1024**2))
+        digests["mlp"] = digest.hexdigest()[:16]
+    return digests
+
+
 def load_calibrator(path: str, config: Any) -> Any:
     """The calibrator saved in ``path``, refused with one line when it was fitted for another configuration."""
     from groundstate.optimizers.artifacts import load_params  # noqa: PLC0415 (--help stays light)
@@ -230,6 +255,9 @@ class ConsilienceTask(Task):
                                                        seed=settings.seed, set_sampling=settings.set_sampling)
             options = {"configuration": configuration.to_dict(), "calibrator": settings.calibrator,
                        "set_sampling": settings.set_sampling}
+            digests = artifact_digests(calibrator, settings.mlp if settings.program == "mlp" else None)
+            if digests:  # absent without saved artifacts, so those runs keep their ids
+                options["artifacts"] = digests
         config = run_config("consilience-" + label.split()[0].replace("+", "-"), state=program, lm=setup.lm,
                             data=setup.data, seed=settings.seed, options={**options, "agents": setup.agents,
                                                                           "label": label})
