@@ -52,8 +52,8 @@ from groundstate.eval.task import execute
 from groundstate.eval.tasks import get_task
 
 #: The integrator's and the evaluator's options, added once by :func:`_add_sampling`.
-SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_temperature", "integrator_temperature", "integrator_prompt",
-            "integrator_max_tokens", "vary_seed")
+SAMPLING = ("evaluator", "no_judge", "judge_lm", "judge_api_base", "judge_temperature", "integrator_temperature",
+            "integrator_prompt", "integrator_max_tokens", "vary_seed")
 
 def _cache_default_out(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(runs_dir=None)

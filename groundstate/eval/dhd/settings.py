@@ -163,6 +163,9 @@ class EvaluatorSettings(Settings):
     judge_lm: str | None = Field(None, description="LM spec of the judge, like --lm (for more settings use the "
                                  "--lm-config role 'judge'); makes judge the default evaluator",
                                  json_schema_extra={"metavar": "SPEC"})
+    judge_api_base: str | None = Field(None, description="server URL of the --judge-lm (default: --api-base when "
+                                       "the judge has the LM's provider, else the provider's own endpoint)",
+                                       json_schema_extra={"metavar": "URL"})
     judge_temperature: float = Field(DEFAULT_JUDGE_TEMPERATURE, description="the judge's sampling temperature "
                                      "(default 0, as the authors run it)", **TEMPERATURE)
 
@@ -174,6 +177,9 @@ class EvaluatorSettings(Settings):
         """
         if self.no_judge and self.evaluator == "judge":
             raise ConfigError("--no-judge and --evaluator judge contradict each other; give one")
+        if self.judge_api_base and not self.judge_lm:
+            raise ConfigError("--judge-api-base needs --judge-lm (a judge in --lm-config gives its server in its "
+                              "role)")
         return "rules" if self.no_judge else self.evaluator
 
 

@@ -30,7 +30,9 @@ from groundstate.programs.dhd.evaluator import AnswerEvaluator
 def dhd_program(settings: EvaluatorSettings, lm: Any, lm_config: Any, *, k: int = 5, call_threads: int = 8
                 ) -> tuple[Any, Any, bool]:
     """``(program, evaluator, vary_seed)``: the DHD program and answer evaluator ``settings`` describe, with the
-    LMs of ``lm_config``'s roles applied (``settings.judge_lm``, if given, as the role ``judge`` of a copy)."""
+    LMs of ``lm_config``'s roles applied (``settings.judge_lm``, if given, as the role ``judge`` of a copy, served
+    by ``settings.judge_api_base``, else where :meth:`~groundstate.lm.config.LMConfig.server_for` says: the default
+    LM's server for a judge of its provider, the provider's endpoint otherwise)."""
     mode = settings.evaluator_mode()
     choice = getattr(settings, "vary_seed", "auto")
     vary_seed = is_embedded(lm) if choice == "auto" else choice == "on"
@@ -46,7 +48,11 @@ def dhd_program(settings: EvaluatorSettings, lm: Any, lm_config: Any, *, k: int 
         confidence=getattr(settings, "confidence", deliberation.DEFAULT_CONFIDENCE))
     evaluator = AnswerEvaluator(mode=mode, temperature=settings.judge_temperature)
     if settings.judge_lm:
-        lm_config = LMConfig(default=lm_config.default, roles={"judge": {"model": settings.judge_lm},
+        if "judge" in lm_config.roles and getattr(settings, "judge_api_base", None):
+            raise ConfigError("the judge is set twice (--judge-lm/--judge-api-base and the --lm-config role "
+                              "'judge'): give it in one place")
+        server = lm_config.server_for(settings.judge_lm, getattr(settings, "judge_api_base", None))
+        lm_config = LMConfig(default=lm_config.default, roles={"judge": {"model": settings.judge_lm, **server},
                                                                **lm_config.roles}, source=lm_config.source)
     lm_config.apply(program)
     lm_config.apply(evaluator)

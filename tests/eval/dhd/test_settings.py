@@ -89,3 +89,32 @@ def test_a_cache_holds_messages_of_one_generation_setting(cache):
         cache_generation(cache.entries())
     with pytest.raises(ConfigError, match="different settings"):
         within(lm, lambda: replay(cache, "loo", [5], 1))
+
+
+def test_the_judge_takes_its_own_server_or_inherits_the_default_one_of_its_provider(monkeypatch):
+    """``--judge-api-base`` serves the DHD judge; without it a judge of the LM's provider is served where the LM is,
+    one of another provider by its own endpoint (the user's server never receives another provider's key)."""
+    from groundstate.eval.dhd.settings import SamplingSettings as ReplaySettings
+    from groundstate.eval.dhd.steps import dhd_program
+    from groundstate.lm.config import LMConfig
+
+    built: list[tuple[str, dict]] = []
+
+    def fake_get_lm(spec, **options):
+        built.append((spec, options))
+        return scripted_lm(World())
+
+    monkeypatch.setattr("groundstate.lm.config.get_lm", fake_get_lm)
+    served = LMConfig(default={"model": "hosted_vllm/qwen", "api_base": "http://gpu:8000/v1"})
+
+    def judge_options(**settings):
+        del built[:]
+        dhd_program(ReplaySettings(**settings), None, served)
+        return dict(next(o for s, o in built if s == settings["judge_lm"]))
+
+    assert judge_options(judge_lm="hosted_vllm/judge")["api_base"] == "http://gpu:8000/v1"
+    assert judge_options(judge_lm="hosted_vllm/judge", judge_api_base="http://judge:9000/v1")["api_base"] == \
+        "http://judge:9000/v1"
+    assert "api_base" not in judge_options(judge_lm="openai/gpt-4o-mini")
+    with pytest.raises(ConfigError, match="needs --judge-lm"):
+        ReplaySettings(judge_api_base="http://judge:9000/v1").evaluator_mode()
