@@ -1,36 +1,42 @@
-"""ReGround's token budget and concurrency, each measured against a baseline in the same run.
+"""ReGround's token budget and concurrency, each measured against a baseline in the same run (LM-free by default).
 
-1. Token budget: ReGround vs standard collaboration as the authors run it (opening turn, 3 rounds, summarizer,
-   updater, decision), on the same synthetic instances and LM, as tokens per instance and their ratio. The
-   paper reports 19.4K vs 52.1K with GPT-4o on HEALTHCARE-S (ratio 0.37; target here <= 0.37). Measured twice:
-   with a scripted LM that writes outputs of realistic length for every stage (every ReGround stage runs: M
-   conflict rounds, scoring, detection, per-fact checks; token counts estimated from the text at 4 characters
-   per token), and with the embedded model (whose short answers make its ratio a plumbing check only).
-2. How cost grows: LM calls and tokens of both programs as agents go 4 -> 10 and sentences per agent 1 -> 12,
-   every stage forced (the same scripted LM), with the prompt tokens of each stage at the paper's size.
+1. **ReGround / Standard token ratio** on a grid of 4-10 agents x 1-12 sentences per agent (synthetic sentences),
+   and on the synthetic generator's healthcare and disaster episodes. A scripted LM writes every output at a
+   realistic length and every ReGround stage runs (M conflict rounds, scoring, detection, per-fact checks);
+   tokens are prompt + completion, estimated from the text at 4 characters per token
+   (``groundstate.testing.CHARS_PER_TOKEN``). The paper reports 19.4K vs 52.1K tokens with GPT-4o on
+   HEALTHCARE-S (0.37), 20.2K vs 71.5K on HEALTHCARE-I (0.28) and 17.6K vs 31.2K on DISASTER (0.56) (Table 11).
+2. The same with the Runner's own token accounting (``forced_token_budget``) and, only with ``--lm SPEC``, with
+   a real LM (``token_budget``; the embedded model's short answers make its ratio a plumbing check only).
 3. Concurrency: wall time of ReGround on 20 instances with a scripted LM that sleeps 50 ms per call: fully
-   serial (1 runner thread, no fan-out inside the program), 1 runner thread with the program's own
-   concurrent calls, and 8 runner threads. Speedups are against the fully serial run.
+   serial, 1 runner thread with the program's own concurrent calls, and 8 runner threads.
 
-Usage: ``python bench/reground_cost.py [--n N] [--lm SPEC] [--quick]``. Prints tables, writes
-``bench/results/reground_cost.json``. ``--quick`` runs a smaller growth grid and fewer instances and skips the
-embedded model.
+Usage: ``python bench/reground_cost.py [--n N] [--lm SPEC] [--quick]``. Prints tables and where the paper's 0.37
+holds, writes ``bench/results/reground_cost.json`` and ``bench/results/reground_cost.md``. ``--quick`` runs a
+3 x 3 grid and fewer instances.
 
-Where the tokens go (measured with this bench, 9 agents x 2 sentences): ReGround's cost is mostly fixed per
-call, not per agent. DSPy's JSON adapter sends each call its field list, the input/output layout and the
-signature's instructions (170-230 tokens of layout alone, before the instructions), and ReGround makes
-``N + K + 25`` calls (``K`` facts in the shared context), so the layout is about 8K of its 21K prompt tokens;
-the instructions were trimmed to compact wording with the same decision rules (and no source indentation).
-The inputs that scale are the statements: every conflict search, every argument (the statements of all
-sources but the pair, as in the authors' code), every score and every fact check quotes them, so ReGround's
-tokens grow with ``N x sentences``. Standard collaboration grows with ``N^2``: each of ``N`` agents reads
-the ``N - 1`` other opinions in each of 3 rounds (``4N + 3`` calls); its opinions are as long as a model
-writes them, whatever the evidence size. So the ratio falls with more agents and rises with longer evidence.
-The per-fact checks repeat the trusted evidence and the long importance rubric once per fact;
-``ReGround(batch_facts=True)`` checks all facts in one call with the same rule (measured as a second column).
-The embedded model's ``max_items=8`` bounds its list outputs (at most 8 statements per agent and 8 facts, so at
-most 8 fact checks); it does not apply to the scripted LM here or to API models.
+**How long Standard's opinions are.** Standard no longer caps opinions (issue 25), as the authors' code does
+not, and the authors' prompts set none (``whr000001/OffQuery``): ``standard/prompts/independent.txt`` line 5,
+"Briefly share the information that you believe is important", and line 10, "Output the information only";
+``standard/prompts/discuss.txt`` line 15, "provide your updated opinion", and line 23, "Output the updated opinion
+only"; ``standard/main.py`` lines 23-42 pass no length limit. So the lengths here are our estimate
+(``bench/standard_opinions.py`` gives the derivation): an opening opinion restates the agent's private evidence
+at its own length; a revised opinion has the length at which the authors' own pipeline costs what Table 11 says,
+about 900 characters (225 tokens) from HEALTHCARE-S (``central``; DISASTER gives the same) and about 1,300 from
+HEALTHCARE-I (``long``), constant across the grid. If a model writes longer opinions on larger cases, the ratio
+at many sentences per agent is lower than ``central`` says (``long`` shows by how much).
 
+The earlier scripted lengths (110 words per opening, 140 per revision, ``legacy``) are measured too: they
+reproduce issue 27's 0.43 (healthcare) and 0.69 (disaster) on the generator's first two episodes. MediQ's
+evidence is about 140 characters per agent (1.3 sentences of ~110 characters) with 8-9 agents; a synthetic
+sentence is about 45 characters, so the paper's instances sit near 9 agents x 3 sentences on the grid.
+
+Where the tokens go: DSPy's JSON adapter sends each call its field list and layout (170-230 tokens) before the
+instructions, and ReGround makes ``N + K + 25`` calls (``K`` facts in the shared context), so its cost is
+mostly fixed per call and grows with ``N x sentences`` (every search, argument, score and fact check quotes
+the statements). Standard makes ``4N + 3`` calls and grows with ``N^2`` (each agent reads the ``N - 1`` others'
+opinions in each of 3 rounds). So the ratio falls with more agents and rises with longer evidence.
+``ReGround(batch_facts=True)`` checks all facts in one call (measured as a second ratio).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -53,40 +60,20 @@ from groundstate.lm.adapters import json_adapter  # noqa: E402
 from groundstate.lm.specs import default_adapter, get_lm  # noqa: E402
 from groundstate.programs.reground.reground import ReGround  # noqa: E402
 from groundstate.programs.reground.standard import StandardCollaboration  # noqa: E402
+from groundstate.records import AgentEvidence, OffQueryInstance, T2Fact  # noqa: E402
 from groundstate.testing import scripted_lm  # noqa: E402
 
-OUT = Path(__file__).parent / "results" / "reground_cost.json"
+sys.path.insert(0, str(Path(__file__).parent))
+from standard_opinions import calibrate, standard_lengths  # noqa: E402
 
+RESULTS = Path(__file__).parent / "results"
+OUT, OUT_MD = RESULTS / "reground_cost.json", RESULTS / "reground_cost.md"
+PAPER_RATIO, BAND = 19.4 / 52.1, 0.05
 
-def run(program, instances, lm, adapter, threads: int, tag: str) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        runner = Runner(program, {"program": tag, "t": time.time()}, out=tmp, threads=threads,
-                        inputs=lambda r: r.inputs("unreliable"), lm=lm, adapter=adapter)
-        started = time.perf_counter()
-        result = runner.run(instances)
-        elapsed = time.perf_counter() - started
-    s = result.summary
-    return {"wall_s": elapsed, "tokens_per_instance": s["tokens"]["per_record"],
-            "input_per_instance": s["tokens"]["input"] / max(1, s["n_done"]),
-            "output_per_instance": s["tokens"]["output"] / max(1, s["n_done"]),
-            "calls_per_instance": s["lm_calls"]["per_record"], "errors": s["n_error"]}
-
-
-def token_budget(n: int, spec: str) -> dict:
-    lm = get_lm(spec, cache=False)
-    adapter = default_adapter(lm) or dspy.ChatAdapter()
-    instances = generate("healthcare", "main", n, seed=0)
-    reground = run(ReGround(), instances, lm, adapter, threads=2, tag="reground")
-    standard = run(StandardCollaboration(), instances, lm, adapter, threads=2, tag="standard")
-    return {"lm": spec, "instances": n, "reground": reground, "standard": standard,
-            "ratio": reground["tokens_per_instance"] / standard["tokens_per_instance"],
-            "paper_ratio_gpt4o_healthcare_s": 19.4 / 52.1}
-
-
-# Output lengths (words) of the realistic scripted LM, modelled on what a GPT-4o-class model writes for each
-# prompt of the authors' code (our estimate: the paper gives totals only): short reasons, paragraph-long
-# arguments and opinions, states as long as the facts they narrate.
-LENGTHS = {"reason": 35, "argument": 70, "opinion": 110, "revised": 140, "context_extra": 120}
+# -- the scripted LM ----------------------------------------------------------------------------------------------
+#: Output lengths (words) of ReGround's stages and the updater's additions, modelled on what a GPT-4o-class model
+#: writes for the authors' prompts (reasons are bounded there at 1-3 sentences; arguments are not).
+LENGTHS = {"reason": 35, "argument": 70, "context_extra": 120}
 
 
 def _words(count: int, source: str) -> str:
@@ -94,66 +81,85 @@ def _words(count: int, source: str) -> str:
     return " ".join(pool[i % len(pool)] for i in range(count))
 
 
-def _sentences(text: str) -> list[str]:
-    import re
+def _chars(count: int, source: str) -> str:
+    """``count`` characters of words from ``source`` (repeated as needed)."""
+    pool, out, size = source.split() or ["finding"], [], -1
+    while size < count:
+        out.append(pool[len(out) % len(pool)])
+        size += len(out[-1]) + 1
+    return " ".join(out)[:count].rstrip()
 
+
+def _sentences(text: str) -> list[str]:
     return [p.strip() for p in re.split(r"(?<=[.!?])\s+", text or "") if p.strip()]
 
 
-def realistic(req):
-    """Every stage answered at a realistic length; choices are the first allowed value (every stage runs)."""
-    fields, text = req.output_fields, req.user
-    props = (req.schema or {}).get("properties", {})
-
-    def first(name):
-        spec = props.get(name, {})
-        return (spec.get("enum") or [spec.get("const")])[0]
-
-    if "statements" in fields:
-        return {"statements": _sentences(req.field("evidence"))}
-    if "pair" in fields:
-        return {"pair": first("pair"), "strength": "strong", "reason": _words(LENGTHS["reason"], text)}
-    if "argument" in fields:
-        return {"argument": _words(LENGTHS["argument"], req.field("others") or text)}
-    if "incorrect" in fields:
-        return {"incorrect": "first", "reason": _words(LENGTHS["reason"], text)}
-    if "consistency" in fields:
-        return {"consistency": 2, "reason": _words(LENGTHS["reason"], text)}
-    if "misleading_source" in fields:
-        import re
-
-        return {"misleading_source": int(re.search(r"\[(\d+)\]", req.field("candidates")).group(1)),
-                "reason": _words(LENGTHS["reason"], text)}
-    if "facts" in fields:
-        return {"facts": _sentences(req.field("context"))}
-    if "verdict" in fields:
-        return {"verdict": "supported", "importance": "high"}
-    if "checks" in fields:  # the batched fact check: one check per numbered fact
-        lines = [line for line in (req.field("facts") or "").splitlines() if line.strip()]
-        return {"checks": [{"fact": k, "verdict": "supported", "importance": "high"} for k in range(1, len(lines) + 1)]}
-    if "state" in fields and "verified_facts" in text:
-        return {"state": " ".join([req.field("verified_facts") or "", req.field("trusted_statements") or ""])}
-    if "opinion" in fields:
-        length = LENGTHS["revised" if "previous_opinion" in text else "opinion"]
-        return {"opinion": _words(length, req.field("private_evidence") or req.field("other_opinions") or text),
-                "confidence": 70}
-    if "misleading_agent" in fields:
-        return {"misleading_agent": first("misleading_agent"), "reason": _words(LENGTHS["reason"], text)}
-    if "state" in fields:
-        return {"state": " ".join([req.field("shared_context") or "",
-                                   _words(LENGTHS["context_extra"], req.field("opinions") or text)])}
-    if "answer" in fields:
-        return {"answer": "A", "reason": _words(30, text)}
-    return None
+def _opinion(spec: tuple[str, int], evidence: str, source: str) -> str:
+    kind, size = spec
+    if kind == "evidence":
+        return evidence or "nothing to share"
+    return _words(size, source) if kind == "words" else _chars(size, source)
 
 
+def realistic(lengths: dict):
+    """A responder answering every stage at a realistic length (Standard's opinions as ``lengths`` says); choices
+    are the first allowed value, so every stage runs."""
+
+    def respond(req):
+        fields, text = req.output_fields, req.user
+        props = (req.schema or {}).get("properties", {})
+
+        def first(name):
+            spec = props.get(name, {})
+            return (spec.get("enum") or [spec.get("const")])[0]
+
+        reason = _words(LENGTHS["reason"], text)
+        if "statements" in fields:
+            return {"statements": _sentences(req.field("evidence"))}
+        if "pair" in fields:
+            return {"pair": first("pair"), "strength": "strong", "reason": reason}
+        if "argument" in fields:
+            return {"argument": _words(LENGTHS["argument"], req.field("others") or text)}
+        if "incorrect" in fields:
+            return {"incorrect": "first", "reason": reason}
+        if "consistency" in fields:
+            return {"consistency": 2, "reason": reason}
+        if "misleading_source" in fields:
+            return {"misleading_source": int(re.search(r"\[(\d+)\]", req.field("candidates")).group(1)),
+                    "reason": reason}
+        if "facts" in fields:
+            return {"facts": _sentences(req.field("context"))}
+        if "verdict" in fields:
+            return {"verdict": "supported", "importance": "high"}
+        if "checks" in fields:  # the batched fact check: one check per numbered fact
+            lines = [line for line in (req.field("facts") or "").splitlines() if line.strip()]
+            return {"checks": [{"fact": k, "verdict": "supported", "importance": "high"}
+                               for k in range(1, len(lines) + 1)]}
+        if "state" in fields and "verified_facts" in text:
+            return {"state": " ".join([req.field("verified_facts") or "", req.field("trusted_statements") or ""])}
+        if "opinion" in fields:
+            revised = "previous_opinion" in text
+            spec = lengths["revised" if revised else "opening"]
+            out = {"opinion": _opinion(spec, req.field("private_evidence") or "",
+                                       req.field("other_opinions") or req.field("private_evidence") or text)}
+            return {**out, "confidence": 70} if "confidence" in fields or lengths.get("confidence") else out
+        if "misleading_agent" in fields:
+            return {"misleading_agent": first("misleading_agent"), "reason": reason}
+        if "state" in fields:
+            return {"state": " ".join([req.field("shared_context") or "",
+                                       _words(LENGTHS["context_extra"], req.field("opinions") or text)])}
+        if "answer" in fields:
+            return {"answer": "A", "reason": _words(30, text)}
+        return None
+
+    return respond
+
+
+# -- instances ------------------------------------------------------------------------------------------------
 def sized_instances(n_instances: int, n_agents: int, facts_per_agent: int, seed: int = 0) -> list:
-    """Instances of a chosen size: ``n_agents`` agents with ``facts_per_agent`` sentences each (and a six-sentence
-    shared context), drawn from the synthetic generator's sentences. The published MediQ instances have nine
-    agents (eight departments and the misleading one) with one to three sentences each."""
+    """``n_agents`` agents with ``facts_per_agent`` sentences each (and a six-sentence shared context), drawn from
+    the synthetic generator's healthcare sentences (about 45 characters each)."""
     import random
-
-    from groundstate.records import AgentEvidence, OffQueryInstance, T2Fact
 
     pool = [s for x in generate("healthcare", "main", 30, seed=seed) for a in x.agents for s in _sentences(a.evidence)]
     rng = random.Random(seed)
@@ -169,26 +175,7 @@ def sized_instances(n_instances: int, n_agents: int, facts_per_agent: int, seed:
     return out
 
 
-def forced_budget(n: int) -> dict:
-    """Tokens per instance with every stage run at realistic output lengths (scripted LM, estimated tokens), on
-    instances of the paper's size (9 agents, 2 sentences each) and on the synthetic generator's instances."""
-    adapter = json_adapter()
-    out = {"lm": "scripted (realistic lengths)", "instances": n, "output_words": LENGTHS, "target_ratio": 0.37,
-           "paper_ratio_gpt4o_healthcare_s": 19.4 / 52.1}
-    for name, instances in (("paper_size", sized_instances(n, 9, 2)),
-                            ("synthetic", generate("healthcare", "main", n, seed=0))):
-        reground = run(ReGround(), instances, scripted_lm(realistic, input_tokens=None, output_tokens=None), adapter,
-                       threads=2, tag="reground")
-        standard_lm = scripted_lm(realistic, input_tokens=None, output_tokens=None)
-        standard = run(StandardCollaboration(), instances, standard_lm, adapter, threads=2, tag="standard")
-        out[name] = {"agents_per_instance": sum(x.n_agents for x in instances) / len(instances),
-                     "reground": reground, "standard": standard,
-                     "ratio": reground["tokens_per_instance"] / standard["tokens_per_instance"]}
-    out["ratio"] = out["paper_size"]["ratio"]
-    out["meets_target"] = out["ratio"] <= 0.37
-    return out
-
-
+# -- measuring ----------------------------------------------------------------------------------------------
 STAGES = {"statements": "extract statements", "pair": "conflict search", "argument": "arguments",
           "incorrect": "adjudication", "consistency": "candidate scoring", "misleading_source": "detection",
           "facts": "decompose context", "verdict": "fact checks",
@@ -198,8 +185,6 @@ STAGES = {"statements": "extract statements", "pair": "conflict search", "argume
 
 def _stage(messages: list[dict]) -> str:
     """The stage a call belongs to, from the first output field its system message lists."""
-    import re
-
     system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
     found = re.search(r"Your output fields are:\s*1\. `(\w+)`", system)
     name = found.group(1) if found else "?"
@@ -208,10 +193,10 @@ def _stage(messages: list[dict]) -> str:
     return STAGES.get(name, name)
 
 
-def measure(program, instances) -> dict:
-    """Calls and estimated tokens per instance of ``program`` under the realistic scripted LM, overall and per
-    stage (prompt tokens; the LM's own usage records, 4 characters per token)."""
-    lm = scripted_lm(realistic, input_tokens=None, output_tokens=None)
+def measure(program, instances, lengths: dict) -> dict:
+    """Calls and tokens (prompt + completion, 4 characters per token) per instance of ``program`` under the
+    realistic scripted LM, overall and per stage."""
+    lm = scripted_lm(realistic(lengths), input_tokens=None, output_tokens=None)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         for instance in instances:
             program(**instance.inputs("unreliable"))
@@ -229,55 +214,177 @@ def measure(program, instances) -> dict:
             "tokens": (prompt + completion) / n, "stages": stages}
 
 
-GROWTH_AGENTS = (4, 5, 6, 7, 8, 9, 10)
-GROWTH_FACTS = (1, 2, 3, 6, 9, 12)
+def _totals(m: dict) -> dict:
+    return {k: v for k, v in m.items() if k != "stages"}
 
 
-def growth(agents=GROWTH_AGENTS, facts=GROWTH_FACTS, n: int = 2) -> dict:
-    """How calls and tokens grow with the team (agents) and the evidence (sentences per agent), every stage
-    forced; plus the per-stage prompt tokens at the paper's size (9 agents, 2 sentences)."""
-    rows = []
-    for n_agents in agents:
-        for per_agent in facts:
-            instances = sized_instances(n, n_agents, per_agent)
-            reground, standard = measure(ReGround(), instances), measure(StandardCollaboration(), instances)
-            batched = measure(ReGround(batch_facts=True), instances)
-            rows.append({"agents": n_agents, "facts_per_agent": per_agent,
-                         "reground": {k: v for k, v in reground.items() if k != "stages"},
-                         "reground_batched_facts": {k: v for k, v in batched.items() if k != "stages"},
-                         "standard": {k: v for k, v in standard.items() if k != "stages"},
-                         "ratio": reground["tokens"] / standard["tokens"],
-                         "ratio_batched_facts": batched["tokens"] / standard["tokens"],
-                         "prompt_ratio": reground["prompt_tokens"] / standard["prompt_tokens"]})
-    paper = sized_instances(n, 9, 2)
-    return {"instances_per_cell": n, "rows": rows, "target_ratio": 0.37,
-            "note": "sentences come from the synthetic generator (about 10 words each; MediQ's are longer)",
-            "stages_at_paper_size": {"reground": measure(ReGround(), paper)["stages"],
-                                     "reground_batched_facts": measure(ReGround(batch_facts=True), paper)["stages"],
-                                     "standard": measure(StandardCollaboration(), paper)["stages"]}}
+def compare(instances, lengths: dict) -> dict:
+    """ReGround (per-fact and batched checks) and Standard at every opinion length in ``lengths`` on the same
+    instances. The top-level ``standard`` and ratios are the ``central`` lengths'; ``by_length`` has them all."""
+    any_lengths = next(iter(lengths.values()))  # ReGround writes no opinions: its cost is the same under all
+    reground = _totals(measure(ReGround(), instances, any_lengths))
+    batched = _totals(measure(ReGround(batch_facts=True), instances, any_lengths))
+    by_length = {}
+    for name, spec in lengths.items():
+        standard = _totals(measure(StandardCollaboration(), instances, spec))
+        by_length[name] = {"standard": standard, "ratio": reground["tokens"] / standard["tokens"],
+                           "ratio_batched_facts": batched["tokens"] / standard["tokens"],
+                           "prompt_ratio": reground["prompt_tokens"] / standard["prompt_tokens"]}
+    return {"reground": reground, "reground_batched_facts": batched, **by_length["central"], "by_length": by_length}
 
 
-def growth_tables(result: dict) -> list:
-    """The growth grid and the per-stage breakdown as rich tables."""
-    from rich.table import Table
+def ratio_grid(lengths: dict, agents=range(4, 11), sentences=range(1, 13), n: int = 1) -> dict:
+    """:func:`compare` on every (agents, sentences per agent) cell, ``n`` sized instances per cell, plus the
+    per-stage prompt tokens at the paper's size (9 agents x 3 sentences, central lengths)."""
+    rows = [{"agents": a, "facts_per_agent": s, **compare(sized_instances(n, a, s), lengths)}
+            for a in agents for s in sentences]
+    paper = sized_instances(n, 9, 3)
+    stages = {"reground": measure(ReGround(), paper, lengths["central"])["stages"],
+              "reground_batched_facts": measure(ReGround(batch_facts=True), paper, lengths["central"])["stages"],
+              "standard": measure(StandardCollaboration(), paper, lengths["central"])["stages"]}
+    return {"instances_per_cell": n, "rows": rows, "paper_ratio": PAPER_RATIO, "band": BAND,
+            "note": "synthetic sentences are about 45 characters; MediQ's evidence is about 140 per agent (~3 here)",
+            "stages_at_paper_size": stages}
 
-    grid = Table(title="How cost grows (scripted LM, every stage forced; tokens per instance)")
-    for name in ("agents", "sentences per agent", "ReGround calls", "ReGround tokens", "Standard calls",
-                 "Standard tokens", "ratio", "ratio (batched fact checks)"):
-        grid.add_column(name, justify="right")
-    for row in result["rows"]:
-        rg, st = row["reground"], row["standard"]
-        grid.add_row(str(row["agents"]), str(row["facts_per_agent"]), f"{rg['calls']:.0f}", f"{rg['tokens']:.0f}",
-                     f"{st['calls']:.0f}", f"{st['tokens']:.0f}", f"{row['ratio']:.2f}",
-                     f"{row['ratio_batched_facts']:.2f}")
-    stages = Table(title="Prompt tokens per stage, 9 agents x 2 sentences (per instance)")
-    for name in ("program", "stage", "calls", "prompt tokens", "per call"):
-        stages.add_column(name, justify="right" if name in ("calls", "prompt tokens", "per call") else "left")
-    for program, table in result["stages_at_paper_size"].items():
-        for stage, v in sorted(table.items(), key=lambda kv: -kv[1]["prompt_tokens"]):
-            stages.add_row(program, stage, f"{v['calls']:.0f}", f"{v['prompt_tokens']:.0f}",
-                           f"{v['prompt_tokens'] / max(v['calls'], 1e-9):.0f}")
-    return [grid, stages]
+
+def _pooled_ratio(rows: list[dict], name: str, own: str = "reground") -> float:
+    """Total tokens of ``own`` over total tokens of Standard with opinion lengths ``name``, over ``rows``."""
+    return sum(r[own]["tokens"] for r in rows) / sum(r["by_length"][name]["standard"]["tokens"] for r in rows)
+
+
+def domains(lengths: dict, n: int = 10) -> dict:
+    """Per domain, the pooled ratios on the generator's first ``n`` episodes (seed 0) and on its first two (issue
+    27 measured 0.43 healthcare, 0.69 disaster there, with the ``legacy`` lengths)."""
+    out = {}
+    for domain in ("healthcare", "disaster"):
+        instances = generate(domain, "main", n, seed=0)
+        episodes = [compare([x], lengths) for x in instances]
+        out[domain] = {"episodes": n, "agents_per_episode": sum(x.n_agents for x in instances) / n,
+                       "reground_tokens": sum(r["reground"]["tokens"] for r in episodes) / n,
+                       "standard_tokens": {k: sum(r["by_length"][k]["standard"]["tokens"] for r in episodes) / n
+                                           for k in lengths},
+                       "ratio": {k: _pooled_ratio(episodes, k) for k in lengths},
+                       "ratio_batched_facts": {k: _pooled_ratio(episodes, k, "reground_batched_facts")
+                                               for k in lengths},
+                       "ratio_first_two": {k: _pooled_ratio(episodes[:2], k) for k in lengths}}
+    return out
+
+
+def region(grid: dict, name: str = "central", key: str = "ratio") -> dict:
+    """Where the paper's 0.37 holds (within ``BAND``), where ReGround is cheaper and where dearer, per agent count
+    (lists of sentences per agent)."""
+    out = {}
+    for row in grid["rows"]:
+        value = row["by_length"][name][key]
+        side = "holds" if abs(value - PAPER_RATIO) <= BAND else ("below" if value < PAPER_RATIO else "above")
+        out.setdefault(str(row["agents"]), {"holds": [], "below": [], "above": []})[side].append(row["facts_per_agent"])
+    return out
+
+
+def spans(values: list[int]) -> str:
+    """``[1, 2, 3, 6]`` -> ``"1-3, 6"``."""
+    parts: list[str] = []
+    for v in values:
+        if parts and int(parts[-1].split("-")[-1]) == v - 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{v}"
+        else:
+            parts.append(str(v))
+    return ", ".join(parts) or "no"
+
+
+def region_lines(grid: dict) -> list[str]:
+    """One line per agent count and opinion length: where the paper's ratio holds (within ``BAND``)."""
+    lines = []
+    for name in ("central", "long"):
+        for agents, sides in region(grid, name).items():
+            lines.append(f"{agents} agents, {name} opinions: 0.37 +/- {BAND} at {spans(sides['holds'])} sentences "
+                         f"per agent; lower at {spans(sides['below'])}; higher at {spans(sides['above'])}")
+    return lines
+
+
+def markdown(results: dict) -> str:
+    """The short report written to ``reground_cost.md`` (and printed)."""
+    grid, cal, dom = results["growth"], results["standard_lengths"]["calibration"], results["domains"]
+    sentences = sorted({r["facts_per_agent"] for r in grid["rows"]})
+    lines = ["# ReGround / Standard tokens (scripted LM, every stage forced, 4 characters per token)", "",
+             f"Standard's revised opinions: {cal['healthcare_s']['revised_chars']} characters (central, calibrated "
+             f"on Table 11's HEALTHCARE-S) or {cal['healthcare_i']['revised_chars']} (long, HEALTHCARE-I); openings "
+             "restate the agent's evidence (bench/standard_opinions.py). Cells: ratio with central (long) "
+             f"opinions; bold within {BAND} of the paper's 0.37. Sentences are ~45 characters; MediQ's instances "
+             "are near 9 agents x 3.", "", "| agents \\ sentences | " + " | ".join(map(str, sentences)) + " |",
+             "|---" * (len(sentences) + 1) + "|"]
+    for agents in sorted({r["agents"] for r in grid["rows"]}):
+        cells = []
+        for row in (r for r in grid["rows"] if r["agents"] == agents):
+            c, long_ = row["by_length"]["central"]["ratio"], row["by_length"]["long"]["ratio"]
+            cells.append(f"**{c:.2f}** ({long_:.2f})" if abs(c - PAPER_RATIO) <= BAND else f"{c:.2f} ({long_:.2f})")
+        lines.append(f"| {agents} | " + " | ".join(cells) + " |")
+    lines += ["", "| synthetic episodes | agents | central | long | central, batched fact checks | legacy 110/140 "
+              "words | legacy, first two (issue 27: 0.43 / 0.69) |", "|---|---|---|---|---|---|---|"]
+    for domain, d in dom.items():
+        r = d["ratio"]
+        lines.append(f"| {domain} ({d['episodes']}) | {d['agents_per_episode']:.1f} | {r['central']:.2f} | "
+                     f"{r['long']:.2f} | {d['ratio_batched_facts']['central']:.2f} | {r['legacy']:.2f} | "
+                     f"{d['ratio_first_two']['legacy']:.2f} |")
+    f, c, t = results["forced_token_budget"], results["concurrency"], results["bench_seconds"]
+    real = results["token_budget"]
+    real = f"ratio {real['ratio']:.2f} ({real['lm']})" if "ratio" in real else real["skipped"]
+    lines += ["", *[f"- {line}" for line in region_lines(grid)], "",
+              f"Through the Runner's accounting, 9 agents x 3 sentences: ReGround "
+              f"{f['paper_size']['reground']['tokens_per_instance']:.0f} vs Standard "
+              f"{f['paper_size']['standard']['tokens_per_instance']:.0f} tokens per instance "
+              f"(ratio {f['paper_size']['ratio']:.2f}). Concurrency, {c['instances']} instances at "
+              f"{c['sleep_per_call_s'] * 1000:.0f} ms per call: serial {c['serial_s']:.1f} s, one runner thread with "
+              f"the program's fan-out x{c['speedup_one_thread']:.1f}, 8 threads x{c['speedup_eight_threads']:.1f}. "
+              f"Token budget with a real LM: {real}.",
+              "", f"Bench time: {t['wall']:.0f} s wall, {t['cpu']:.0f} s CPU (ratio grid {t['grid_wall']:.0f} s wall; "
+              f"{t['cores']} cores, load {t['load'][0]:.1f} at the end).", ""]
+    return "\n".join(lines)
+
+
+# -- the Runner's accounting, a real LM, concurrency --------------------------------------------------------------
+def run(program, instances, lm, adapter, threads: int, tag: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = Runner(program, {"program": tag, "t": time.time()}, out=tmp, threads=threads,
+                        inputs=lambda r: r.inputs("unreliable"), lm=lm, adapter=adapter)
+        started = time.perf_counter()
+        result = runner.run(instances)
+        elapsed = time.perf_counter() - started
+    s = result.summary
+    return {"wall_s": elapsed, "tokens_per_instance": s["tokens"]["per_record"],
+            "input_per_instance": s["tokens"]["input"] / max(1, s["n_done"]),
+            "output_per_instance": s["tokens"]["output"] / max(1, s["n_done"]),
+            "calls_per_instance": s["lm_calls"]["per_record"], "errors": s["n_error"]}
+
+
+def forced_budget(n: int, lengths: dict) -> dict:
+    """The central ratio through the Runner's own token accounting, at the paper's size (9 x 3) and on the
+    synthetic healthcare episodes."""
+    out = {"lm": "scripted (realistic lengths)", "instances": n, "output_words": LENGTHS, "target_ratio": 0.37,
+           "paper_ratio_gpt4o_healthcare_s": PAPER_RATIO}
+    for name, instances in (("paper_size", sized_instances(n, 9, 3)),
+                            ("synthetic", generate("healthcare", "main", n, seed=0))):
+        lm = scripted_lm(realistic(lengths["central"]), input_tokens=None, output_tokens=None)
+        reground = run(ReGround(), instances, lm, json_adapter(), threads=2, tag="reground")
+        lm = scripted_lm(realistic(lengths["central"]), input_tokens=None, output_tokens=None)
+        standard = run(StandardCollaboration(), instances, lm, json_adapter(), threads=2, tag="standard")
+        out[name] = {"agents_per_instance": sum(x.n_agents for x in instances) / len(instances),
+                     "reground": reground, "standard": standard,
+                     "ratio": reground["tokens_per_instance"] / standard["tokens_per_instance"]}
+    out["ratio"] = out["paper_size"]["ratio"]
+    out["meets_target"] = out["ratio"] <= 0.37
+    return out
+
+
+def token_budget(n: int, spec: str) -> dict:
+    lm = get_lm(spec, cache=False)
+    adapter = default_adapter(lm) or dspy.ChatAdapter()
+    instances = generate("healthcare", "main", n, seed=0)
+    reground = run(ReGround(), instances, lm, adapter, threads=2, tag="reground")
+    standard = run(StandardCollaboration(), instances, lm, adapter, threads=2, tag="standard")
+    return {"lm": spec, "instances": n, "reground": reground, "standard": standard,
+            "ratio": reground["tokens_per_instance"] / standard["tokens_per_instance"],
+            "paper_ratio_gpt4o_healthcare_s": PAPER_RATIO}
 
 
 def concurrency(n: int = 20, sleep: float = 0.05) -> dict:
@@ -294,58 +401,34 @@ def concurrency(n: int = 20, sleep: float = 0.05) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=4, help="instances for the token budget (default 4)")
-    parser.add_argument("--lm", default="embedded", help="LM for the token budget (default embedded)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a 3 x 3 growth grid, fewer instances, and no embedded-model run")
+    parser.add_argument("--n", type=int, default=4, help="instances for --lm's token budget (default 4)")
+    parser.add_argument("--lm", default=None, help="also measure with this LM (e.g. embedded); off by default")
+    parser.add_argument("--quick", action="store_true", help="a 3 x 3 grid and fewer instances")
     args = parser.parse_args()
-    if args.quick:
-        results = {"concurrency": concurrency(n=8), "forced_token_budget": forced_budget(2),
-                   "growth": growth(agents=(4, 7, 10), facts=(1, 6, 12), n=1),
-                   "token_budget": {"skipped": "--quick"}}
-    else:
-        results = {"concurrency": concurrency(), "forced_token_budget": forced_budget(max(args.n, 6)),
-                   "growth": growth()}
+    started, cpu = time.perf_counter(), time.process_time()
+    calibration = calibrate()
+    lengths = standard_lengths(calibration)
+    grid_started = time.perf_counter()
+    grid = (ratio_grid(lengths, agents=(4, 7, 10), sentences=(1, 6, 12)) if args.quick else ratio_grid(lengths))
+    grid_wall = time.perf_counter() - grid_started
+    results = {"standard_lengths": {"calibration": calibration, "lengths": lengths}, "growth": grid,
+               "domains": domains(lengths, n=2 if args.quick else 10),
+               "forced_token_budget": forced_budget(2 if args.quick else 6, lengths),
+               "concurrency": concurrency(n=8 if args.quick else 20)}
+    results["paper_ratio_region"] = {name: region(grid, name) for name in lengths}
+    results["token_budget"] = {"skipped": "no --lm given (the bench is LM-free by default)"}
+    if args.lm:
         try:
             results["token_budget"] = token_budget(args.n, args.lm)
         except Exception as exc:  # the LM is optional here; say why it was not measured
             results["token_budget"] = {"skipped": f"{type(exc).__name__}: {exc}"}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
+    results["bench_seconds"] = {"wall": time.perf_counter() - started, "cpu": time.process_time() - cpu,
+                                "grid_wall": grid_wall, "cores": os.cpu_count(), "load": os.getloadavg()}
+    RESULTS.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2) + "\n")
-
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="ReGround cost")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    c = results["concurrency"]
-    table.add_row(f"serial, {c['instances']} instances x {c['calls_per_instance']:.0f} calls",
-                  f"{c['serial_s']:.2f}s")
-    table.add_row("1 runner thread + concurrent calls in the program", f"{c['one_thread_s']:.2f}s "
-                  f"(x{c['speedup_one_thread']:.1f})")
-    table.add_row("8 runner threads", f"{c['eight_threads_s']:.2f}s (x{c['speedup_eight_threads']:.1f})")
-    for name, label in (("paper_size", "paper-size instances"), ("synthetic", "synthetic instances")):
-        f = results["forced_token_budget"][name]
-        table.add_row(f"ReGround tokens/instance (scripted, {label}, {f['agents_per_instance']:.1f} agents)",
-                      f"{f['reground']['tokens_per_instance']:.0f}")
-        table.add_row("  standard collaboration (authors') tokens/instance",
-                      f"{f['standard']['tokens_per_instance']:.0f}")
-        table.add_row("  ratio ReGround / standard" + (" (target <= 0.37)" if name == "paper_size" else ""),
-                      f"{f['ratio']:.2f}")
-    t = results["token_budget"]
-    if "skipped" in t:
-        table.add_row("token budget", t["skipped"])
-    else:
-        table.add_row(f"ReGround tokens/instance ({t['lm']}, n={t['instances']})",
-                      f"{t['reground']['tokens_per_instance']:.0f}")
-        table.add_row("Standard collaboration tokens/instance", f"{t['standard']['tokens_per_instance']:.0f}")
-        table.add_row("ratio ReGround / Standard (paper, GPT-4o: 0.37)", f"{t['ratio']:.2f}")
-    console = Console()
-    console.print(table)
-    for extra in growth_tables(results["growth"]):
-        console.print(extra)
-    print(f"wrote {OUT}")
+    OUT_MD.write_text(markdown(results))
+    print(OUT_MD.read_text())
+    print(f"wrote {OUT} and {OUT_MD}")
     return 0
 
 
