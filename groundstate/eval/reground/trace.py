@@ -101,9 +101,11 @@ def verification_lines(verify: Mapping[str, Any], row: Mapping[str, Any], gold: 
         if entry.get("stop"):
             lines.append(f"      search stopped: {_text(entry['stop'])}")
     if "candidates" in verify:
-        scores = {(_dict(s).get("candidate")): _dict(s).get("consistency") for s in _list(verify.get("scores"))}
-        pool = ", ".join(f"agent {_text(c, 20)}" + (f" (consistency {_text(scores[c], 10)}/5)" if scores.get(c)
-                                                    is not None else "") for c in _list(verify.get("candidates")))
+        scores = {_text(_dict(s).get("candidate"), 20): _dict(s).get("consistency")  # keyed by text: any JSON value
+                  for s in _list(verify.get("scores"))}
+        pool = ", ".join(f"agent {_text(c, 20)}" + (f" (consistency {_text(scores[_text(c, 20)], 10)}/5)"
+                                                    if scores.get(_text(c, 20)) is not None else "")
+                         for c in _list(verify.get("candidates")))
         lines.append(f"    candidate pool: {pool or 'empty'}")
     for key, value in verify.items():  # statement mode and any other stage-1 variant: shown as it is
         if key not in {"statements", "oracle_t1", "rounds", "candidates", "scores", "decision"}:
@@ -201,7 +203,8 @@ def run_gold(config: Mapping[str, Any], data: str | Path | None = None) -> dict[
 
     options = _dict(config.get("options"))
     condition = options.get("condition", "unreliable")
-    if config.get("program") not in OFFQUERY_TASKS or condition not in CONDITIONS:
+    program = config.get("program")
+    if not isinstance(program, str) or program not in OFFQUERY_TASKS or condition not in CONDITIONS:
         return None
     recorded = _dict(config.get("data"))
     if data is not None:
