@@ -70,6 +70,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
     if (args.record is not None or args.data is not None) and not args.trace:
         raise ConfigError("--record and --data go with --trace (they choose and label the traces shown)")
+    if args.trace and args.json:
+        raise ConfigError("--trace shows the traces as text and --json prints the config and summary: give one "
+                          "(the traces as JSON are the 'trace' field of the run's results.jsonl)")
     run = load_run(resolve_run_dir(args.runs_dir, args.run))
     gold = None
     if args.trace:  # the data is checked before anything is printed

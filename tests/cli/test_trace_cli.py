@@ -69,6 +69,7 @@ def test_runs_show_trace_with_the_runs_data_a_record_and_refusals(tmp_path, caps
         (["--trace", "--data", str(other)], ("other.jsonl", "is not the data run")),
         (["--trace", "--record", "nosuch"], ("no record 'nosuch'", "results.jsonl")),
         (["--record", FIRST], ("--record and --data go with --trace",)),
+        (["--trace", "--json"], ("--trace shows the traces as text",)),
         (["--trace", "--data", str(tmp_path / "missing.jsonl")], ("missing.jsonl",)),
     ):
         capsys.readouterr()

@@ -19,6 +19,9 @@ sizes, the per-message LOO rates by ``K``. The block effect is the paper's ``(A 
 - ``multiplicity.jsonl``: one line per mode and complete problem (family statistics and p-values);
 - ``report.json`` and ``report.md``; ``flip_direction.png`` and ``loo_rates.png`` (with matplotlib).
 
+- for a cache written by ``dhd simulate`` (it has ``simulation.json``), ``report.json`` and ``report.md`` also score
+  every selection against the planted truth (``planted_truth``: recall and false discoveries per selection,
+  :mod:`~groundstate.eval.dhd.planted`);
 - ``report.json`` also records the replay runs' settings (temperatures, evaluator, judge LM: ``settings``) and, for
   LOO replays over several benchmarks, ``by_benchmark`` (groups, disagreement and bootstrap per benchmark);
 - ``crossfit.json`` and the paper-layout ``tables.md`` / ``tables.json`` with ``table18.png`` and ``table24.png``

@@ -34,6 +34,9 @@ What each table holds (LOO at the main pool size; percentages and percentage poi
   the all-action and removal-identity shuffled controls. The main estimate is listed first as ``(A+B)/2`` (not a
   row of the paper's table, which shows A and B only).
 
+For a simulated cache (its report has ``planted_truth``), ``tables.md`` ends with each selection scored against the
+planted truth (:mod:`~groundstate.eval.dhd.planted`): not a table of the paper, whose effects are not known.
+
 A table whose inputs are missing (no strata, no masking run, a cache too small to cross-fit) is left out with a
 note saying why, never filled with placeholders.
 """

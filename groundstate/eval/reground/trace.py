@@ -222,7 +222,7 @@ def run_gold(config: Mapping[str, Any], data: str | Path | None = None) -> dict[
 def _synthetic_gold(settings: Mapping[str, Any], condition: str) -> dict[str, dict[str, Any]] | None:
     """The gold labels of a synthetic run regenerated from its recorded generator settings; ``None`` when they are
     not settings the generator takes."""
-    from groundstate.eval.benchmarks.offquery.synthetic import DOMAINS, VARIANTS, generate  # noqa: PLC0415
+    from groundstate.eval.benchmarks.offquery.synthetic import DOMAINS, VARIANTS, generate  # noqa: PLC0415 (--help stays light)
 
     domains, variants = _list(settings.get("domains")), _list(settings.get("variants"))
     n, seed = settings.get("n"), settings.get("seed")
