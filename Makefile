@@ -28,7 +28,7 @@ demo: setup
 	$(BIN)/groundstate data validate --data runs/demo/synthetic.jsonl
 	$(BIN)/groundstate data stats --data runs/demo/synthetic.jsonl
 	@echo "== ReGround on one episode (the file's first: synthetic-healthcare-main-s0-00000) with the embedded 135M LM, then its trace"
-	$(BIN)/groundstate compare reground --data runs/demo/synthetic.jsonl --limit 1 --runs-dir runs/demo --report-dir runs/demo/reground --threads 2 --show-trace
+	$(BIN)/groundstate compare reground --data runs/demo/synthetic.jsonl --limit 1 --runs-dir runs/demo --report-dir runs/demo/offquery --threads 2 --show-trace
 	@echo "== Consilience: the paper's Table 2 layout, offline, with simulated agents"
 	$(BIN)/groundstate experiment run consilience-table2-sim --runs-dir runs/demo --no-progress
 	$(BIN)/groundstate experiment table consilience-table2-sim --runs-dir runs/demo --report-dir runs/demo/consilience
@@ -41,13 +41,14 @@ demo: setup
 	@echo "- ReGround ran verify -> reconstruct -> resolve on one episode with the embedded 135M plumbing LM. That model is near chance on OffQuery,"
 	@echo "  so the trace shows the pipeline at work (the conflict pairs it named, who it blamed against the planted agent, the facts it kept"
 	@echo "  and dropped, its answer against the gold), not its quality; the T1/T2/T3 printed are measured on n=1 episode, which checks plumbing,"
-	@echo "  not accuracy. Chart: runs/demo/reground/compare.png. Any stored run: groundstate runs show RUN --runs-dir runs/demo --trace."
+	@echo "  not accuracy. Chart: runs/demo/offquery/compare.png. The trace of any stored run: groundstate runs show RUN_ID --runs-dir runs/demo"
+	@echo "  --trace (run ids: groundstate runs list --runs-dir runs/demo)."
 	@echo "- Consilience: the paper's Table 2 layout with simulated agents, beside the paper's numbers (runs/demo/consilience/consilience-table2-sim.md, .png)."
 	@echo "  The numbers are properties of the simulated agents, not of any LM. Full-Info below Rules is the 'limited' preset's doing (each agent"
 	@echo "  weighs at most 3 informative facts): the sensitivity rows vary that attention limit, and with unlimited attention Full-Info is above Rules."
-	@echo "- DHD: a simulated replay cache (200 problems x 8 blocks) with planted effects, analysed as a real one; the table 'selections against"
-	@echo "  the planted effects' scores each selection against the truth dhd simulate recorded. Recall: the share of planted effects a selection"
-	@echo "  found with the right sign; false discoveries: selections that are no planted effect (FDP: their share)."
+	@echo "- DHD: a simulated replay cache (200 problems x 8 blocks) with planted effects, analysed as a real one; its last table scores each"
+	@echo "  selection (the unadjusted separation rule, BH and BY) against the truth dhd simulate recorded. Recall: the share of planted effects"
+	@echo "  a selection found with the right sign; false discoveries: selections that are no planted effect (FDP: their share)."
 	@echo "  Files: runs/demo/dhd/analysis/tables.md, report.md."
 	@echo "For real numbers add --lm openai/gpt-4o-mini (or --lm hosted_vllm/MODEL --api-base URL)."
 

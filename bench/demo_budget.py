@@ -4,7 +4,7 @@ The demo runs ReGround on one episode with the embedded LM and prints its trace:
 
     groundstate data generate offquery --domain both --variant all --n 5 --seed 0 --out runs/demo/synthetic.jsonl
     groundstate compare reground --data runs/demo/synthetic.jsonl --limit 1 --runs-dir runs/demo \\
-        --report-dir runs/demo/reground --threads 2 --show-trace
+        --report-dir runs/demo/offquery --threads 2 --show-trace
 
 This bench runs exactly those two commands through the CLI's entry point, in a temporary directory, with the LM the
 command builds wrapped in a counting engine (:class:`CountingEngine`: every request that reaches the engine is one
@@ -48,7 +48,7 @@ OUT = Path(__file__).parent / "results" / "demo_budget.json"
 DEMO_DATA = ["data", "generate", "offquery", "--domain", "both", "--variant", "all", "--n", "5", "--seed", "0",
              "--out", "synthetic.jsonl"]
 DEMO_REGROUND = ["compare", "reground", "--data", "synthetic.jsonl", "--limit", "1", "--runs-dir", "runs",
-                 "--report-dir", "report", "--threads", "2", "--show-trace", "--no-progress"]
+                 "--report-dir", "offquery", "--threads", "2", "--show-trace", "--no-progress"]
 
 
 def stage_of(request) -> str:
