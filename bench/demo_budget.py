@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -49,6 +50,12 @@ DEMO_DATA = ["data", "generate", "offquery", "--domain", "both", "--variant", "a
              "--out", "synthetic.jsonl"]
 DEMO_REGROUND = ["compare", "reground", "--data", "synthetic.jsonl", "--limit", "1", "--runs-dir", "runs",
                  "--report-dir", "offquery", "--threads", "2", "--show-trace", "--no-progress"]
+
+
+def responder():
+    """``realistic`` of ``bench/reground_cost.py``: the responder itself before issue 27 item 6, a factory of one
+    (taking Standard's opinion lengths, which ReGround never asks for) after it; either way the responder."""
+    return realistic if list(inspect.signature(realistic).parameters) == ["req"] else realistic({})
 
 
 def stage_of(request) -> str:
@@ -117,7 +124,7 @@ def counting_lm(embedded: bool, built: dict):
                 from groundstate.lm.embedded import EMBEDDED_MODEL_NAME
                 from groundstate.testing import scripted_lm
 
-                lm = scripted_lm(realistic, model=EMBEDDED_MODEL_NAME, input_tokens=None, output_tokens=None)
+                lm = scripted_lm(responder(), model=EMBEDDED_MODEL_NAME, input_tokens=None, output_tokens=None)
             built["engine"] = CountingEngine(lm.engine)
             built["lm"] = lm.copy(engine=built["engine"], cache=False)
         return built["lm"]
