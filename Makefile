@@ -27,16 +27,30 @@ demo: setup
 	$(BIN)/groundstate data generate offquery --domain both --variant all --n 5 --seed 0 --out runs/demo/synthetic.jsonl
 	$(BIN)/groundstate data validate --data runs/demo/synthetic.jsonl
 	$(BIN)/groundstate data stats --data runs/demo/synthetic.jsonl
-	$(BIN)/groundstate run reground --data runs/demo/synthetic.jsonl --limit 3 --runs-dir runs/demo --threads 2
+	@echo "== ReGround on one episode (the file's first: synthetic-healthcare-main-s0-00000) with the embedded 135M LM, then its trace"
+	$(BIN)/groundstate compare reground --data runs/demo/synthetic.jsonl --limit 1 --runs-dir runs/demo --report-dir runs/demo/offquery --threads 2 --show-trace
+	@echo "== Consilience: the paper's Table 2 layout, offline, with simulated agents"
 	$(BIN)/groundstate experiment run consilience-table2-sim --runs-dir runs/demo --no-progress
 	$(BIN)/groundstate experiment table consilience-table2-sim --runs-dir runs/demo --report-dir runs/demo/consilience
+	@echo "== DHD: a calibration study on a simulated replay cache with planted effects"
 	rm -rf runs/demo/dhd
-	$(BIN)/groundstate dhd simulate --cache runs/demo/dhd --n 200 --blocks 5 --seed 0 --effects W+:0.05:0.6 C-:0.05:0.6
+	$(BIN)/groundstate dhd simulate --cache runs/demo/dhd --n 200 --blocks 8 --seed 0 --effects W+:0.1:0.9 C-:0.1:0.9
 	$(BIN)/groundstate dhd analyze --cache runs/demo/dhd --label simulated --permutations 2000 --multiplicity-permutations 20000
 	@echo
-	@echo "You saw: ReGround run end to end on the embedded 135M plumbing LM (its T1/T3 are near chance: it checks the pipeline, not quality);"
-	@echo "the shipped spec of the Consilience paper's Table 2 run offline with simulated agents, beside the paper's numbers (runs/demo/consilience/consilience-table2-sim.md, .png);"
-	@echo "and a DHD calibration study on a simulated replay cache (runs/demo/dhd/analysis/tables.md). For real numbers add --lm openai/gpt-4o-mini (or --lm hosted_vllm/MODEL --api-base URL)."
+	@echo "What each part showed:"
+	@echo "- ReGround ran verify -> reconstruct -> resolve on one episode with the embedded 135M plumbing LM. That model is near chance on OffQuery,"
+	@echo "  so the trace shows the pipeline at work (the conflict pairs it named, who it blamed against the planted agent, the facts it kept"
+	@echo "  and dropped, its answer against the gold), not its quality; the T1/T2/T3 printed are measured on n=1 episode, which checks plumbing,"
+	@echo "  not accuracy. Chart: runs/demo/offquery/compare.png. The trace of any stored run: groundstate runs show RUN_ID --runs-dir runs/demo"
+	@echo "  --trace (run ids: groundstate runs list --runs-dir runs/demo)."
+	@echo "- Consilience: the paper's Table 2 layout with simulated agents, beside the paper's numbers (runs/demo/consilience/consilience-table2-sim.md, .png)."
+	@echo "  The numbers are properties of the simulated agents, not of any LM. Full-Info below Rules is the 'limited' preset's doing (each agent"
+	@echo "  weighs at most 3 informative facts): the sensitivity rows vary that attention limit, and with unlimited attention Full-Info is above Rules."
+	@echo "- DHD: a simulated replay cache (200 problems x 8 blocks) with planted effects, analysed as a real one; its last table scores each"
+	@echo "  selection (the unadjusted separation rule, BH and BY) against the truth dhd simulate recorded. Recall: the share of planted effects"
+	@echo "  a selection found with the right sign; false discoveries: selections that are no planted effect (FDP: their share)."
+	@echo "  Files: runs/demo/dhd/analysis/tables.md, report.md."
+	@echo "For real numbers add --lm openai/gpt-4o-mini (or --lm hosted_vllm/MODEL --api-base URL)."
 
 test: setup
 	$(BIN)/python -m pytest -q

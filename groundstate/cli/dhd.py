@@ -252,9 +252,24 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                      "failed calls": section["failures"]["n_failed_calls"],
                      "disagreement": "-" if disagreement is None else f"{100 * disagreement:.1f}%"})
     print_table(rows, title="message values by mode (W+/W-/C+/C-: messages per group)")
+    _print_planted(report.get("planted_truth") or {})
     for name, path in report["paths"].items():
         print(f"{name}: {path}")
     return 0
+
+
+def _print_planted(planted: dict) -> None:
+    """A simulated cache's selections against its planted truth (:mod:`groundstate.eval.dhd.planted`)."""
+    from groundstate.cli.tables import print_table  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.dhd.planted import MEANING, recall_cells  # noqa: PLC0415 (--help stays light)
+
+    for mode, entry in planted.items():
+        header, rows = recall_cells(entry)
+        clipped = entry.get("n_clipped") or 0
+        print_table(rows, columns=header, headers=header,
+                    title=f"{mode}: selections against the {entry['n_planted']} planted effects (simulated cache)",
+                    caption=MEANING + (f"; {clipped} planted messages that clipping to [0, 1] left without an effect "
+                                       "count as no effect" if clipped else ""))
 
 
 def cmd_mask(args: argparse.Namespace) -> int:

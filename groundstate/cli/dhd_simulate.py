@@ -25,7 +25,10 @@ def register(dhd_sub: Any) -> None:
                            "hard and a few borderline problems (mean accuracy 0.71, identical-input disagreement "
                            "about 7%%, inside the paper's 1.6-17.5%%) and proposals right more often on easy "
                            "problems. Writes a cache in the normal format (analyze runs on it unchanged) and "
-                           "simulation.json with the ground truth.")
+                           "simulation.json with the ground truth, against which `dhd analyze` scores its "
+                           "selections (recall and false discoveries). A planted effect needs room to act: a helpful "
+                           "one on a problem the integrator never solves (or a harmful one on a problem it always "
+                           "solves) is clipped to nothing and counts as no effect.")
     p.add_argument("--cache", required=True, metavar="DIR", help="the new cache directory (must not exist or be empty)")
     p.add_argument("--n", type=positive_int, default=200, metavar="N", help="problems (default 200)")
     p.add_argument("--blocks", type=positive_int, default=5, metavar="B", help="replay blocks per problem (default 5)")

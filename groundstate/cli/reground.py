@@ -14,7 +14,7 @@ from pathlib import Path
 
 from groundstate.cli.options import add_report_dir, add_run_options, context_for, run_settings
 from groundstate.cli.output import report_failed_runs
-from groundstate.cli.run import RUN_OPTIONS
+from groundstate.cli.run import RUN_OPTIONS, SHOW_TRACE_HELP
 from groundstate.cli.settings import add_settings, settings_from
 from groundstate.errors import ConfigError
 from groundstate.eval.reground.settings import CompareSettings
@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with no PROGRAM it runs nothing and plans the paper's programs")
     add_settings(p, CompareSettings, skip=RUN_OPTIONS)
     add_run_options(p)
+    p.add_argument("--show-trace", action="store_true", help=SHOW_TRACE_HELP)
     p.set_defaults(func=cmd_compare)
 
 
@@ -72,6 +73,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                                        "t2_judge": getattr(context.judge, "name", None), **scoring},
                              title=title, metrics=metrics, chart_metrics=("t1", "t2", "t3"), notes=lines)
         print_comparison(rows, metrics, title=title, out=console, notes=lines)
+        if args.show_trace:
+            from groundstate.cli.runs import show_run_traces  # noqa: PLC0415 (--help stays light)
+
+            for run_id in run_ids.values():
+                show_run_traces(Path(run.out) / run_id, settings.data)
     if args.paper_tables:
         paths.update(_paper_tables(args, settings, context, console))
     console.print("wrote " + ", ".join(paths.values()), markup=False)

@@ -15,6 +15,10 @@ from groundstate.eval.tasks import get_task, program_tasks
 DATA_HELP = ("data file, or a shipped example ('example:qa', or a bare name that is not a file); OffQuery programs: "
              "a file or 'synthetic', the default")
 
+SHOW_TRACE_HELP = ("after the run, print each record's stored trace (ReGround stage by stage: the conflict pairs, "
+                   "who was blamed, the facts kept and dropped, the answer, beside the gold labels); any stored run: "
+                   "`groundstate runs show RUN --trace`")
+
 #: Task options that the shared run options add (``--seed``, ``--allow-empty``), so a task does not add them again.
 RUN_OPTIONS = ("seed", "allow_empty")
 
@@ -28,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--data", default=None, help=DATA_HELP)
         add_settings(p, task.settings, skip=RUN_OPTIONS)
         add_run_options(p)
+        p.add_argument("--show-trace", action="store_true", help=SHOW_TRACE_HELP)
         p.set_defaults(func=cmd_run)
 
 
@@ -44,4 +49,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"groundstate: {exc}", file=sys.stderr)
         return 1
     print_summary(result)
+    if args.show_trace:
+        from groundstate.cli.runs import show_run_traces  # noqa: PLC0415 (--help stays light)
+
+        show_run_traces(result.run_dir, getattr(settings, "data", None))
     return 0

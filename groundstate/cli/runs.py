@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from groundstate.cli.numbers import count
 from groundstate.cli.options import Parser, add_runs_dir
 from groundstate.cli.output import cell, print_summary
-from groundstate.errors import one_line
+from groundstate.errors import ConfigError, InputError, one_line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print config and summary as JSON")
     p.add_argument("--errors", type=count, default=5,
                    help="show up to N failed records (and up to N records with a metric not measured)")
+    p.add_argument("--trace", action="store_true",
+                   help="also show each record's stored trace: ReGround stage by stage (the conflict pairs, who was "
+                        "blamed, the facts kept and dropped, the answer) beside the gold labels and T1/T2/T3")
+    p.add_argument("--record", default=None, metavar="ID", help="with --trace: only the record with this id")
+    p.add_argument("--data", default=None, metavar="FILE",
+                   help="with --trace: the OffQuery file the run ran on, for the gold labels (checked against the "
+                        "sha256 the run recorded; a run on --data synthetic is regenerated without it)")
     p.set_defaults(func=cmd_runs_show)
     p = runs_sub.add_parser("merge", help="merge the shards of one run into a single run")
     p.add_argument("runs", nargs="+", help="run ids or directories (the shards)")
@@ -60,7 +68,17 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 def cmd_runs_show(args: argparse.Namespace) -> int:
     from groundstate.eval.runs import load_run, resolve_run_dir  # noqa: PLC0415 (--help stays light)
 
+    if (args.record is not None or args.data is not None) and not args.trace:
+        raise ConfigError("--record and --data go with --trace (they choose and label the traces shown)")
+    if args.trace and args.json:
+        raise ConfigError("--trace shows the traces as text and --json prints the config and summary: give one "
+                          "(the traces as JSON are the 'trace' field of the run's results.jsonl)")
     run = load_run(resolve_run_dir(args.runs_dir, args.run))
+    gold = None
+    if args.trace:  # the data is checked before anything is printed
+        from groundstate.eval.reground.trace import run_gold  # noqa: PLC0415 (--help stays light)
+
+        gold = run_gold(run["config"], args.data)
     if args.json:
         print(json.dumps({k: run[k] for k in ("run_id", "config", "summary")}, indent=2))
         return 0
@@ -76,7 +94,33 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         names = ", ".join(one_line(name, 40) for name in row["score_errors"])
         text = next(iter(row["score_errors"].values()))
         print(f"  not measured on {one_line(row['id'])} ({names}): {one_line(text, 200)}")
+    if args.trace:
+        print_traces(run, gold, args.record)
     return 0
+
+
+def print_traces(run: dict, gold: dict | None = None, record: str | None = None) -> None:
+    """Print the stored trace of each record of ``run`` (:func:`~groundstate.eval.runs.load_run`), or of the record
+    ``record`` only, as :func:`~groundstate.eval.reground.trace.trace_lines` shows it, with ``gold`` (``{id:
+    {"misleading", "answer"}}``, :func:`~groundstate.eval.reground.trace.run_gold`) beside it when known. Plain
+    ``print``: every line is escaped by ``trace_lines`` and nothing is read as markup.
+
+    Raises:
+        InputError: ``record`` is not a record of the run.
+    """
+    from groundstate.eval.reground.trace import trace_lines  # noqa: PLC0415 (--help stays light)
+
+    rows = [r for r in run["rows"] if record is None or r.get("id") == record]
+    if record is not None and not rows:
+        raise InputError(f"no record '{one_line(record, 120)}' in run {one_line(run['run_id'], 80)}",
+                         file=str(Path(run["dir"]) / "results.jsonl"))
+    program = run["config"].get("program")
+    print(f"traces of run {one_line(run['run_id'], None)} (program {one_line(program, 60)}; {len(rows)} "
+          f"record{'' if len(rows) == 1 else 's'})")
+    for row in rows:
+        rid = row.get("id")
+        for line in trace_lines(row, (gold or {}).get(rid) if isinstance(rid, str) else None):
+            print(line)
 
 
 def cmd_runs_merge(args: argparse.Namespace) -> int:
@@ -89,3 +133,14 @@ def cmd_runs_merge(args: argparse.Namespace) -> int:
     print(f"merged {len(runs)} shards into {one_line(merged['dir'], None)}"
           + (f" (missing shards: {one_line(missing)})" if missing else ""))
     return 0
+
+
+def show_run_traces(run_dir: str | Path, data: str | None) -> None:
+    """After a run (``run PROGRAM --show-trace``, ``compare --show-trace``): print its traces (:func:`print_traces`)
+    with the gold labels of ``data``, the run's own ``--data`` (``synthetic`` or ``None``: regenerated from the run's
+    config)."""
+    from groundstate.eval.reground.trace import run_gold  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.runs import load_run  # noqa: PLC0415 (--help stays light)
+
+    run = load_run(run_dir)
+    print_traces(run, run_gold(run["config"], data if data not in (None, "synthetic") else None))

@@ -101,22 +101,43 @@ def has_tokens_panel(rows: Sequence[Mapping[str, Any]]) -> bool:
     return any(r.get("tokens_per_instance") or r.get("cached_calls") for r in rows)
 
 
-def fit_title(fig: Any, ax: Any, title: str, subtitle: str = "", **kwargs: Any) -> Any:
+def legend_above(ax: Any, ncol: int, fontsize: float = 8) -> Any:
+    """A legend for ``ax`` centred just above its top edge, outside the axes, so it never covers a bar, an error bar
+    or a tick label; pass it to :func:`fit_title` (``legend=``) so the title is placed above it.
+
+    Guarantees: at most ``ncol`` columns, fewer (down to one) while the legend, as the renderer draws it, is wider
+    than the axes, so laying the figure out never squeezes the plot to make room for it."""
+    renderer = ax.figure.canvas.get_renderer()
+    width = ax.get_window_extent(renderer).width
+    for columns in range(max(1, ncol), 0, -1):
+        legend = ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, fontsize=fontsize,
+                           frameon=False)
+        if legend.get_window_extent(renderer).width <= width:
+            break
+    return legend
+
+
+def fit_title(fig: Any, ax: Any, title: str, subtitle: str = "", legend: Any = None, **kwargs: Any) -> Any:
     """Give ``ax`` the title ``title`` with ``subtitle`` on the line(s) under it, and lay ``fig`` out
     (``tight_layout``).
 
     Guarantees: the title's lines are wrapped at spaces (a word longer than a line is broken) until the whole
     title's bounding box, as the figure's renderer draws it, lies within the figure's width (tried up to 12 times,
     each after laying the figure out again); the figure grows by the height of every line beyond the first, so
-    the plot keeps its height. ``kwargs`` go to ``ax.set_title`` (``fontsize``, ``pad``).
+    the plot keeps its height. With ``legend`` (one placed above the axes, :func:`legend_above`) the title's pad is
+    the legend's measured height plus a gap, so the title sits above the legend instead of on it. ``kwargs`` go to
+    ``ax.set_title`` (``fontsize``, ``pad``).
 
     Returns:
         The title's matplotlib ``Text``.
     """
 
     parts = [part for part in (title, subtitle) if part]
-    text = ax.set_title("\n".join(parts), **kwargs)
     renderer = fig.canvas.get_renderer()
+    if legend is not None:  # the legend's top above the axes (in points, whatever the layout) and a gap
+        above = legend.get_window_extent(renderer).y1 - ax.get_window_extent(renderer).y1
+        kwargs["pad"] = max(0.0, above) * 72 / fig.dpi + 8
+    text = ax.set_title("\n".join(parts), **kwargs)
     width = max((len(part) for part in parts), default=0)
 
     def wrap() -> None:
@@ -142,10 +163,13 @@ def fit_title(fig: Any, ax: Any, title: str, subtitle: str = "", **kwargs: Any) 
 
 def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = METRICS,
                       title: str | None = None, subtitle: str = ""):
-    """The comparison chart as a matplotlib figure: the metrics with 95% intervals and, when any run used an
-    LM, tokens per instance (a run served from cache is marked "cached"); "no data" when nothing was scored, and
-    "not measured" on a metric that failed on every record. The title (``subtitle`` under it) is wrapped to fit
-    the figure (:func:`fit_title`)."""
+    """The comparison chart as a matplotlib figure (``compare.png``: ReGround and its baselines, T1/T2/T3 per
+    program at one condition): the metrics with 95% intervals, each measured bar labelled with its value (so a
+    measured 0 reads 0.00) and each program with its number of records; "not measured" where a metric has no mean
+    (never a bar at 0), "no data" over a program with no metric at all, and a note under the axes when a bar has
+    no interval (n < 2). When any run used an LM, a second panel shows tokens per instance (a run served from
+    cache is marked "cached"). The legend sits above the axes (never over a bar) and the title (``subtitle``
+    under it) is wrapped to fit the figure (:func:`fit_title`)."""
     import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
     names = [r["name"] for r in rows]
@@ -157,7 +181,7 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
         fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(rows) + 3), 4.2))
     width = 0.8 / max(1, len(metrics))
     x = np.arange(len(rows))
-    scored = False
+    scored = no_interval = False
     for k, metric in enumerate(metrics):
         means, low_err, high_err = [], [], []
         for row in rows:
@@ -166,25 +190,32 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
             scored = scored or mean is not None
             means.append(mean if mean is not None else 0.0)
             low, high = entry.get("low"), entry.get("high")
-            low_err.append(max(0.0, (mean or 0) - low) if low is not None else 0.0)
-            high_err.append(max(0.0, high - (mean or 0)) if high is not None else 0.0)
+            no_interval = no_interval or (mean is not None and (low is None or high is None))
+            # no interval: no whisker at all (a zero-length one would draw a cap that reads as a value)
+            low_err.append(max(0.0, (mean or 0) - low) if low is not None else np.nan)
+            high_err.append(max(0.0, high - (mean or 0)) if high is not None else np.nan)
         positions = x + (k - (len(metrics) - 1) / 2) * width
         ax.bar(positions, means, width, yerr=[low_err, high_err], capsize=3, label=label(metric))
-        for pos, row in zip(positions, rows, strict=True):  # a metric measured on nothing is no bar at 0
-            if (row.get(metric) or {}).get("mean") is None and (row.get(metric) or {}).get("failed"):
+        for pos, row, mean, up in zip(positions, rows, means, high_err, strict=True):
+            entry = row.get(metric) or {}
+            if entry.get("mean") is not None:  # the value written over its bar: a measured 0 is seen as 0.00
+                ax.text(pos, mean + np.nan_to_num(up) + 0.015, f"{mean:.2f}", ha="center", va="bottom", fontsize=7)
+            elif entry.get("failed") or any((row.get(m) or {}).get("mean") is not None for m in metrics):
+                # a metric measured on nothing is no bar at 0
                 ax.text(pos, 0.02, "not measured", rotation=90, ha="center", va="bottom", color="grey", fontsize=6)
-    ax.set_xticks(x, names, rotation=20, ha="right")
-    ax.set_ylim(0, 1.05)
+    ax.set_xticks(x, [f"{name}\n(n={row.get('n', 0)})" for name, row in zip(names, rows, strict=True)],
+                  rotation=20, ha="right")
+    ax.set_ylim(0, 1.15)
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
     ax.set_ylabel("score (95% CI)")
+    if no_interval:
+        ax.set_xlabel("a bar without whiskers has no interval (fewer than 2 records)", fontsize=7, color="grey")
+    legend = None
     if scored:
-        # Above the axes, so the legend never covers a bar or its error bar.
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(metrics)), fontsize=8,
-                  frameon=False)
-        title_options = {"pad": 22}
+        legend = legend_above(ax, len(metrics))  # above the axes: never over a bar or its error bar
         mark_unscored(ax, rows, metrics)
     else:
         no_data_note(ax)
-        title_options = {}
     if tokens_panel:
         ax_tokens.bar(x, [r["tokens_per_instance"] for r in rows], color="grey")
         for i, row in enumerate(rows):
@@ -197,7 +228,7 @@ def comparison_figure(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] 
         ax_tokens.margins(y=0.25)
     else:
         fig.text(0.99, 0.01, "no LM tokens (simulated agents)", ha="right", va="bottom", fontsize=8, color="grey")
-    fit_title(fig, ax, title or "OffQuery", subtitle, **title_options)
+    fit_title(fig, ax, title or "OffQuery", subtitle, legend=legend)
     return fig
 
 

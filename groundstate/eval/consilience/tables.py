@@ -159,7 +159,7 @@ def table_figure(rows: Sequence[Mapping[str, Any]], title: str, subtitle: str = 
     (:func:`~groundstate.eval.report.fit_title`)."""
     import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
 
-    from groundstate.eval.report import fit_title  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.report import fit_title, legend_above  # noqa: PLC0415 (--help stays light)
 
     names = [r["method"] for r in rows]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows)), 3.6))
@@ -170,14 +170,17 @@ def table_figure(rows: Sequence[Mapping[str, Any]], title: str, subtitle: str = 
         low = [m - (r[key]["low"] if r[key]["low"] is not None else m) for m, r in zip(means, rows, strict=True)]
         high = [(r[key]["high"] if r[key]["high"] is not None else m) - m for m, r in zip(means, rows, strict=True)]
         ax.bar([i + offset for i in range(len(rows))], means, width, yerr=[low, high], capsize=3, label=label)
+        for i, row in enumerate(rows):  # one metric without a mean beside one with: said, never a bar at 0
+            if row[key]["mean"] is None and any(row[k]["mean"] is not None for k in ("task_accuracy", "vote_accuracy")):
+                ax.text(i + offset, 0.02, "not measured", rotation=90, ha="center", va="bottom", color="grey",
+                        fontsize=6)
     ax.set_xticks(range(len(rows)), names, rotation=20, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy (95% CI)")
     if any(r[key]["mean"] is not None for r in rows for key in ("task_accuracy", "vote_accuracy")):
-        # Above the axes, so the legend never covers a bar or its error bar.
-        ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+        legend = legend_above(ax, 2)  # above the axes: never over a bar or its error bar
         mark_unscored(ax, rows, ("task_accuracy", "vote_accuracy"))
-        fit_title(fig, ax, title, subtitle, fontsize=10, pad=20)
+        fit_title(fig, ax, title, subtitle, legend=legend, fontsize=10)
     else:
         no_data_note(ax)
         fit_title(fig, ax, title, subtitle, fontsize=10)

@@ -19,6 +19,9 @@ sizes, the per-message LOO rates by ``K``. The block effect is the paper's ``(A 
 - ``multiplicity.jsonl``: one line per mode and complete problem (family statistics and p-values);
 - ``report.json`` and ``report.md``; ``flip_direction.png`` and ``loo_rates.png`` (with matplotlib).
 
+- for a cache written by ``dhd simulate`` (it has ``simulation.json``), ``report.json`` and ``report.md`` also score
+  every selection against the planted truth (``planted_truth``: recall and false discoveries per selection,
+  :mod:`~groundstate.eval.dhd.planted`);
 - ``report.json`` also records the replay runs' settings (temperatures, evaluator, judge LM: ``settings``) and, for
   LOO replays over several benchmarks, ``by_benchmark`` (groups, disagreement and bootstrap per benchmark);
 - ``crossfit.json`` and the paper-layout ``tables.md`` / ``tables.json`` with ``table18.png`` and ``table24.png``
@@ -46,6 +49,7 @@ from groundstate.eval.dhd.completeness import replay_inventory
 from groundstate.eval.dhd.crossfit import crossfit_keep_or_remove
 from groundstate.eval.dhd.effects import disagreement_rate, pair_effects
 from groundstate.eval.dhd.multiplicity import multiplicity
+from groundstate.eval.dhd.planted import planted_recall, read_truth, recall_markdown
 from groundstate.eval.dhd.replay import arm_accuracy, repeat_pairs
 from groundstate.eval.dhd.report import flip_direction, loo_rates_by_K, plot_flip_direction, plot_loo_rates
 from groundstate.eval.dhd.table_inputs import read_mask_table
@@ -121,6 +125,7 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
     mask_dir = choose_mask_run(cache, runs_dir, [mask_run] if mask_run else (), own=True) if with_tables else None
     rows, blocks = collect_pairs(cache, runs_dir, run_ids)
     _need_rows(cache, rows)
+    truth = read_truth(cache.dir)  # a simulated cache's planted effects (None for a real cache); checked here
     entries = cache.entries()
     tables, inventories = {}, {}
     for mode in ("loo", "single"):  # every check before anything is written
@@ -170,6 +175,9 @@ def analyze(cache: MessageCache, out: str | Path | None = None, *, runs_dir: str
         problem_level = multiplicity(table, n_permutations=n_multiplicity, seed=seed, q=q)
         section["multiplicity"] = {key: v for key, v in problem_level.items() if key != "problems"}
         problem_rows.extend({"mode": mode, "K": main_k, **entry} for entry in problem_level["problems"])
+        if truth is not None:
+            report.setdefault("planted_truth", {})[mode] = planted_recall(truth, table.keys, values, fdr,
+                                                                          problem_level)
         if mode == "loo":
             section["disagreement"] = disagreement_rate(repeat_pairs(blocks, main_k))
             if strata:
@@ -367,6 +375,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         for name, entry in section["flip_direction"].items():
             lines.append(f"| {name} | {entry['n_flips']} / {entry['n_evaluable']} | {_pct(entry['flip_rate'])} | "
                          f"{_pct(entry['helpful_share'])} | {_pct(entry['harmful_share'])} |")
+    planted = recall_markdown(report.get("planted_truth") or {})
+    lines += ["", *planted] if planted else []
     rates = report.get("loo_rates_by_K")
     if rates:
         lines += ["", "## Per-message LOO rates by K", "", "| K | eligible | W+ | W- | C+ | C- |",

@@ -149,10 +149,12 @@ def plot_loo_rates(stats: dict[Any, dict[str, Any]], path: str | Path) -> bool:
         if not stats[k]["n_eligible"]:  # no eligible message at this K: no share, not a share of 0
             ax.text(x, 0.02, "no data", ha="center", va="bottom", color="grey", fontsize=8)
     ax.set_xticks(range(len(sizes)))
-    ax.set_xticklabels([f"K={k}\n(n={stats[k]['n_eligible']})" for k in sizes])
-    ax.set_ylabel("share of eligible LOO messages")
+    ax.set_xticklabels([f"K={k}\n(n={stats[k]['n_eligible']} message-blocks)" for k in sizes], fontsize=8)
+    ax.set_ylabel("share of eligible LOO observations", fontsize=9)
     if any(stats[k]["n_eligible"] for k in sizes):
-        ax.legend(ncol=4, frameon=False)
+        # above the axes, outside them: a legend inside would cover the tallest bars
+        ax.legend(ncol=4, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8,
+                  handlelength=1.2, columnspacing=1.0)
     elif not sizes:
         no_data_note(ax)
     fig.tight_layout()

@@ -106,10 +106,33 @@ class Modes(_Open):
     loo: LooSection | None = None
 
 
+class Selection(_Open):
+    """One selection scored against a simulated cache's planted truth (:mod:`groundstate.eval.dhd.planted`)."""
+
+    n_selected: StrictInt
+    true: StrictInt
+    false: StrictInt
+    n_planted: StrictInt
+    recall: Num | None = None
+    fdp: Num | None = None
+
+
+class PlantedTruth(_Open):
+    """A replay mode's selections against the planted truth (only a simulated cache's report has them)."""
+
+    n_planted: StrictInt
+    n_planted_problems: StrictInt
+    n_not_analyzed: StrictInt = 0
+    n_clipped: StrictInt = 0
+    selections: dict[str, Selection]
+
+
 class AnalysisReport(_Open):
-    """``report.json`` of ``dhd analyze``: the sections per replay mode (the tables read the LOO one)."""
+    """``report.json`` of ``dhd analyze``: the sections per replay mode (the tables read the LOO one) and, for a
+    simulated cache, the selections against its planted truth per mode."""
 
     modes: Modes
+    planted_truth: dict[str, PlantedTruth] | None = None
 
 
 class Control(_Open):

@@ -34,6 +34,9 @@ What each table holds (LOO at the main pool size; percentages and percentage poi
   the all-action and removal-identity shuffled controls. The main estimate is listed first as ``(A+B)/2`` (not a
   row of the paper's table, which shows A and B only).
 
+For a simulated cache (its report has ``planted_truth``), ``tables.md`` ends with each selection scored against the
+planted truth (:mod:`~groundstate.eval.dhd.planted`): not a table of the paper, whose effects are not known.
+
 A table whose inputs are missing (no strata, no masking run, a cache too small to cross-fit) is left out with a
 note saying why, never filled with placeholders.
 """
@@ -46,7 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.eval.dhd import report as dhd_report  # pyplot looked up at call time: tests stand in for it
-from groundstate.eval.report import no_data_note
+from groundstate.eval.dhd.planted import recall_markdown
+from groundstate.eval.report import legend_above, no_data_note
 from groundstate.eval.results import write_json
 from groundstate.files import jsonable
 
@@ -230,6 +234,10 @@ def paper_tables(sources: Sequence[TableSource]) -> dict[str, Any]:
         rows = BUILDERS[number](sources)
         if rows:
             out["tables"][number] = {"title": TITLES[number], "rows": rows}
+    planted = {source.label: source.report["planted_truth"] for source in sources
+               if source.report.get("planted_truth")}
+    if planted:  # simulated caches: what each selection found of the effects dhd simulate planted
+        out["planted_truth"] = planted
     for source in sources:
         section = _loo(source)
         if section is None:
@@ -313,6 +321,8 @@ def tables_markdown(tables: Mapping[str, Any]) -> str:
              + ", ".join(tables["models"]) + ").", ""]
     for number, table in tables["tables"].items():
         lines += [f"## {table['title']}", "", *_render(number, table["rows"], tables["models"]), ""]
+    for model, planted in (tables.get("planted_truth") or {}).items():
+        lines += recall_markdown({f"{model}, {mode}": entry for mode, entry in planted.items()})
     if tables.get("notes"):
         lines += ["## Not shown", "", *(f"- {note}" for note in tables["notes"]), ""]
     return "\n".join(lines)
@@ -326,7 +336,7 @@ def plot_table_18(rows: Sequence[Mapping[str, Any]], path: str | Path) -> bool:
     if plt is None or not rows:
         return False
     labels = [f"{r['model']}\n{r['benchmark']}" for r in rows]
-    fig, ax = plt.subplots(figsize=(1.2 * len(rows) + 2.5, 3.6))
+    fig, ax = plt.subplots(figsize=(max(4.8, 1.2 * len(rows) + 2.5), 3.6))  # room for the legend
     for offset, key, color in ((-0.18, "wrong", "#d8553b"), (0.18, "correct", "#3b7dd8")):
         points = [(x, row[key]) for x, row in enumerate(rows) if row[key] and row[key].get("mean") is not None]
         for i, (x, entry) in enumerate(points):
@@ -337,9 +347,10 @@ def plot_table_18(rows: Sequence[Mapping[str, Any]], path: str | Path) -> bool:
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, fontsize=8)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
     ax.set_ylabel("mean trajectory value (pp)")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(frameon=False, fontsize=8)
+        legend_above(ax, 2)  # outside the axes: never over a point or its interval
     else:
         no_data_note(ax)
     fig.tight_layout()
@@ -369,7 +380,7 @@ def plot_table_24(rows: Sequence[Mapping[str, Any]], path: str | Path) -> bool:
     ax.set_xticklabels([f"{r['model']}\n{r['arm']}" for r in rows], fontsize=8)
     ax.set_ylabel("cross-fitted gain (pp)")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(frameon=False, fontsize=8)
+        legend_above(ax, 1)  # outside the axes: never over a bar
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)

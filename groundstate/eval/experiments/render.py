@@ -160,11 +160,14 @@ def as_json(table: Table) -> dict[str, Any]:
 
 def chart(table: Table, path: str | Path) -> str:
     """A grouped bar chart: one group per row, one bar per column and metric (95% intervals where there are
-    some), the paper's values as black ticks; the title wrapped to the figure's width."""
+    some), the paper's values as black ticks; the legend above the axes (never over a bar) and the title wrapped
+    until it fits the figure (:func:`~groundstate.eval.report.fit_title`)."""
     import matplotlib  # noqa: PLC0415 (optional extra: plot)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415 (optional extra: plot)
+
+    from groundstate.eval.report import fit_title, legend_above  # noqa: PLC0415 (--help stays light)
 
     series = [(i, m) for i in range(len(table.columns)) for m in table.metrics]
     groups = len(table.rows)
@@ -181,14 +184,16 @@ def chart(table: Table, path: str | Path) -> str:
             if reference is not None and table.show_paper:
                 ax.plot([x - width / 2, x + width / 2], [scaled(table, reference.value, metric)] * 2, color="black",
                         lw=2)
-            if mean is None:
+            if mean is None:  # not measured: said, never a bar at 0
                 ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=6, color="grey", rotation=90)
                 continue
+            if mean == 0:  # a measured 0 has no visible bar: its value is written instead
+                ax.text(x, 0, "0", ha="center", va="bottom", fontsize=6)
             low, high = scaled(table, entry.get("low"), metric), scaled(table, entry.get("high"), metric)
             xs.append(x)
             means.append(mean)
-            lows.append(mean - low if low is not None else 0.0)
-            highs.append(high - mean if high is not None else 0.0)
+            lows.append(mean - low if low is not None else float("nan"))  # no interval: no whisker, no cap
+            highs.append(high - mean if high is not None else float("nan"))
         prefix = " · ".join(lab for _, lab in table.columns[index].values())
         ax.bar(xs, means, width, yerr=[lows, highs], capsize=2,
                label=f"{prefix} · {metric_label(table, metric)}" if prefix else metric_label(table, metric))
@@ -196,13 +201,10 @@ def chart(table: Table, path: str | Path) -> str:
              for r in table.rows]
     ax.set_xticks(range(groups), [textwrap.shorten(n, 40) for n in names], rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("%" if table.spec.layout.percent is True else "value")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=min(3, len(series)), frameon=False)
-    chars = max(30, int(fig_width * 10))
-    lines = textwrap.wrap(title(table) + (" (black: the paper)" if table.show_paper else ""), chars)
-    lines += textwrap.wrap(table.subtitle, chars) if table.subtitle else []
-    ax.set_title("\n".join(lines), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")  # the legend below the axes stays in the picture
+    legend = legend_above(ax, min(4, len(series)), fontsize=7) if ax.get_legend_handles_labels()[0] else None
+    fit_title(fig, ax, title(table) + (" (black: the paper)" if table.show_paper else ""), table.subtitle or "",
+              legend=legend, fontsize=9)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
     return str(path)
 
