@@ -169,15 +169,23 @@ def format_p(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def format_difference(diff: PairedDifference, digits: int = 3) -> str:
-    """One line: ``+0.100 [-0.050, +0.250], sign-flip p = 0.310 (exact); n paired = 20 (2 not measured on one
-    side)``. With no paired record: ``not measured (N failed)`` (``-`` when no record was named at all); with one,
-    the mean ``(n=1, no interval)``."""
+def format_estimate(diff: PairedDifference, digits: int = 3) -> str:
+    """The difference and its interval: ``+0.100 [-0.050, +0.250]``; ``+1.000 (n=1, no interval)`` on one paired
+    record; ``not measured (N failed)`` on none (``-`` when no record was named at all)."""
     if diff.mean is None:
         return f"not measured ({diff.not_paired} failed)" if diff.not_paired else "-"
-    text = f"{diff.mean:+.{digits}f}"
-    text += f" [{diff.low:+.{digits}f}, {diff.high:+.{digits}f}]" if diff.low is not None else \
-        f" (n={diff.n}, no interval)"
+    if diff.low is None:
+        return f"{diff.mean:+.{digits}f} (n={diff.n}, no interval)"
+    return f"{diff.mean:+.{digits}f} [{diff.low:+.{digits}f}, {diff.high:+.{digits}f}]"
+
+
+def format_difference(diff: PairedDifference, digits: int = 3) -> str:
+    """One line: ``+0.100 [-0.050, +0.250], sign-flip p = 0.310 (exact); n paired = 20 (2 not measured on one
+    side)`` (:func:`format_estimate`, then the p-value and the counts); with no paired record only ``not measured (N
+    failed)``, never a number."""
+    text = format_estimate(diff, digits)
+    if diff.mean is None:
+        return text
     text += f", sign-flip p = {format_p(diff.p_value)} ({diff.p_method}); n paired = {diff.n}"
     excluded = [f"{diff.one_side} not measured on one side"] if diff.one_side else []
     excluded += [f"{diff.neither} on neither"] if diff.neither else []
@@ -190,15 +198,19 @@ def small_sample_warning(differences: Mapping[str, PairedDifference],
     """One line saying that intervals on fewer than ``minimum`` records are unreliable, naming where they are shown
     on fewer: a paired difference measured on 1 to ``minimum - 1`` records, or a side's score (a run summary's
     ``scores`` entry, under ``summaries``' label) whose interval rests on fewer. ``None`` when there is none."""
-    small = [f"{label(m)} paired on {d.n}" for m, d in differences.items() if 0 < d.n < minimum]
-    counts: list[int] = [d.n for d in differences.values() if 0 < d.n < minimum]
+    paired: dict[int, list[str]] = {}
+    for metric, diff in differences.items():
+        if 0 < diff.n < minimum:
+            paired.setdefault(diff.n, []).append(label(metric))
+    sides: dict[int, list[str]] = {}
     for name, summary in (summaries or {}).items():
         shown = [int(e.get("n") or 0) for e in (summary.get("scores") or {}).values()
                  if isinstance(e, Mapping) and e.get("low") is not None and int(e.get("n") or 0) < minimum]
         if shown:
-            small.append(f"{name} on {min(shown)}")
-            counts.append(min(shown))
-    if not small:
+            sides.setdefault(min(shown), []).append(name)
+    if not paired and not sides:
         return None
+    where = [f"{', '.join(names)} paired on {n}" for n, names in sorted(paired.items())]
+    where += [f"{' and '.join(names)} on {n}" for n, names in sorted(sides.items())]
     return (f"intervals and p-values on fewer than {minimum} records are unreliable, and these rest on as few as "
-            f"{min(counts)} ({'; '.join(small)}): treat them as a rough guide, not a result")
+            f"{min([*paired, *sides])} ({'; '.join(where)}): treat them as a rough guide, not a result")
