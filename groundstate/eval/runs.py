@@ -131,7 +131,7 @@ def _as_cell(value: Any, as_json: bool) -> Any:
 def _priced_model(config: dict[str, Any]) -> str | None:
     """The model whose LiteLLM price prices a run's old rows (those without ``cost_usd``): the config's one LM when
     LiteLLM prices it; ``None`` with per-role LMs (which LM spent which tokens is unknown) or no price."""
-    from groundstate.metering import model_price  # noqa: PLC0415 (heavy: litellm, only when asked)
+    from groundstate.metering import model_price  # noqa: PLC0415 (heavy: litellm)
 
     lm, lm_config = config.get("lm"), config.get("lm_config")
     roles = lm_config.get("roles") if isinstance(lm_config, dict) else None
@@ -144,7 +144,7 @@ def _priced_model(config: dict[str, Any]) -> str | None:
 def _row_cost(row: dict[str, Any], model: str | None) -> float | None:
     """A row's dollars: its ``cost_usd`` as the runner priced it (null: unpriced); for a row written before rows
     carried one, its tokens priced as ``model`` (``None``: unpriced, or no LM call)."""
-    from groundstate.metering import call_cost  # noqa: PLC0415 (heavy: litellm, only when asked)
+    from groundstate.metering import call_cost  # noqa: PLC0415 (heavy: litellm)
 
     if "cost_usd" in row:
         value = row["cost_usd"]
