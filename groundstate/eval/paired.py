@@ -110,7 +110,7 @@ def paired_difference(before: Mapping[str, Any], after: Mapping[str, Any], *, me
     """
     from scipy import stats  # noqa: PLC0415 (heavy: scipy)
 
-    ids = sorted(set(before) | set(after))
+    ids = sorted(set(before) | set(after), key=str)
     paired = [i for i in ids if _measured(before.get(i)) and _measured(after.get(i))]
     one_side = sum(_measured(before.get(i)) != _measured(after.get(i)) for i in ids)
     neither = len(ids) - len(paired) - one_side
