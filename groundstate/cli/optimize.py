@@ -114,11 +114,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     rows = evaluation.rows()
     report_dir = Path(args.report_dir or Path(args.dir) / "evaluations" / fingerprint(evaluation.data, 10))
     lines = evaluation.report_lines()
+    warnings = [f"warning: {warning}" for warning in evaluation.warnings]
     paths = write_report(rows, report_dir, config={"artifact": str(args.dir), "data": evaluation.data,
                                                    **evaluation.scoring, "notes": evaluation.notes},
-                         title=evaluation.title, stem="evaluate", notes=lines)
+                         title=evaluation.title, stem="evaluate", notes=lines,
+                         sections=[evaluation.difference_markdown(), "\n".join(f"- {w}" for w in warnings)],
+                         extra={"differences": {m: d.as_dict() for m, d in evaluation.differences.items()},
+                                "warnings": evaluation.warnings})
     print_comparison(rows, METRICS, title=evaluation.title, notes=lines)
+    for line in evaluation.difference_lines():
+        print(line)
     print("wrote " + ", ".join(paths.values()))
-    for warning in evaluation.warnings:
-        print(f"warning: {warning}")
+    for warning in warnings:
+        print(warning)
     return report_failed_runs(evaluation.summaries)

@@ -72,4 +72,5 @@ QA = ProgramTask(
     load=load_questions,
     scorer=lambda settings, judge: qa_score,
     inputs=lambda settings: lambda record: {"question": record["question"]},
+    labels=lambda record: {"gold": record.get("answer")},
 )

@@ -252,16 +252,20 @@ def bar_chart(rows: Sequence[Mapping[str, Any]], path: str | Path, metrics: Sequ
 def write_report(rows: Sequence[Mapping[str, Any]], out_dir: str | Path, config: Mapping[str, Any] | None = None,
                  metrics: Sequence[str] = METRICS, title: str | None = None, stem: str = "compare",
                  chart_metrics: Sequence[str] | None = None, subtitle: str = "",
-                 notes: Sequence[str] = ()) -> dict[str, str]:
+                 notes: Sequence[str] = (), sections: Sequence[str] = (),
+                 extra: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Write ``<stem>.md``, ``<stem>.json`` and ``<stem>.png`` (bars of ``chart_metrics``, default ``metrics``;
     they should be shares in [0, 1]); return their paths. ``subtitle`` (what produced the figures) goes under the
-    title of the Markdown and the chart, ``notes`` (LM, decoding, judge) under the Markdown's title."""
+    title of the Markdown and the chart, ``notes`` (LM, decoding, judge) under the Markdown's title; ``sections``
+    (Markdown text) follow the table, each after a blank line, and ``extra`` adds keys beside the JSON's ``config``
+    and ``rows``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": str(out_dir / f"{stem}.md"), "json": str(out_dir / f"{stem}.json")}
-    Path(paths["markdown"]).write_text(markdown_table(rows, metrics, title, subtitle, notes), encoding="utf-8")
-    Path(paths["json"]).write_text(json.dumps({"config": dict(config or {}), "rows": list(rows)}, indent=2,
-                                              default=str) + "\n", encoding="utf-8")
+    markdown = "\n".join([markdown_table(rows, metrics, title, subtitle, notes), *(s for s in sections if s)])
+    Path(paths["markdown"]).write_text(markdown, encoding="utf-8")
+    document = {**dict(extra or {}), "config": dict(config or {}), "rows": list(rows)}
+    Path(paths["json"]).write_text(json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")
     if bar_chart(rows, out_dir / f"{stem}.png", chart_metrics or metrics, title, subtitle):
         paths["chart"] = str(out_dir / f"{stem}.png")
     return paths

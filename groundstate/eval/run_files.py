@@ -94,7 +94,8 @@ class RunSummary(BaseModel):
 
 
 class ResultRow(BaseModel):
-    """One line of ``results.jsonl``: a record's id, scores, outputs, error and counts."""
+    """One line of ``results.jsonl``: a record's id, scores, outputs, error and counts, its dollar cost and (rows of
+    runs with a ``labels`` function) its ``gold`` answer (any JSON), ``domain`` and ``variant``."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -108,6 +109,9 @@ class ResultRow(BaseModel):
     lm_calls: Count | None = None
     cached_calls: Count | None = None
     failed_calls: Count | None = None
+    cost_usd: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] | None = None
+    domain: StrictStr | None = None
+    variant: StrictStr | None = None
 
 
 def check_config(config: Any, file: Any) -> dict[str, Any]:

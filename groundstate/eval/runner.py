@@ -13,7 +13,9 @@ A run lives in ``<out>/<run-id>/``:
   ``latency_s``, ``error`` (the program's failure; ``null`` when the program succeeded), ``attempt``,
   ``failed_calls`` (LM calls that raised: a refused connection, a timeout, an error status) and ``cached_calls``
   (calls DSPy's cache answered: they cost no tokens; never failed ones), ``cost_usd`` (dollars, cache hits
-  excluded, ``null`` if unpriced: see metering).
+  excluded, ``null`` if unpriced: see metering), and, when the run has a ``labels`` function, what it labels the
+  record with (:data:`LABEL_KEYS`: ``gold``, the record's gold answer as its task defines it; ``domain``;
+  ``variant``), which the program never sees.
 - ``summary.json``: counts, error rate, each metric's mean with a 95% bootstrap interval over the records it was
   measured on, how many it was measured on and how many it failed on, tokens, calls.
 
@@ -86,6 +88,9 @@ logger = logging.getLogger(__name__)
 MIN_RECORDS_FOR_ERROR_RATE = 5
 """Records done before the error share can stop a run early (at its end the share is checked however few)."""
 
+LABEL_KEYS: tuple[str, ...] = ("gold", "domain", "variant")
+"""The row fields a run's ``labels`` function may fill (an allow-list: a label never overwrites another field)."""
+
 
 
 class RunAborted(RuntimeError):
@@ -132,11 +137,12 @@ class RunResult:
 def durable_run(program: Callable[..., Any], config: dict[str, Any], records: Sequence[Any], settings: RunSettings,
                 *, inputs: Callable[[Any], dict[str, Any]] | None = None,
                 scorer: Callable[[Any, Any], dict[str, float]] | None = None,
-                outputs: Callable[[Any], dict[str, Any]] | None = None, description: str | None = None) -> RunResult:
+                outputs: Callable[[Any], dict[str, Any]] | None = None, description: str | None = None,
+                labels: Callable[[Any], dict[str, Any]] | None = None) -> RunResult:
     """Run ``program`` over ``records`` durably with :class:`Runner` (see the module docstring)."""
     runner = Runner(program, config, out=settings.out or "runs", threads=settings.threads, inputs=inputs,
                     scorer=scorer, outputs=outputs, max_error_rate=settings.max_error_rate, progress=settings.progress,
-                    ray=settings.ray_options())
+                    ray=settings.ray_options(), labels=labels)
     return runner.run(records, limit=settings.limit, shard=settings.shard, description=description)
 
 
@@ -174,6 +180,9 @@ class Runner:
         lm: an LM to use inside the run (``dspy.context(lm=...)``), or ``None`` for the configured one.
         adapter: an adapter to use inside the run, or ``None``.
         ray: :class:`~groundstate.eval.ray_backend.RayOptions` to run records as Ray tasks; ``None``: threads.
+        labels: record -> ``{"gold", "domain", "variant"}`` (any of :data:`LABEL_KEYS`), stored in the record's row
+            for analysis (:meth:`groundstate.eval.runs.Run.to_pandas`); ``None``: rows carry none. Labels are not
+            part of the config, so they never change a run id.
     """
 
     program: Callable[..., Any]
@@ -188,6 +197,7 @@ class Runner:
     lm: Any = None
     adapter: Any = None
     ray: RayOptions | None = None
+    labels: Callable[[Any], dict[str, Any]] | None = None
     _write_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:  # a Runner is shipped to Ray workers; its lock is not
@@ -285,7 +295,7 @@ class Runner:
         """Yield rows as records finish (``listener`` hears each LM call); stop when the consumer stops."""
         if self.ray is not None:
             worker = Runner(self.program, {}, inputs=self.inputs, scorer=self.scorer, outputs=self.outputs,
-                            lm=self.lm, adapter=self.adapter)
+                            lm=self.lm, adapter=self.adapter, labels=self.labels)
             yield from execute_on_ray(worker.run_record, worker.error_row, todo, failed, record_id, self.ray,
                                       self.threads)
             return
@@ -315,7 +325,7 @@ class Runner:
         return {"id": rid, "outputs": {}, "trace": None, "scores": {}, "score_errors": unmeasured(self.scorer, record),
                 "input_tokens": 0, "output_tokens": 0, "lm_calls": 0, "failed_calls": 0, "cached_calls": 0,
                 "latency_s": 0.0, "error": scrub_secrets(error),
-                "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1}
+                "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1, **self.record_labels(record)}
 
     def run_record(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]],
                    listener: Any = None) -> dict[str, Any]:
@@ -327,7 +337,7 @@ class Runner:
         """
         rid = record_id(record)
         if rescorable(self.scorer, failed.get(rid)):
-            return rescored_row(self.scorer, record, failed[rid])
+            return {**rescored_row(self.scorer, record, failed[rid]), **self.record_labels(record)}
         meter = new_meter()
         meter.listener = listener
         values = meter_overrides(meter, parent_overrides)
@@ -364,7 +374,20 @@ class Runner:
             "latency_s": round(latency, 6),
             "error": error,
             "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1,
+            **self.record_labels(record),
         }
+
+    def record_labels(self, record: Any) -> dict[str, Any]:
+        """What ``labels`` says about ``record``, JSON-able and limited to :data:`LABEL_KEYS`; ``{}`` without a
+        ``labels`` function. A label that cannot be computed is left out (logged), never a failed record."""
+        if self.labels is None:
+            return {}
+        try:
+            given = self.labels(record)
+        except Exception as exc:  # a label is for analysis only: the record's result stands without it
+            logger.debug("record %s: no labels (%s)", record_id(record), scrub_secrets(str(exc)))
+            return {}
+        return jsonable({k: given[k] for k in LABEL_KEYS if k in given})
 
     def _inputs(self, record: Any) -> dict[str, Any]:
         return program_inputs(record, self.inputs)

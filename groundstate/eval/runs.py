@@ -25,19 +25,36 @@ from groundstate.eval.runner import fingerprint
 from groundstate.files import read_json
 from groundstate.paths import check_entry, child, safe_component
 
-#: The per-record columns of :meth:`Run.to_records`, before the ``score.*`` and ``output.*`` ones.
+#: The per-record columns of :meth:`Run.to_records`, before the ``gold.*``, ``score.*`` and ``output.*`` ones.
 RUN_COLUMNS: tuple[str, ...] = ("run_id", "id", "error", "input_tokens", "output_tokens", "total_tokens", "lm_calls",
-                                "failed_calls", "cached_calls", "latency_s", "attempt")
+                                "failed_calls", "cached_calls", "latency_s", "attempt", "cost_usd", "gold", "domain",
+                                "variant")
 
 
 class Run(dict):
     """A stored run: the dict :func:`load_run` always returned (``run_id``, ``dir``, ``config``, ``summary``,
     ``rows``), plus flat-table exports.
 
-    One row per record; the columns are :data:`RUN_COLUMNS`, then ``score.<name>`` per score (null where it was
-    not measured), ``score_error.<name>`` per metric that failed on some record (why it was not measured) and
-    ``output.<name>`` per program output. An output holding a list or an object, or whose values differ in type
-    between records, is JSON text, so every column has one type (the trace is left out: see ``results.jsonl``).
+    One row per record; the columns are :data:`RUN_COLUMNS`, then ``gold.<name>`` per field of a structured gold
+    answer, ``score.<name>`` per score (null where it was not measured), ``score_error.<name>`` per metric that
+    failed on some record (why it was not measured) and ``output.<name>`` per program output. An output holding a list
+    or an object, or whose values differ in type between records, is JSON text, so every column has one type (the
+    trace is left out: see ``results.jsonl``); ``gold`` and the ``gold.<name>`` columns follow the same rule.
+
+    The columns of :data:`RUN_COLUMNS`:
+
+    - ``run_id``, ``id``: the run and the record; ``error``: why the program failed on it (null: it did not);
+    - ``input_tokens``, ``output_tokens``, ``total_tokens``, ``lm_calls``, ``failed_calls``, ``cached_calls``,
+      ``latency_s``, ``attempt``: what the record cost to run, as the runner counted it;
+    - ``cost_usd``: the record's dollars as the runner priced them with LiteLLM's cost map (cache hits excluded),
+      null when a model it called is unpriced; for rows written before runs priced records, the tokens priced as
+      the run's one LM (its config's ``lm``) when LiteLLM prices it, else null (a run with per-role LMs is null);
+    - ``gold``: the record's gold answer as its task defines it (OffQuery: an object of ``misleading_agent``, T1's
+      misleading agent index, a list of them or null as programs answer it, and ``answer``, T3's correct option;
+      ``qa``: the answer; hidden-profile discussions: the correct option); null for a task that stores none and for
+      runs written before rows stored it;
+    - ``domain``, ``variant``: an OffQuery record's domain and variant (null for other tasks, an unknown variant,
+      and runs written before rows stored them).
     """
 
     def to_records(self) -> list[dict[str, Any]]:
@@ -48,22 +65,29 @@ class Run(dict):
         failed = list(dict.fromkeys(k for r in rows for k in (r.get("score_errors") or {})))
         outputs = list(dict.fromkeys(k for r in rows for k in (r.get("outputs") or {})))
         as_json = {k for k in outputs if _needs_json([(r.get("outputs") or {}).get(k) for r in rows])}
+        golds = _gold_fields(rows)
+        gold_json = {k for k in golds if _needs_json([_gold_field(r, k) for r in rows])}
+        whole_gold_json = _needs_json([r.get("gold") for r in rows])
+        model = _priced_model(self["config"])
         flat = []
         for r in rows:
             inp, out = int(r.get("input_tokens") or 0), int(r.get("output_tokens") or 0)
             row: dict[str, Any] = {"run_id": self["run_id"], "id": r["id"], "error": r.get("error"),
                                    "input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
-            for key in RUN_COLUMNS[6:]:
+            for key in ("lm_calls", "failed_calls", "cached_calls", "latency_s", "attempt"):
                 row[key] = r.get(key)
+            row["cost_usd"] = _row_cost(r, model)
+            row["gold"] = _as_cell(r.get("gold"), whole_gold_json)
+            row["domain"], row["variant"] = r.get("domain"), r.get("variant")
+            for name in golds:
+                row[f"gold.{name}"] = _as_cell(_gold_field(r, name), name in gold_json)
             for name in scores:
                 value = (r.get("scores") or {}).get(name)
                 row[f"score.{name}"] = float(value) if isinstance(value, int | float) else value
             for name in failed:
                 row[f"score_error.{name}"] = (r.get("score_errors") or {}).get(name)
             for name in outputs:
-                value = (r.get("outputs") or {}).get(name)
-                row[f"output.{name}"] = json.dumps(value, ensure_ascii=False) if name in as_json and value is not None \
-                    else value
+                row[f"output.{name}"] = _as_cell((r.get("outputs") or {}).get(name), name in as_json)
             flat.append(row)
         return flat
 
@@ -82,11 +106,52 @@ class Run(dict):
 
     def _columns(self) -> list[str]:
         rows = self["rows"]
-        return [*RUN_COLUMNS,
+        return [*RUN_COLUMNS, *(f"gold.{k}" for k in _gold_fields(rows)),
                 *dict.fromkeys(f"score.{k}" for r in rows for part in ("scores", "score_errors")
                                for k in (r.get(part) or {})),
                 *dict.fromkeys(f"score_error.{k}" for r in rows for k in (r.get("score_errors") or {})),
                 *dict.fromkeys(f"output.{k}" for r in rows for k in (r.get("outputs") or {}))]
+
+
+def _gold_fields(rows: list[dict[str, Any]]) -> list[str]:
+    """The fields of the rows' structured (object) gold answers, in order of appearance."""
+    return list(dict.fromkeys(k for r in rows if isinstance(r.get("gold"), dict) for k in r["gold"]))
+
+
+def _gold_field(row: dict[str, Any], name: str) -> Any:
+    gold = row.get("gold")
+    return gold.get(name) if isinstance(gold, dict) else None
+
+
+def _as_cell(value: Any, as_json: bool) -> Any:
+    """``value`` as a table cell: JSON text when its column is (:func:`_needs_json`), else as it is."""
+    return json.dumps(value, ensure_ascii=False) if as_json and value is not None else value
+
+
+def _priced_model(config: dict[str, Any]) -> str | None:
+    """The model whose LiteLLM price prices a run's old rows (those without ``cost_usd``): the config's one LM when
+    LiteLLM prices it; ``None`` with per-role LMs (which LM spent which tokens is unknown) or no price."""
+    from groundstate.metering import model_price  # noqa: PLC0415 (heavy: litellm)
+
+    lm, lm_config = config.get("lm"), config.get("lm_config")
+    roles = lm_config.get("roles") if isinstance(lm_config, dict) else None
+    model = lm.get("model") if isinstance(lm, dict) else None
+    if roles or not isinstance(model, str) or not model:
+        return None
+    return model if model_price(model) is not None else None
+
+
+def _row_cost(row: dict[str, Any], model: str | None) -> float | None:
+    """A row's dollars: its ``cost_usd`` as the runner priced it (null: unpriced); for a row written before rows
+    carried one, its tokens priced as ``model`` (``None``: unpriced, or no LM call)."""
+    from groundstate.metering import call_cost  # noqa: PLC0415 (heavy: litellm)
+
+    if "cost_usd" in row:
+        value = row["cost_usd"]
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if model is None or not row.get("lm_calls"):
+        return None
+    return call_cost(model, int(row.get("input_tokens") or 0), int(row.get("output_tokens") or 0))
 
 
 def _needs_json(values: list[Any]) -> bool:

@@ -121,6 +121,8 @@ class PlannedRun:
         after: ``(result) -> outcome``, called when the run finished; the value becomes ``result.outcome``.
         outcome: what a plan with nothing to run returns instead of a run result.
         ignore_warnings: warning messages (regular expressions) silenced while this run goes on, and only then.
+        labels: record -> ``{"gold", "domain", "variant"}`` stored in its row
+            (:data:`~groundstate.eval.runner.LABEL_KEYS`); ``None``: none.
     """
 
     program: Any
@@ -135,6 +137,7 @@ class PlannedRun:
     after: Callable[[Any], Any] | None = None
     outcome: Any = None
     ignore_warnings: tuple[str, ...] = ()
+    labels: Callable[[Any], dict[str, Any]] | None = None
 
     @property
     def name(self) -> str:
@@ -187,6 +190,8 @@ class ProgramTask(Task):
         options: ``(settings, judge) -> dict``, the config's ``options`` (what changes results).
         judge: ``(settings, context) -> judge`` (the T2 judge; ``context`` is the :class:`RunContext`, whose LMs an
             LM judge may use); ``None``: the task scores without one.
+        labels: ``record -> {"gold", "domain", "variant"}``, stored in each record's row (:class:`PlannedRun`);
+            ``None``: none.
     """
 
     name: str
@@ -199,6 +204,7 @@ class ProgramTask(Task):
     outputs: Callable[[Any], dict[str, Any]] | None = None
     options: Callable[[Any, Any], dict[str, Any]] = field(default=lambda settings, judge: {})
     judge: Callable[[Any, RunContext], Any] | None = None
+    labels: Callable[[Any], dict[str, Any]] | None = None
 
     def judge_for(self, settings: Any, context: RunContext) -> Any:
         """The context's judge, else one built from the settings (once per context and judge setting)."""
@@ -224,7 +230,7 @@ class ProgramTask(Task):
                             seed=getattr(settings, "seed", 0), options=self.options(settings, judge))
         return PlannedRun(program, config, records, inputs=self.inputs(settings) if self.inputs else None,
                           scorer=self.scorer(settings, judge) if self.scorer else None, outputs=self.outputs,
-                          description=self.name)
+                          description=self.name, labels=self.labels)
 
 
 def execute(planned: PlannedRun, run: RunSettings | None = None, context: RunContext | None = None
@@ -258,7 +264,8 @@ def execute(planned: PlannedRun, run: RunSettings | None = None, context: RunCon
             for message in planned.ignore_warnings:
                 warnings.filterwarnings("ignore", message=message)
         result = durable_run(planned.program, planned.config, planned.records, run, inputs=planned.inputs,
-                             scorer=planned.scorer, outputs=planned.outputs, description=planned.description)
+                             scorer=planned.scorer, outputs=planned.outputs, description=planned.description,
+                             labels=planned.labels)
     if planned.after is not None:
         result.outcome = planned.after(result)
     return result

@@ -48,9 +48,13 @@ class CrashOn(QuestionAnswering):
         return super().forward(question=question)
 
 
+def gold_label(record):
+    return {"gold": record["answer"]}
+
+
 def ray_runner(tmp_path, program=None, **kwargs):
     return Runner(program or QuestionAnswering(), {"program": "qa", "data": "test"}, out=tmp_path / "runs",
-                  threads=2, inputs=question, scorer=qa_score,
+                  threads=2, inputs=question, scorer=qa_score, labels=gold_label,
                   ray=RayOptions(worker_setup=scripted_setup, **kwargs))
 
 
@@ -89,6 +93,8 @@ def test_a_dead_worker_is_that_records_error_and_resume_retries_it(tmp_path):
     # a lost record is not scored 0: its metric is not measured, as on the threads backend
     assert first.row("r003")["scores"] == {} and list(first.row("r003")["score_errors"]) == ["exact_match"]
     assert sum(1 for r in first.rows if not r["error"]) == 6 - len(errors)  # a replacement ran the rest
+    # every row carries its label, a dead worker's error rows (made by the driver) too
+    assert {r["id"]: r["gold"] for r in first.rows} == {r["id"]: r["answer"] for r in records}
 
     marker.unlink()
     again = ray_runner(tmp_path, program).run(records)

@@ -154,7 +154,8 @@ def _discussion_run(program: Any, config: dict[str, Any], setup: HiddenSetup, in
     from groundstate.eval.consilience.metrics import discussion_scorer  # noqa: PLC0415 (--help stays light)
 
     return PlannedRun(program, config, setup.tasks, inputs=lambda task: {"task": task},
-                      scorer=discussion_scorer(initial=initial), description=description)
+                      scorer=discussion_scorer(initial=initial), description=description,
+                      labels=lambda task: {"gold": task.correct})
 
 
 class ProtocolTask(Task):

@@ -19,6 +19,14 @@ per-role LMs only with the caller's ``--lm-config`` (or ``--lm``). Whenever the 
 than the manifest names, one note says what it uses instead of what (stderr for the command, ``Evaluation.notes``),
 and ``evaluate.md``/``evaluate.json`` name the LM, its decoding and the judge.
 
+**The paired difference.** Besides each side's score, the evaluation reports per metric the mean of ``after -
+before`` over the records both runs measured (a record one run failed or did not score is left out and counted),
+with a paired bootstrap 95% interval and a two-sided sign-flip p-value (:mod:`groundstate.eval.paired`; the seed,
+:data:`DIFFERENCE_SEED`, is recorded with each difference). It is ``Evaluation.differences``, a line per metric
+under the table, and the ``differences`` of ``evaluate.json`` and a table in ``evaluate.md``. When an interval rests
+on fewer than :data:`~groundstate.eval.paired.MIN_RELIABLE_N` records (paired, or either run's own), one warning
+says so (``Evaluation.warnings``).
+
 Example::
 
     import groundstate as gs
@@ -26,6 +34,8 @@ Example::
     evaluation = gs.evaluate("opt/reground", "data/test.jsonl", lms=gs.LMSettings(lm="openai/gpt-4o-mini"))
     for row in evaluation.rows():
         print(row["name"], row["t3"])
+    t3 = evaluation.differences["t3"]
+    print(t3.mean, t3.low, t3.high, t3.p_value, t3.n)
 """
 
 from __future__ import annotations
@@ -36,15 +46,26 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.eval.assemble import assemble, execute
+from groundstate.eval.paired import (
+    PairedDifference,
+    format_difference,
+    format_estimate,
+    paired_differences,
+    small_sample_warning,
+)
 from groundstate.eval.reground.settings import EvaluationData
 from groundstate.eval.reground.tasks import OFFQUERY_TASKS
-from groundstate.eval.report import comparison_rows
+from groundstate.eval.report import METRICS, comparison_rows, pipe_lines
+from groundstate.eval.report import label as metric_label
 from groundstate.eval.run_settings import RunSettings
 from groundstate.eval.runner import RunAborted, program_state_hash
 from groundstate.eval.settings import LMSettings
 from groundstate.eval.task import LoadedData, RunContext
 
 LABELS = ("before (unoptimized)", "after (optimized)")
+
+DIFFERENCE_SEED = 0
+"""The seed of the paired differences' bootstrap and sign flips (recorded in each :class:`PairedDifference`)."""
 
 
 @dataclass
@@ -61,6 +82,8 @@ class Evaluation:
         scoring: the LM, its decoding and the T2 judge, in words
             (:func:`~groundstate.eval.metric_spec.scoring_description`).
         notes: where the evaluation departs from the manifest (the note it printed), else empty.
+        differences: per metric (``t1``, ``t2``, ``t3``, those the runs score), the paired difference ``after -
+            before`` over the records both runs measured (:func:`~groundstate.eval.paired.paired_difference`).
     """
 
     summaries: dict[str, dict[str, Any]]
@@ -70,6 +93,7 @@ class Evaluation:
     run_ids: dict[str, str] = field(default_factory=dict)
     scoring: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    differences: dict[str, PairedDifference] = field(default_factory=dict)
 
     def report_lines(self) -> list[str]:
         """The lines a report states above the table: LM, decoding, judge, then the notes."""
@@ -80,6 +104,35 @@ class Evaluation:
     def rows(self) -> list[dict[str, Any]]:
         """The comparison rows the command prints (:func:`~groundstate.eval.report.comparison_rows`)."""
         return comparison_rows(self.summaries)
+
+    def difference_heading(self) -> str:
+        """What the paired differences are, in words (their confidence level, resampling, seed and test)."""
+        some = next(iter(self.differences.values()), None)
+        level, seed = (some.confidence, some.seed) if some else (0.95, DIFFERENCE_SEED)
+        return (f"after - before, paired over the records both runs measured ({level:.0%} bootstrap interval "
+                f"resampling records, seed {seed}; two-sided sign-flip p)")
+
+    def difference_lines(self) -> list[str]:
+        """The paired differences as the command prints them: the heading, then ``T3: +0.100 [-0.050, +0.250],
+        sign-flip p = 0.310 (exact); n paired = 20 (2 not measured on one side)`` per metric (``not measured (N
+        failed)`` for a metric no record was measured on by both runs). Empty without differences."""
+        if not self.differences:
+            return []
+        return [self.difference_heading() + ":",
+                *(f"  {metric_label(m)}: {format_difference(d)}" for m, d in self.differences.items())]
+
+    def difference_markdown(self) -> str:
+        """The paired differences as a Markdown section (the heading and a table), ``""`` without differences."""
+        if not self.differences:
+            return ""
+        header = ["metric", "after - before", "sign-flip p", "n paired", "not measured on one side", "on neither",
+                  "before (paired)", "after (paired)"]
+        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        body = [[metric_label(m), format_estimate(d), "-" if d.p_value is None else f"{d.p_value:.4g} ({d.p_method})",
+                 str(d.n), str(d.one_side), str(d.neither), fmt(d.before_mean), fmt(d.after_mean)]
+                for m, d in self.differences.items()]
+        heading = self.difference_heading()
+        return "\n".join([f"#### {heading[0].upper()}{heading[1:]}", "", *pipe_lines(header, body)]) + "\n"
 
 
 def evaluation_config(config: dict[str, Any], label: str) -> dict[str, Any]:
@@ -224,18 +277,22 @@ def evaluate_saved(directory: str | os.PathLike, data: EvaluationData, run: RunS
     if program_state_hash(before) == program_state_hash(after):
         warnings.append("the saved program's state equals the unoptimized program's (the optimizer changed "
                         "nothing): before and after will score the same")
-    summaries, run_ids, config = {}, {}, {}
-    for label, program in zip(LABELS, (before, after), strict=True):
+    summaries, run_ids, config, rows = {}, {}, {}, {}
+    for name, program in zip(LABELS, (before, after), strict=True):
         _, _, planned = assemble(task, settings, context, program=program, source=loaded)
-        planned.config = evaluation_config(planned.config, label)
-        planned.description = label
+        planned.config = evaluation_config(planned.config, name)
+        planned.description = name
         try:
             result = execute(planned, run, context)
         except RunAborted as exc:
             result = exc.result
-        summaries[label], run_ids[label], config = result.summary, result.run_id, result.config
+        summaries[name], run_ids[name], config, rows[name] = result.summary, result.run_id, result.config, result.rows
+    differences = paired_differences(rows[LABELS[0]], rows[LABELS[1]], METRICS, seed=DIFFERENCE_SEED)
+    small = small_sample_warning(differences, summaries, label=metric_label)
+    warnings += [small] if small else []
     title = f"{task.name} on {loaded.description.get('file', 'synthetic')} (condition {condition})"
-    return Evaluation(summaries, loaded.description, title, warnings, run_ids, scoring_description(config), notes)
+    return Evaluation(summaries, loaded.description, title, warnings, run_ids, scoring_description(config), notes,
+                      differences)
 
 
 def evaluate(saved_dir: str | os.PathLike, data: Any = "synthetic", *, run: RunSettings | None = None,

@@ -67,6 +67,17 @@ def offquery_outputs(prediction: Any) -> dict[str, Any]:
     return out
 
 
+def offquery_labels(record: Any) -> dict[str, Any]:
+    """What a run stores beside an OffQuery record's result (never shown to the program): ``gold``, T1's and T3's
+    gold answers as the run's condition shows the record (``misleading_agent``: the misleading agent's index, a list
+    of indices when several are, ``None`` when none is, as programs answer it; ``answer``: the correct option),
+    and the record's ``domain`` and ``variant`` (``None`` when unknown)."""
+    misleading = list(record.misleading)
+    agent = (misleading[0] if len(misleading) == 1 else misleading) if misleading else None
+    return {"gold": {"misleading_agent": agent, "answer": record.answer}, "domain": record.domain,
+            "variant": record.variant}
+
+
 def offquery_judge(settings: OffQueryData, context: RunContext):
     """The T2 judge of ``settings.judge_lm`` (:meth:`~groundstate.eval.metric_spec.MetricSpec.judge_lm`): the
     :class:`~groundstate.eval.reground.judges.LexicalJudge`, or an
@@ -115,7 +126,7 @@ def offquery_task(name: str, help_text: str, settings: type[OffQueryData], build
         name=name, help=help_text, settings=settings, build=build, load=load_offquery_data,
         scorer=offquery_scorer, inputs=inputs or _condition_inputs, outputs=offquery_outputs,
         options=lambda s, judge: {"condition": s.condition, **judge_options(s, judge), **options(s)},
-        judge=offquery_judge)
+        judge=offquery_judge, labels=offquery_labels)
 
 
 # -- ReGround ----------------------------------------------------------------------------------------------
