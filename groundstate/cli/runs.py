@@ -102,13 +102,14 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 def print_traces(run: dict, gold: dict | None = None, record: str | None = None) -> None:
     """Print the stored trace of each record of ``run`` (:func:`~groundstate.eval.runs.load_run`), or of the record
     ``record`` only, as :func:`~groundstate.eval.reground.trace.trace_lines` shows it, with ``gold`` (``{id:
-    {"misleading", "answer"}}``, :func:`~groundstate.eval.reground.trace.run_gold`) beside it when known. Plain
+    {"misleading", "answer"}}``, :func:`~groundstate.eval.reground.trace.run_gold`), else the labels the row stores
+    itself (:func:`~groundstate.eval.reground.trace.row_gold`), beside it when known. Plain
     ``print``: every line is escaped by ``trace_lines`` and nothing is read as markup.
 
     Raises:
         InputError: ``record`` is not a record of the run.
     """
-    from groundstate.eval.reground.trace import trace_lines  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.reground.trace import row_gold, trace_lines  # noqa: PLC0415 (--help stays light)
 
     rows = [r for r in run["rows"] if record is None or r.get("id") == record]
     if record is not None and not rows:
@@ -119,7 +120,8 @@ def print_traces(run: dict, gold: dict | None = None, record: str | None = None)
           f"record{'' if len(rows) == 1 else 's'})")
     for row in rows:
         rid = row.get("id")
-        for line in trace_lines(row, (gold or {}).get(rid) if isinstance(rid, str) else None):
+        known = (gold or {}).get(rid) if isinstance(rid, str) else None
+        for line in trace_lines(row, known if known is not None else row_gold(row)):
             print(line)
 
 

@@ -59,9 +59,9 @@ def test_runs_show_trace_with_the_runs_data_a_record_and_refusals(tmp_path, caps
                  FIRST]) == 0
     out = capsys.readouterr().out
     assert out.count("record synthetic-") == 1 and "gold misleading: agent 5" in out and "gold answer: C" in out
-    assert main(["runs", "show", run_id, "--runs-dir", str(runs), "--trace"]) == 0  # a file run without --data
-    out = capsys.readouterr().out
-    assert out.count("record synthetic-") == 2 and "gold misleading: not known here" in out and "T1 1" in out
+    assert main(["runs", "show", run_id, "--runs-dir", str(runs), "--trace"]) == 0  # a file run without --data:
+    out = capsys.readouterr().out  # the gold labels its rows store (issue 26 item 5)
+    assert out.count("record synthetic-") == 2 and "gold misleading: agent 5" in out and "T1 1" in out
 
     other = tmp_path / "other.jsonl"
     assert main(["data", "generate", "offquery", "--n", "1", "--seed", "4", "--out", str(other)]) == 0

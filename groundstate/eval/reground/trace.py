@@ -187,6 +187,25 @@ def gold_labels(instances: Sequence[Any]) -> dict[str, dict[str, Any]]:
     return {x.id: {"misleading": list(x.misleading), "answer": x.answer} for x in instances}
 
 
+def row_gold(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The gold labels a result row stores itself (``gold``: ``{"misleading_agent", "answer"}``, written by runs
+    since issue 26), as ``{"misleading", "answer"}``; ``None`` for a row without them (an earlier run) or with a
+    malformed label (a hostile file: the trace then shows the scores alone)."""
+    gold = row.get("gold")
+    if not isinstance(gold, Mapping) or "answer" not in gold:
+        return None
+    agents = gold.get("misleading_agent")
+    if agents is None:
+        misleading: list[Any] = []
+    elif isinstance(agents, int) and not isinstance(agents, bool):
+        misleading = [agents]
+    elif isinstance(agents, list) and all(isinstance(a, int) and not isinstance(a, bool) for a in agents):
+        misleading = list(agents)
+    else:
+        return None
+    return {"misleading": misleading, "answer": gold["answer"]}
+
+
 def run_gold(config: Mapping[str, Any], data: str | Path | None = None) -> dict[str, dict[str, Any]] | None:
     """The gold labels of a stored OffQuery run's records, under the run's condition, or ``None`` when they cannot be
     known: not an OffQuery run, or a run on a file given no ``data``.

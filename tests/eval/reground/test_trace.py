@@ -117,3 +117,20 @@ def test_gold_labels_come_only_from_the_runs_own_data(tmp_path):
     assert run_gold({**synthetic, "program": "consilience"}) is None  # not an OffQuery run
     assert run_gold({**synthetic, "program": ["reground"]}) is None
     assert run_gold({**synthetic, "options": {"condition": "sunny"}}) is None
+
+
+@pytest.mark.parametrize(("gold", "expected"), [
+    ({"misleading_agent": 5, "answer": "C"}, {"misleading": [5], "answer": "C"}),
+    ({"misleading_agent": [1, 3], "answer": "A"}, {"misleading": [1, 3], "answer": "A"}),
+    ({"misleading_agent": None, "answer": "B"}, {"misleading": [], "answer": "B"}),
+    ({"misleading_agent": True, "answer": "B"}, None), ({"misleading_agent": ["x"], "answer": "B"}, None),
+    ({"misleading_agent": 1}, None), ("C", None), (None, None),
+])
+def test_a_row_that_stores_its_gold_labels_shows_them_without_the_data(gold, expected):
+    from groundstate.eval.reground.trace import row_gold
+
+    assert row_gold({"id": "x", "gold": gold}) == expected
+    if expected is not None:
+        instance, row = _row()
+        row["gold"] = {"misleading_agent": list(instance.misleading), "answer": instance.answer}
+        assert f"gold misleading: agent {instance.misleading[0]} -> " in "\n".join(trace_lines(row, row_gold(row)))
