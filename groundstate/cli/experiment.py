@@ -114,6 +114,7 @@ def run_settings(spec: Any, args: argparse.Namespace) -> Any:
         given[name] = None if name in usual and value == usual[name] else value
     if hasattr(args, "no_progress"):
         given["progress"] = not args.no_progress
+    given.update(max_cost=getattr(args, "max_cost", None), mlflow=getattr(args, "mlflow", None) or None)
     return spec.run_settings(given)
 
 
