@@ -29,8 +29,8 @@ meter's lock, from whichever thread made the call, and must be thread-safe and c
 A meter can carry a spending cap (:func:`cap_meter`, what ``tune``'s ``max_cost`` uses): from the moment its priced
 spend reaches the cap, every LM call counted by it is refused before it is made, with
 :class:`~groundstate.errors.CostCapReached` (the call is not counted: it never ran); calls already on their way
-when it is reached finish, so the spend passes the cap by at most what the calls in flight cost. The spend is summed as calls
-report their usage, so checking it costs nothing per call.
+when it is reached finish, so the spend passes the cap by at most what the calls in flight cost. The spend is
+summed as calls report their usage, so checking it costs nothing per call.
 
 Dollar cost (:meth:`Meter.cost_usd`) is priced from LiteLLM's model map (``litellm.cost_per_token`` on each
 call's reported tokens, keyed by the LM's model name). It is ``None``, never a pretended 0, when any model the

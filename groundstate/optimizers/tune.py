@@ -27,10 +27,11 @@ the starting state (:attr:`TuneResult.unchanged`).
 ``max_cost`` caps the priced spend of tuning (every LM it calls must have a price in LiteLLM's map, checked before
 any call). Once the spend reaches the cap, every further LM call is refused before it is made
 (:func:`groundstate.metering.cap_meter`; calls already in flight finish): the optimizer sees failed calls, which
-DSPy's optimizers survive and wind down on. The cap reached while the starting program is scored, or an optimizer that gives up on the refused calls,
-leaves nothing to save (:class:`~groundstate.errors.CostCapReached`, exit 1); an optimizer that returns a program
-keeps what it did before the cap (its choice rests on the calls made before it), returned with
-:attr:`TuneResult.stopped_reason` set and no score after (measuring one would spend past the cap).
+DSPy's optimizers survive and wind down on. The cap reached while the starting program is scored, or an optimizer
+that gives up on the refused calls, leaves nothing to save (:class:`~groundstate.errors.CostCapReached`, exit 1);
+an optimizer that returns a program keeps what it did before the cap (its choice rests on the calls made before
+it), returned with :attr:`TuneResult.stopped_reason` set and no score after (measuring one would spend past the
+cap).
 """
 
 from __future__ import annotations
