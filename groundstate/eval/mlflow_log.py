@@ -46,7 +46,7 @@ MAX_PARAM_CHARS = 500
 STATUS = {"finished": "FINISHED", "stopped": "KILLED", "failed": "FAILED"}
 """How a groundstate run ended -> the MLflow run status."""
 
-_UNSAFE = re.compile(r"[^\w\-. /]")
+_UNSAFE = re.compile(r"[^\w\-. ]")
 
 
 def require_mlflow() -> Any:
@@ -67,9 +67,9 @@ def tracking_uri() -> str:
 
 
 def key(name: Any) -> str:
-    """An MLflow parameter or metric name: characters MLflow refuses become ``_``, at most 250 characters."""
-    text = _UNSAFE.sub("_", str(name)).replace("..", "._").strip("/ ") or "_"
-    return text[:250]
+    """An MLflow parameter or metric name: letters, digits, ``_ - . `` and spaces; anything else (a slash, a line
+    break) becomes ``_`` and a run of dots one dot, so a name from a file is never a path; at most 250 characters."""
+    return re.sub(r"\.{2,}", ".", _UNSAFE.sub("_", str(name))).strip(". ")[:250] or "_"
 
 
 def _value(value: Any) -> str:

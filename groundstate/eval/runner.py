@@ -321,10 +321,8 @@ class Runner:
             cap = self.cost_cap
             for row in execute_on_ray(worker.run_record, worker.error_row, todo if cap is None or not cap.reached()
                                       else [], failed, record_id, self.ray, self.threads):
-                if cap is not None:
-                    cap.settle_row(row)
                 yield row
-                if cap is not None and cap.reached():
+                if cap is not None and (cap.settle_row(row) or cap.reached()):
                     return  # the records still in flight are cancelled; a resume runs them
             return
         parent = current_overrides()
