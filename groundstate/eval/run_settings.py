@@ -87,7 +87,9 @@ class RunSettings(Settings):
     def cost_cap(self) -> CostCap | None:
         """The spend cap of ``max_cost`` (``None`` without one): the same object for these settings and their
         ``model_copy`` copies, so every run of one command counts against one cap."""
-        if self.max_cost is not None and (self._cap is None or self._cap.max_usd != self.max_cost):
+        if self.max_cost is None:
+            return None
+        if self._cap is None or self._cap.max_usd != self.max_cost:
             self._cap = CostCap(self.max_cost)  # max_cost changed on a copy: a cap of its own
         return self._cap
 

@@ -85,6 +85,7 @@ def test_with_threads_no_record_starts_after_the_cap_and_every_started_one_is_wr
 def test_the_cap_is_not_part_of_the_run_id_and_one_cap_covers_a_commands_runs(tmp_path):
     settings = RunSettings(out=tmp_path / "runs", threads=1, max_cost=2.5 * call_cost())
     assert settings.model_copy(update={"threads": 2}).cost_cap() is settings.cost_cap()  # shared by copies
+    assert settings.model_copy(update={"max_cost": None}).cost_cap() is None
     config = {"program": "qa", "data": "test", "lm": {"model": PRICED}}
     first, second = priced_lm(), priced_lm()
     kwargs = dict(inputs=lambda r: {"question": r["question"]}, scorer=qa_score)
@@ -196,3 +197,48 @@ def test_the_command_line_refuses_a_cap_on_an_unpriced_lm_in_one_line(tmp_path, 
     assert not server.requests and not (tmp_path / "runs").exists()
     code, out, err = run_cli(["run", "qa", "--data", "example:qa", "--max-cost", "0"], tmp_path)
     assert code == 2 and "argument --max-cost" in err
+
+
+def priced_setup():
+    """Ray worker setup: the scripted LM with a price (built once per worker process)."""
+    return {"lm": priced_lm(), "adapter": json_adapter()}
+
+
+@pytest.mark.timeout(300)
+def test_on_ray_the_driver_stops_at_the_cap_and_a_resume_goes_on(tmp_path, local_ray):
+    """The driver settles each row Ray returns; at the cap it starts nothing more (what was in flight is cancelled
+    and runs on resume)."""
+    settings = RunSettings(out=tmp_path / "runs", threads=1, backend="ray", ray_workers=1, worker_setup=priced_setup,
+                           max_cost=2.5 * call_cost())
+    config = {"program": "qa", "data": "ray", "lm": {"model": PRICED}}
+    kwargs = dict(inputs=lambda r: {"question": r["question"]}, scorer=qa_score)
+    with pytest.raises(CostCapStopped) as stop:
+        durable_run(QuestionAnswering(), config, qa_records(12), settings, **kwargs)
+    assert stop.value.result.summary["n_done"] == 3 and len(read_results(stop.value.result.run_dir / RESULTS)) == 3
+    done = durable_run(QuestionAnswering(), config, qa_records(12), settings.model_copy(update={"max_cost": None}),
+                       **kwargs)
+    assert done.summary["n_done"] == 12 and done.skipped == 3 and done.run_id == stop.value.result.run_id
+
+
+def test_experiment_run_checks_every_cell_before_the_first_and_shares_one_cap(tmp_path):
+    from groundstate.eval.experiments.execute import run_experiment
+    from groundstate.eval.experiments.load import load_spec
+    from tests.eval.experiments.scripted import ScriptedLMs
+
+    spec = load_spec("reground-table1-synthetic", {"n": 2})
+    unpriced = ScriptedLMs()  # named as the embedded model: no price
+    with pytest.raises(ConfigError, match="has none in LiteLLM's cost map"):
+        run_experiment(spec, RunSettings(out=tmp_path / "runs", threads=1, max_cost=1.0), lms=unpriced)
+    assert unpriced.calls == 0 and not (tmp_path / "runs").exists()
+
+    capped = ScriptedLMs(model=PRICED)
+    outcome = run_experiment(spec, RunSettings(out=tmp_path / "runs", threads=1, max_cost=1e-6), lms=capped)
+    stopped = [o for o in outcome.outcomes if not o.reused]
+    assert len(stopped) > 1 and all(o.failed.startswith("stopped at the cost cap") for o in stopped)
+    assert stopped[0].summary["n_done"] == 1 and all(o.summary["n_done"] == 0 for o in stopped[1:])
+    first_calls = capped.calls  # the first record of the first cell, and nothing after it
+    assert first_calls == stopped[0].summary["lm_calls"]["total"]
+    rest = ScriptedLMs(model=PRICED)
+    finished = run_experiment(spec, RunSettings(out=tmp_path / "runs", threads=1), lms=rest)
+    assert not finished.failed and all(o.summary["n_done"] == 2 for o in finished.outcomes)
+    assert rest.calls == sum(o.summary["lm_calls"]["total"] for o in finished.outcomes if not o.reused) - first_calls
