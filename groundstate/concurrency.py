@@ -13,6 +13,11 @@ exception there becomes a logged result (or cancels the rest after ``max_errors`
 raises the first one, as ``[fn(x) for x in items]`` would; a call slower than the others is submitted a second
 time ("straggler" resubmission), which would make an LM call twice and count and bill it twice; they draw a
 progress bar and take over SIGINT on the main thread; and they do not copy the caller's context variables.
+
+Under ``dspy.streamify`` the caller runs on an AnyIO worker thread with a stream in its settings, and DSPy hands
+each LM chunk and status message to the stream with ``anyio.from_thread.run``, which a plain pool thread cannot
+do; :func:`thread_map` then asks the event loop for its worker threads (:func:`anyio_thread_map`), so a fan-out
+streams like the rest of the program.
 """
 
 from __future__ import annotations
