@@ -98,6 +98,14 @@ class OptimizationFailed(GroundstateError):
     """Every LM call (or metric call) of an optimization failed, so there is nothing worth saving."""
 
 
+class CostCapReached(GroundstateError):
+    """The priced spend of a piece of work reached its cap (``--max-cost``): a metered LM call was refused
+    (:func:`groundstate.metering.cap_meter`), or an optimization stopped there with nothing to save. Exit status 1,
+    as for a run stopped by ``--max-error-rate``: what was finished is kept."""
+
+    exit_code = 1
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Secrets never reach a message, a log line or a results file
 # ---------------------------------------------------------------------------------------------------------

@@ -26,6 +26,12 @@ A meter can also tell a listener about each LM call as it finishes (``meter.list
 display is one), so long records show calls and tokens while they run. The listener is called outside the
 meter's lock, from whichever thread made the call, and must be thread-safe and cheap.
 
+A meter can carry a spending cap (:func:`cap_meter`, what ``tune``'s ``max_cost`` uses): from the moment its priced
+spend reaches the cap, every LM call counted by it is refused before it is made, with
+:class:`~groundstate.errors.CostCapReached` (the call is not counted: it never ran); calls already on their way
+when it is reached finish, so the spend passes the cap by at most what the calls in flight cost. The spend is
+summed as calls report their usage, so checking it costs nothing per call.
+
 Dollar cost (:meth:`Meter.cost_usd`) is priced from LiteLLM's model map (``litellm.cost_per_token`` on each
 call's reported tokens, keyed by the LM's model name). It is ``None``, never a pretended 0, when any model the
 work called has no price there (the embedded model, scripted LMs, most local servers), so a partly priced
@@ -37,12 +43,13 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache, wraps
+from typing import Any
 
 from groundstate.compat import lm_call_patch, quiet_litellm
-from groundstate.errors import scrub_secrets
+from groundstate.errors import ConfigError, CostCapReached, scrub_secrets
 
 METER_KEY = "groundstate_meters"
 """The ``dspy.settings`` key holding the meters in force (a tuple, innermost last): see the module docstring."""
@@ -63,6 +70,8 @@ def meter_class() -> type:
             self.first_error: str | None = None  # the first failed call's exception, secrets scrubbed
             self.listener = None  # told of each finished call (see the module docstring)
             self.models: set[str] = set()  # the model names of every call (cache hits included)
+            self.cap_usd: float | None = None  # refuse calls once ``spent_usd`` reaches this (cap_meter)
+            self.spent_usd = 0.0  # priced dollars so far, summed as usage arrives (only while capped)
 
         def __deepcopy__(self, memo):
             return self
@@ -70,6 +79,12 @@ def meter_class() -> type:
         def add_usage(self, lm, usage_entry):
             with self.lock:
                 UsageTracker.add_usage(self, lm, usage_entry)
+            if self.cap_usd is not None and usage_entry and model_price(lm) is not None:
+                entry = dict(usage_entry)
+                dollars = call_cost(lm, int(entry.get("prompt_tokens") or entry.get("input_tokens") or 0),
+                                    int(entry.get("completion_tokens") or entry.get("output_tokens") or 0))
+                with self.lock:
+                    self.spent_usd += dollars
             if self.listener is not None and usage_entry:
                 entry = dict(usage_entry)
                 self.listener.on_lm_usage(int(entry.get("prompt_tokens") or entry.get("input_tokens") or 0),
@@ -144,6 +159,7 @@ def metered(call: Callable) -> Callable:
         meters = dspy.settings.get(METER_KEY)
         if not meters or _COUNTING.get():
             return call(self, *args, **kwargs)
+        _refuse_over_cap(meters)
         token = _COUNTING.set(True)
         _started(meters, self)
         try:
@@ -168,6 +184,7 @@ def ametered(acall: Callable) -> Callable:
         meters = dspy.settings.get(METER_KEY)
         if not meters or _COUNTING.get():
             return await acall(self, *args, **kwargs)
+        _refuse_over_cap(meters)
         token = _COUNTING.set(True)
         _started(meters, self)
         try:
@@ -200,6 +217,23 @@ def metered_lm_calls() -> Iterator[None]:
         yield
 
 
+def cap_meter(meter, max_usd: float | None):
+    """Give ``meter`` a spending cap of ``max_usd`` dollars (``None``: no cap) and return it: once its priced spend
+    (LiteLLM's prices of the usage its calls report) reaches the cap, each further call it counts raises
+    :class:`~groundstate.errors.CostCapReached` before reaching the LM. The caller checks beforehand that every
+    model it will call has a price (:func:`model_price`); an unpriced call adds nothing to the spend."""
+    meter.cap_usd = max_usd
+    return meter
+
+
+def _refuse_over_cap(meters: tuple) -> None:
+    for meter in meters:
+        cap = getattr(meter, "cap_usd", None)
+        if cap is not None and meter.spent_usd >= cap:
+            raise CostCapReached(f"LM call refused: the priced spend ${meter.spent_usd:.3g} reached --max-cost "
+                                 f"${cap:.3g}")
+
+
 def _started(meters: tuple, lm) -> None:
     for meter in meters:
         meter.on_lm_start(None, lm, None)
@@ -218,6 +252,34 @@ def model_price(model: str) -> tuple[float, float] | None:
         return tuple(float(x) for x in litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1))
     except Exception:
         return None
+
+
+def model_name(lm: Any) -> str:
+    """The model name an LM is priced by (its ``model``, else its class name)."""
+    return str(getattr(lm, "model", None) or type(lm).__name__)
+
+
+def program_models(program: Any, default_lm: Any = None) -> set[str]:
+    """The model names ``program``'s predictors call: each predictor's own LM, else ``default_lm``; a program that
+    is not a DSPy module (or ``None``) is taken to call ``default_lm``."""
+    try:
+        lms: Iterable[Any] = [getattr(p, "lm", None) or default_lm for _, p in program.named_predictors()]
+    except Exception:  # not a dspy.Module: a plain callable, which may call the default LM
+        lms = [default_lm]
+    return {model_name(lm) for lm in lms if lm is not None}
+
+
+def check_priced(models: Iterable[str]) -> None:
+    """Refuse (one line) a cost cap on work that calls a model with no price in LiteLLM's map: it could not be kept.
+
+    Raises:
+        ConfigError: naming the first unpriced model.
+    """
+    unpriced = sorted(m for m in set(models) if model_price(m) is None)
+    if unpriced:
+        raise ConfigError(f"--max-cost needs a price for every LM the work calls, and '{unpriced[0]}' has none in "
+                          "LiteLLM's cost map (the embedded model, scripted LMs and most local servers have none): "
+                          "a spend that cannot be priced cannot be capped; drop --max-cost or use a priced model")
 
 
 def call_cost(model: str, input_tokens: int, output_tokens: int) -> float:
@@ -244,10 +306,11 @@ def meter_overrides(meter, base: dict | None = None) -> dict:
 
 
 @contextmanager
-def meter_context() -> Iterator:
-    """``with meter_context() as meter:`` counts every LM call made inside the block (on any thread it starts)."""
+def meter_context(meter=None) -> Iterator:
+    """``with meter_context() as meter:`` counts every LM call made inside the block (on any thread it starts), into
+    a new meter or the ``meter`` given."""
     import dspy  # noqa: PLC0415 (heavy: dspy)
 
-    meter = new_meter()
+    meter = meter if meter is not None else new_meter()
     with metered_lm_calls(), dspy.context(**meter_overrides(meter)):
         yield meter

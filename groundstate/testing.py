@@ -184,8 +184,9 @@ class AsyncScriptedEngine:
             await asyncio.sleep(0)  # let other coroutines start before this call's (thread-free) sleep
         return self.engine.complete(request)
 
-    def stream(self, request):
-        return self.engine.stream(request)
+    async def stream(self, request):
+        for event in self.engine.stream(request):
+            yield event
 
     async def aclose(self) -> None:
         pass

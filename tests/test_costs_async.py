@@ -175,7 +175,7 @@ def test_support_annotator_and_llm_controller_acall_equal_call():
         controller = LLMController()
         (sync, _), (async_, requests) = _both(controller, lambda request, a=action: {"action": a}, state=state,
                                               ctx=ctx)
-        assert requests and sync == async_ == ("Route" if action == "Route" else "Challenge")
+        assert requests and sync.action == async_.action == ("Route" if action == "Route" else "Challenge")
         assert controller.fallbacks == (0 if action == "Route" else 2)  # one per path
 
 

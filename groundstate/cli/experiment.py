@@ -114,6 +114,7 @@ def run_settings(spec: Any, args: argparse.Namespace) -> Any:
         given[name] = None if name in usual and value == usual[name] else value
     if hasattr(args, "no_progress"):
         given["progress"] = not args.no_progress
+    given.update(max_cost=getattr(args, "max_cost", None), mlflow=getattr(args, "mlflow", None) or None)
     return spec.run_settings(given)
 
 
@@ -197,7 +198,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                              on_start=lambda c: out.print(cell(f"{c.cell.label} ({c.run_id})", None), style="bold"))
     for o in outcome.outcomes:
         summary = o.summary or {}
-        state = f"failed: {o.failed}" if o.failed else ("same run as an earlier cell" if o.reused else "done")
+        stopped = o.failed and o.failed.startswith("stopped")  # by --max-error-rate or at the --max-cost cap
+        state = (o.failed if stopped else f"failed: {o.failed}") if o.failed else \
+            ("same run as an earlier cell" if o.reused else "done")
         out.print(cell(f"{o.label}: {o.run_id}, {summary.get('n_done', 0)}/{summary.get('n_selected', 0)} records, "
                        f"{(summary.get('lm_calls') or {}).get('total', 0)} LM calls ({state})", None))
     return report_failed_runs(outcome.summaries())

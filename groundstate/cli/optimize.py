@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from groundstate.cli.numbers import seed
@@ -85,21 +86,33 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if settings.program == "reground" and settings.stage != "all" and settings.trainable is None:
         patterns, metric = stage_target(settings.stage, settings.metric)
         print(f"tuning stage '{settings.stage}' ({', '.join(patterns)}) against {metric}")
+    if settings.mlflow:  # refused before any work when MLflow is not installed
+        from groundstate.eval.mlflow_log import require_mlflow  # noqa: PLC0415 (--help stays light)
+
+        require_mlflow()
     context = context_for(args)
     context.lm_pair()  # the LMs are built (and checked) before any data is read, as before
     result, manifest, metric = optimize_task(settings, context)
     save_program(result.program, args.out, **manifest)
+    if settings.mlflow:
+        from groundstate.eval.mlflow_log import log_optimization  # noqa: PLC0415 (--help stays light)
+
+        log_optimization(manifest, args.out)
     fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     for split, values in result.scores.items():
         print(f"{split}: {metric} {fmt(values.get('before'))} -> {fmt(values.get('after'))}")
     scored = scoring_description({"lm": manifest["lms"]["default"], "lm_config": {"roles": manifest["lms"]["roles"]},
                                   "options": manifest["task_options"]})
     print("; ".join(header_lines(scored)))
-    print(f"{result.lm_calls} LM calls, {result.input_tokens + result.output_tokens} tokens, "
+    dollars = "" if result.cost_usd is None else f", ${result.cost_usd:.4f}"
+    print(f"{result.lm_calls} LM calls, {result.input_tokens + result.output_tokens} tokens{dollars}, "
           f"{result.seconds:.0f}s; saved to {args.out}")
     if result.unchanged:
         print(f"warning: '{settings.optimizer}' left the program unchanged (same instructions and demos as the "
               "unoptimized program; flagged in manifest.json)")
+    if result.stopped_reason:  # saved, flagged in manifest.json: what the optimizer did before the cap
+        print(f"groundstate: {result.stopped_reason} (saved to {args.out}, flagged in manifest.json)", file=sys.stderr)
+        return 1
     return 0
 
 

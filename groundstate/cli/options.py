@@ -89,7 +89,8 @@ def add_lm_options(parser: argparse.ArgumentParser) -> None:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The LM options plus ``--threads``, ``--limit``, ``--seed``, ``--shard``, ``--runs-dir``, ``--max-error-rate``,
-    ``--no-progress``, ``--backend``, ``--ray-address``, ``--ray-workers``, ``--max-inflight`` and ``--allow-empty``."""
+    ``--no-progress``, ``--backend``, ``--ray-address``, ``--ray-workers``, ``--max-inflight``, ``--max-cost``,
+    ``--mlflow`` and ``--allow-empty``."""
     add_lm_options(parser)
     parser.add_argument("--seed", type=seed, default=0, help="seed for anything random (default 0)")
     add_execution_options(parser)
@@ -107,8 +108,8 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
 
 def add_execution_options(parser: argparse.ArgumentParser) -> None:
     """The run options besides the LM options, ``--seed`` and ``--allow-empty``: :func:`add_selection_options`,
-    ``--max-error-rate``, ``--no-progress`` and the backend options (what ``experiment run`` takes, whose LMs and
-    seeds come from its spec)."""
+    ``--max-error-rate``, ``--no-progress``, the backend options and :func:`add_spend_options` (what ``experiment
+    run`` takes, whose LMs and seeds come from its spec)."""
     add_selection_options(parser)
     parser.add_argument("--max-error-rate", type=share, default=0.5, metavar="X",
                         help="fail (exit 1, keeping results) once the share of failed records (program error or a "
@@ -118,6 +119,20 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
                         help="no progress display (a bar on a terminal; otherwise a line on stderr every 30 s, "
                              "GROUNDSTATE_PROGRESS_INTERVAL seconds if set, and at the end)")
     add_backend_options(parser)
+    add_spend_options(parser)
+
+
+MAX_COST_HELP = ("stop cleanly once the priced LM spend of this command reaches USD dollars (LiteLLM's prices; "
+                 "every LM must have one): no new record starts, finished ones are kept, exit 1; the same command "
+                 "resumes")
+MLFLOW_HELP = ("log one MLflow run per run: parameters (program, LM, decoding, judge, data, seed, run id) and summary "
+               "metrics, to MLFLOW_TRACKING_URI or ./mlruns (pip install 'groundstate[trace]')")
+
+
+def add_spend_options(parser: argparse.ArgumentParser) -> None:
+    """``--max-cost USD`` (:mod:`groundstate.eval.cost_cap`) and ``--mlflow`` (:mod:`groundstate.eval.mlflow_log`)."""
+    parser.add_argument("--max-cost", type=positive, default=None, metavar="USD", help=MAX_COST_HELP)
+    parser.add_argument("--mlflow", action="store_true", help=MLFLOW_HELP)
 
 
 def add_runs_dir(parser: argparse.ArgumentParser, default: str | None = "runs",
@@ -223,8 +238,8 @@ def run_settings(args: argparse.Namespace, out: Any = None):
                        threads=getattr(args, "threads", 1), call_threads=getattr(args, "call_threads", CALL_THREADS),
                        limit=getattr(args, "limit", None), shard=getattr(args, "shard", None),
                        max_error_rate=getattr(args, "max_error_rate", DEFAULT_MAX_ERROR_RATE),
-                       progress=not getattr(args, "no_progress", True),
-                       **backend_settings(args))
+                       progress=not getattr(args, "no_progress", True), max_cost=getattr(args, "max_cost", None),
+                       mlflow=getattr(args, "mlflow", False), **backend_settings(args))
 
 
 def backend_settings(args: argparse.Namespace) -> dict[str, Any]:

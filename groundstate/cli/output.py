@@ -69,6 +69,12 @@ def print_summary(result: Any, console: Any = None, config: Mapping[str, Any] | 
         unpriced = cost.get("unpriced_records") or 0
         table.add_row("cost (USD, cache hits excluded)", f"${cost['total']:.4f}"
                       + (f" ({unpriced} records unpriced)" if unpriced else ""))
+    capped = summary.get("cost_cap") if isinstance(summary.get("cost_cap"), Mapping) else None
+    if capped:  # --max-cost: what this command spent (program and judge calls) against the cap
+        from groundstate.eval.cost_cap import usd  # noqa: PLC0415 (--help stays light)
+
+        table.add_row("cost cap (--max-cost)", f"{usd(float(capped.get('spent_usd') or 0))} spent by this command of "
+                      f"{usd(float(capped.get('max_usd') or 0))}")
     if isinstance(config.get("lm"), Mapping) and config["lm"].get("model"):
         scoring = scoring_description(config)
         roles = scoring.get("roles") or {}

@@ -11,10 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from groundstate.errors import ConfigError
+from groundstate.eval.cost_cap import CostCap
 from groundstate.eval.identity import canonical_json, fingerprint, parse_shard
+from groundstate.eval.mlflow_log import require_mlflow
 from groundstate.eval.ray_backend import RayOptions
 from groundstate.eval.settings import Settings
 
@@ -46,6 +48,12 @@ class RunSettings(Settings):
             time, never stored (excluded from the model's JSON).
         worker_setup: instead of ``lm_spec``, a picklable ``() -> dict`` of DSPy overrides run once per worker
             (excluded from the model's JSON).
+        max_cost: stop cleanly once the priced LM spend of the runs under these settings reaches this many dollars
+            (``--max-cost``; :mod:`groundstate.eval.cost_cap`): no new record starts, the run stops with
+            :class:`~groundstate.eval.runner.CostCapStopped`, and the same command resumes it. One cap is shared
+            by every run of these settings and of their copies (``model_copy``), so a command's runs share it.
+        mlflow: log one MLflow run per durable run, with its parameters and summary metrics (``--mlflow``;
+            :mod:`groundstate.eval.mlflow_log`; needs the ``trace`` extra).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -64,6 +72,26 @@ class RunSettings(Settings):
     max_inflight: int | None = Field(None, ge=1, description="with backend ray: concurrent requests per LM")
     lm_spec: dict[str, Any] | None = Field(None, exclude=True, repr=False)
     worker_setup: Callable[[], dict[str, Any]] | None = Field(None, exclude=True, repr=False)
+    max_cost: float | None = Field(None, gt=0, description="stop cleanly once the priced LM spend reaches USD "
+                                   "dollars (resumable)")
+    mlflow: bool = Field(False, description="log one MLflow run per durable run (parameters and summary metrics)")
+    _cap: CostCap | None = PrivateAttr(None)
+
+    def model_post_init(self, context: Any) -> None:
+        """One :class:`~groundstate.eval.cost_cap.CostCap` for these settings, shared by their copies; ``mlflow``
+        without MLflow installed is refused here, before any work (:class:`~groundstate.errors.ConfigError`)."""
+        self._cap = CostCap(self.max_cost) if self.max_cost is not None else None
+        if self.mlflow:
+            require_mlflow()
+
+    def cost_cap(self) -> CostCap | None:
+        """The spend cap of ``max_cost`` (``None`` without one): the same object for these settings and their
+        ``model_copy`` copies, so every run of one command counts against one cap."""
+        if self.max_cost is None:
+            return None
+        if self._cap is None or self._cap.max_usd != self.max_cost:
+            self._cap = CostCap(self.max_cost)  # max_cost changed on a copy: a cap of its own
+        return self._cap
 
     @field_validator("shard", mode="before")
     @classmethod

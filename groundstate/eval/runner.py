@@ -40,6 +40,11 @@ call no judge, run the record again). A predictor call that failed leaves nothin
 last line is removed on resume, so a SIGKILL loses at most the record being written. ``shard=(i, n)`` runs a
 deterministic 1/n of the records; :func:`groundstate.eval.runs.merge_runs` joins shards.
 
+``--max-cost`` (``RunSettings.max_cost``, :mod:`groundstate.eval.cost_cap`): once the command's priced LM spend
+reaches the cap, no new record starts; records running finish and are written, and the run stops with
+:class:`CostCapStopped` (its summary's ``cost_cap`` holds the spend and the cap). ``--mlflow`` logs one MLflow run
+per run when it ends, stopped or not (:mod:`groundstate.eval.mlflow_log`).
+
 A record *failed* when its program failed or a metric could not be measured. The run fails
 (:class:`RunAborted`, everything finished kept on disk) when, after at least :data:`MIN_RECORDS_FOR_ERROR_RATE`
 records or at its end whatever their number, the share of failed records exceeds ``max_error_rate``, and at its
@@ -48,6 +53,7 @@ end when every record failed, whatever ``max_error_rate`` is.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -62,6 +68,7 @@ from typing import Any
 
 from groundstate.concurrency import current_overrides, overrides
 from groundstate.errors import ConfigError, InputError, redact_known_secrets, scrub_secrets
+from groundstate.eval.cost_cap import check_priced, described_models, program_models
 from groundstate.eval.identity import canonical_json as canonical_json
 from groundstate.eval.identity import file_hash as file_hash
 from groundstate.eval.identity import fingerprint as fingerprint
@@ -79,7 +86,7 @@ from groundstate.eval.run_settings import run_config as run_config
 from groundstate.eval.scoring import record_failed, rescorable, rescored_row, score_prediction, unmeasured
 from groundstate.files import jsonable
 from groundstate.lm.failed_calls import eviction_wrappers, failed_call_eviction
-from groundstate.metering import meter_overrides, metered_lm_calls, new_meter
+from groundstate.metering import meter_context, meter_overrides, metered_lm_calls, new_meter
 from groundstate.paths import check_entry, child, safe_component
 
 logger = logging.getLogger(__name__)
@@ -100,6 +107,11 @@ class RunAborted(RuntimeError):
     def __init__(self, message: str, result: RunResult):
         super().__init__(message)
         self.result = result
+
+
+class CostCapStopped(RunAborted):
+    """The run stopped at the cost cap (``--max-cost``): no new record started once the priced spend reached it;
+    everything finished is kept on disk (``result``), and the same command resumes."""
 
 
 def select_records(records: Sequence[Any], limit: int | None = None,
@@ -142,7 +154,8 @@ def durable_run(program: Callable[..., Any], config: dict[str, Any], records: Se
     """Run ``program`` over ``records`` durably with :class:`Runner` (see the module docstring)."""
     runner = Runner(program, config, out=settings.out or "runs", threads=settings.threads, inputs=inputs,
                     scorer=scorer, outputs=outputs, max_error_rate=settings.max_error_rate, progress=settings.progress,
-                    ray=settings.ray_options(), labels=labels)
+                    ray=settings.ray_options(), labels=labels, cost_cap=settings.cost_cap(),
+                    mlflow=settings.mlflow)
     return runner.run(records, limit=settings.limit, shard=settings.shard, description=description)
 
 
@@ -183,6 +196,9 @@ class Runner:
         labels: record -> ``{"gold", "domain", "variant"}`` (any of :data:`LABEL_KEYS`), stored in the record's row
             for analysis (:meth:`groundstate.eval.runs.Run.to_pandas`); ``None``: rows carry none. Labels are not
             part of the config, so they never change a run id.
+        cost_cap: a :class:`~groundstate.eval.cost_cap.CostCap` (``--max-cost``): no record starts once it is
+            reached, and the run then stops with :class:`CostCapStopped`; ``None``: no cap.
+        mlflow: log one MLflow run for this run when it ends (:mod:`groundstate.eval.mlflow_log`).
     """
 
     program: Callable[..., Any]
@@ -198,6 +214,8 @@ class Runner:
     adapter: Any = None
     ray: RayOptions | None = None
     labels: Callable[[Any], dict[str, Any]] | None = None
+    cost_cap: Any = None
+    mlflow: bool = False
     _write_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:  # a Runner is shipped to Ray workers; its lock is not
@@ -219,6 +237,13 @@ class Runner:
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
             raise ConfigError(f"duplicate record id '{dup}': every record needs its own id")
+        if self.cost_cap is not None:  # before any call: a spend that cannot be priced cannot be capped
+            default_lm = self.lm if self.lm is not None else current_overrides().get("lm")
+            check_priced(described_models(self.config) | program_models(self.program, default_lm))
+        if self.mlflow:
+            from groundstate.eval.mlflow_log import require_mlflow  # noqa: PLC0415 (optional extra: trace)
+
+            require_mlflow()
         config = {**self.config, "limit": limit, "shard": list(shard) if shard else None}
         run_id = f"{safe_component(config.get('program', 'run'), 'program name')}-{fingerprint(config)}"
         run_dir = child(self.out, run_id, "run id")
@@ -264,7 +289,9 @@ class Runner:
                 stopped = self._verdict(len(rows), **failures)
                 if stopped:
                     break
-        stopped = stopped or self._verdict(len(rows), **failures, at_end=True)
+        capped = not stopped and self.cost_cap is not None and len(rows) < len(selected) and self.cost_cap.reached()
+        stopped = stopped or (self.cost_cap.reason(len(rows), len(selected)) if capped else None) \
+            or self._verdict(len(rows), **failures, at_end=True)
         if failed:  # one line per record again, each the newest; failed records not retried keep their old row
             write_lines(results_path, read_results(results_path))
             seen = {r["id"] for r in rows}
@@ -272,10 +299,16 @@ class Runner:
         order = {rid: i for i, rid in enumerate(r for r in (record_id(x) for x in selected))}
         rows.sort(key=lambda r: order.get(r["id"], len(order)))
         summary = {"run_id": run_id, **summarize(rows, len(selected)), "stopped_reason": stopped, "finished": True}
+        if self.cost_cap is not None:
+            summary["cost_cap"] = self.cost_cap.describe()
         write_json(run_dir / SUMMARY, summary)
         result = RunResult(run_id, run_dir, config, rows, summary, skipped=len(done), stopped_reason=stopped)
+        if self.mlflow:
+            from groundstate.eval.mlflow_log import log_run  # noqa: PLC0415 (optional extra: trace)
+
+            log_run(result, "stopped" if capped else "failed" if stopped else "finished")
         if stopped:
-            raise RunAborted(stopped, result)
+            raise (CostCapStopped if capped else RunAborted)(stopped, result)
         return result
 
     # -- internals ---------------------------------------------------------------------------------------
@@ -296,24 +329,35 @@ class Runner:
         if self.ray is not None:
             worker = Runner(self.program, {}, inputs=self.inputs, scorer=self.scorer, outputs=self.outputs,
                             lm=self.lm, adapter=self.adapter, labels=self.labels)
-            yield from execute_on_ray(worker.run_record, worker.error_row, todo, failed, record_id, self.ray,
-                                      self.threads)
+            cap = self.cost_cap
+            for row in execute_on_ray(worker.run_record, worker.error_row, todo if cap is None or not cap.reached()
+                                      else [], failed, record_id, self.ray, self.threads):
+                yield row
+                if cap is not None and (cap.settle_row(row) or cap.reached()):
+                    return  # the records still in flight are cancelled; a resume runs them
             return
         parent = current_overrides()
+        capped = self.cost_cap.reached if self.cost_cap is not None else lambda: False
         if self.threads == 1:
             for record in todo:
-                yield self.run_record(record, parent, failed, listener)
+                row = None if capped() else self.run_record(record, parent, failed, listener)
+                if row is None:
+                    return
+                yield row
             return
         pending: set[Future] = set()
         queue = list(reversed(todo))
         pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="groundstate-run")
         try:
             while queue or pending:
-                while queue and len(pending) < self.threads * 2:
+                while queue and len(pending) < self.threads * 2 and not capped():
                     pending.add(pool.submit(self.run_record, queue.pop(), parent, failed, listener))
+                if not pending:
+                    return
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    yield future.result()
+                    if (row := future.result()) is not None:  # None: the cap was reached before it started
+                        yield row
         finally:
             for future in pending:
                 future.cancel()
@@ -329,16 +373,30 @@ class Runner:
 
     def run_record(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]],
                    listener: Any = None) -> dict[str, Any]:
-        """One record's row (this thread, ``parent_overrides`` as DSPy settings; ``listener``: Meter's).
+        """One record's row (this thread, ``parent_overrides`` as DSPy settings; ``listener``: Meter's), or ``None``
+        when the cost cap was reached before it started (it does not start).
 
         ``failed`` holds the previous rows of the records being retried. A record whose previous program
         succeeded but whose scoring failed is re-scored from its stored outputs when the scorer reads only those
         (:func:`~groundstate.eval.scoring.rescorable`): its program does not run again.
         """
+        if self.cost_cap is None:
+            return self._record_row(record, parent_overrides, failed, listener, None)
+        meter, scoring = new_meter(), new_meter()  # the program's calls; the judge's (counted against the cap)
+        if not self.cost_cap.admit(meter, scoring):
+            return None
+        try:
+            return self._record_row(record, parent_overrides, failed, listener, (meter, scoring))
+        finally:
+            self.cost_cap.settle(meter, scoring)
+
+    def _record_row(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]], listener: Any,
+                    meters: tuple[Any, Any] | None) -> dict[str, Any]:
         rid = record_id(record)
+        meter, scoring = meters or (new_meter(), None)
         if rescorable(self.scorer, failed.get(rid)):
-            return {**rescored_row(self.scorer, record, failed[rid]), **self.record_labels(record)}
-        meter = new_meter()
+            with meter_context(scoring) if scoring is not None else contextlib.nullcontext():
+                return {**rescored_row(self.scorer, record, failed[rid]), **self.record_labels(record)}
         meter.listener = listener
         values = meter_overrides(meter, parent_overrides)
         if self.lm is not None:
@@ -356,7 +414,8 @@ class Runner:
                 logger.debug("record %s failed: %s", rid, scrub_secrets(traceback.format_exc()))
         latency = time.perf_counter() - started
         if error is None:
-            scores, score_errors = score_prediction(self.scorer, record, prediction)
+            with meter_context(scoring) if scoring is not None else contextlib.nullcontext():
+                scores, score_errors = score_prediction(self.scorer, record, prediction)
         else:
             scores, score_errors = {}, unmeasured(self.scorer, record)
         inp, out = meter.tokens()

@@ -23,15 +23,22 @@ the share of failed metric calls passes ``max_failed_share`` (over all calls, an
 alone, so a metric that fails only as the optimizer calls it is not hidden by the scoring calls that worked); and
 it flags a result whose program state equals
 the starting state (:attr:`TuneResult.unchanged`).
+
+``max_cost`` caps the priced spend of tuning (every LM it calls must have a price in LiteLLM's map, checked before
+any call). Once the spend reaches the cap, every further LM call is refused before it is made
+(:func:`groundstate.metering.cap_meter`; calls already in flight finish): the optimizer sees failed calls, which
+DSPy's optimizers survive and wind down on. The cap reached while the starting program is scored, or an optimizer
+that gives up on the refused calls, leaves nothing to save (:class:`~groundstate.errors.CostCapReached`, exit 1);
+an optimizer that returns a program keeps what it did before the cap (its choice rests on the calls made before
+it), returned with :attr:`TuneResult.stopped_reason` set and no score after (measuring one would spend past the
+cap).
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,8 +46,11 @@ from typing import Any
 
 import dspy
 
-from groundstate.errors import ConfigError, GroundstateError, OptimizationFailed, scrub_secrets
-from groundstate.metering import meter_context
+from groundstate.errors import ConfigError, CostCapReached, GroundstateError, OptimizationFailed, scrub_secrets
+from groundstate.metering import cap_meter, check_priced, meter_context, model_name, new_meter, program_models
+from groundstate.optimizers.metric_calls import CountingMetric as CountingMetric
+from groundstate.optimizers.metric_calls import accepts_gepa_arguments as accepts_gepa_arguments
+from groundstate.optimizers.metric_calls import gepa_feedback_metric as gepa_feedback_metric
 from groundstate.optimizers.targets import frozen_except, trainable_names
 
 logger = logging.getLogger(__name__)
@@ -133,6 +143,8 @@ class TuneResult:
             optimizer found nothing to change (see :func:`state_hash`).
         failed_share: the share of metric calls that failed (an LM failure that ended a program call, or a
             metric that raised).
+        cost_usd: the priced dollars of every call (``None`` when a model called has no price).
+        stopped_reason: why tuning stopped early (``max_cost`` reached while optimizing), ``None`` if it did not.
     """
 
     program: Any
@@ -144,6 +156,8 @@ class TuneResult:
     settings: dict[str, Any] = field(default_factory=dict)
     unchanged: bool = False
     failed_share: float = 0.0
+    cost_usd: float | None = None
+    stopped_reason: str | None = None
 
 
 def state_hash(program: Any) -> str:
@@ -155,70 +169,6 @@ def state_hash(program: Any) -> str:
         state = {}
     text = json.dumps({"class": type(program).__qualname__, "state": state}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-class CountingMetric:
-    """A metric wrapper that counts its calls and the ones that raised (the failed share is computed with the
-    meter's failed LM calls: a failed LM call ends its program call, so the metric is never called for it)."""
-
-    def __init__(self, metric: Callable):
-        self.metric = metric
-        self.calls = 0
-        self.raised = 0
-        self.first_error: str | None = None
-        self.lock = threading.Lock()
-        for name in ("spec", "judge", "feedback", "__name__"):
-            if hasattr(metric, name):
-                setattr(self, name, getattr(metric, name))
-
-    def __call__(self, *args, **kwargs):
-        with self.lock:
-            self.calls += 1
-        try:
-            return self.metric(*args, **kwargs)
-        except Exception as exc:
-            with self.lock:
-                self.raised += 1
-                if self.first_error is None:
-                    self.first_error = f"the metric raised {type(exc).__name__}: {exc}"
-            raise
-
-
-def accepts_gepa_arguments(metric: Callable) -> bool:
-    """Whether ``metric`` can be called with GEPA's five positional arguments (the check ``dspy.GEPA`` makes)."""
-    target = metric.metric if isinstance(metric, CountingMetric) else metric
-    try:
-        inspect.signature(target).bind(None, None, None, None, None)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def gepa_feedback_metric(metric: Callable) -> Callable:
-    """``metric`` in GEPA's feedback signature ``(gold, pred, trace=None, pred_name=None, pred_trace=None)``.
-
-    A metric that already takes those arguments is returned as it is. Any other metric (``(example, prediction,
-    trace=None)``) is called with the first three and its result returned as ``dspy.Prediction(score, feedback)``:
-    a result that already carries ``feedback`` is passed on, a bare score gets GEPA's own default text.
-
-    Guarantees: the returned callable accepts both GEPA's five arguments and the two or three ``dspy.Evaluate``
-    and the trace bootstrapping pass.
-    """
-    if accepts_gepa_arguments(metric):
-        return metric
-
-    def feedback(gold: Any, pred: Any, trace: Any = None, pred_name: str | None = None,
-                 pred_trace: Any = None) -> Any:
-        result = metric(gold, pred, trace)
-        if getattr(result, "feedback", None) is not None:
-            return result
-        score = _score_value(result)
-        return dspy.Prediction(score=score, feedback=f"This trajectory got a score of {score:g}.")
-
-    for name in ("spec", "judge", "__name__"):
-        if hasattr(metric, name):
-            setattr(feedback, name, getattr(metric, name))
-    return feedback
 
 
 def evaluate(program: Any, examples: Sequence[Any], metric: Callable, threads: int = 1,
@@ -234,14 +184,11 @@ def evaluate(program: Any, examples: Sequence[Any], metric: Callable, threads: i
     return sum(values) / len(values) if values else None
 
 
-def _score_value(score: Any) -> float:
-    return float(getattr(score, "score", score))
-
-
 def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = None, metric: Callable | None = None,
          optimizer: str = "bootstrap", budget: Budget | None = None, trainable: Sequence[str] | None = None,
          reflection_lm: Any = None, feedback_metric: Callable | None = None, threads: int = 1, seed: int = 0,
-         progress: bool = True, max_failed_share: float = MAX_FAILED_SHARE) -> TuneResult:
+         progress: bool = True, max_failed_share: float = MAX_FAILED_SHARE,
+         max_cost: float | None = None) -> TuneResult:
     """Optimize ``program`` on ``trainset`` (choosing on ``valset``) and report scores before and after.
 
     Args:
@@ -262,6 +209,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         max_failed_share: stop when more than this share of the metric calls failed (checked after the
             "before" scores, after the optimizer, on the optimizer's own calls alone, and at the end); 1.0 stops
             only when every call failed.
+        max_cost: stop once the priced spend reaches this many dollars (``None``: no cap; module docstring).
 
     Raises:
         ConfigError: an unknown optimizer, no metric callable, a missing valset, a zero budget, empty data,
@@ -271,6 +219,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
             than ``max_failed_share`` of the metric calls failed (all of them, or the optimizer's own), or the
             optimizer stopped on a failed LM call:
             the "optimized" program would be built from failures, so nothing is returned to save.
+        CostCapReached: ``max_cost`` was reached before the optimizer returned a program (nothing to save).
     """
     if optimizer not in OPTIMIZERS:
         raise ConfigError(f"unknown optimizer '{optimizer}': use {', '.join(OPTIMIZERS)}")
@@ -289,6 +238,10 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
     if not 0.0 <= max_failed_share <= 1.0:
         raise ConfigError(f"max_failed_share must be between 0 and 1, got {max_failed_share}")
     _check_lm_configured(program)
+    if max_cost is not None:  # before any call (the probe too): a spend that cannot be priced cannot be capped
+        judge_lm = getattr(getattr(metric, "judge", None), "lm", None)
+        check_priced(program_models(program, dspy.settings.lm) | {model_name(lm) for lm in (reflection_lm, judge_lm)
+                                                                   if lm is not None})
     if optimizer == "gepa":
         flag = "--reflection-api-base" if reflection_lm is not None else "--api-base"
         reflection_lm = reflection_lm or dspy.settings.lm
@@ -299,10 +252,12 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
     counters = (metric_fn, feedback)
     started = time.perf_counter()
     before_hash = state_hash(program)
-    with meter_context() as meter:
+    stopped = None
+    with meter_context(cap_meter(new_meter(), max_cost)) as meter:
         scores = {"train": {"before": evaluate(program, trainset, metric_fn, threads, progress)}}
         if valset:
             scores["val"] = {"before": evaluate(program, valset, metric_fn, threads, progress)}
+        _check_cost_cap(meter, optimizer, "scoring the starting program")
         _check_failed_share(meter, counters, optimizer, max_failed_share, "scoring the starting program")
         student = program.deepcopy()
         at_start = _failure_counts(meter, counters)
@@ -311,6 +266,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
             optimized = _compile(optimizer, student, trainset, valset, metric_fn,
                                  feedback if optimizer == "gepa" else None, budget, reflection_lm, threads, seed)
         except Exception as exc:  # an optimizer that gives up on failing calls: say why, in one line
+            _check_cost_cap(meter, optimizer, "optimizing (the optimizer gave up on the refused calls)")
             _check_some_call_worked(meter, optimizer, exc)
             if meter.failed and not isinstance(exc, GroundstateError):
                 raise OptimizationFailed(f"optimization with '{optimizer}' stopped on a failed LM call "
@@ -321,9 +277,14 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         optimized = freeze.restore(optimized)
         _check_failed_share(meter, counters, optimizer, max_failed_share, "optimizing", since=at_start)
         _check_failed_share(meter, counters, optimizer, max_failed_share, "optimizing")
-        scores["train"]["after"] = evaluate(optimized, trainset, metric_fn, threads, progress)
-        if valset:
-            scores["val"]["after"] = evaluate(optimized, valset, metric_fn, threads, progress)
+        if cap_reached(meter):  # keep what the optimizer did; scoring it would spend past the cap
+            stopped = (f"stopped at the cost cap while optimizing with '{optimizer}': ${meter.spent_usd:.3g} spent, "
+                       f"--max-cost ${max_cost:.3g}; the program keeps what the optimizer chose from the calls made "
+                       "before the cap, and its scores after were not measured")
+        for split, examples in (("train", trainset), ("val", valset)):
+            if examples:
+                scores[split]["after"] = None if stopped else evaluate(optimized, examples, metric_fn, threads,
+                                                                       progress)
     _check_some_call_worked(meter, optimizer)
     share = _check_failed_share(meter, counters, optimizer, max_failed_share, "scoring the optimized program")
     unchanged = state_hash(optimized) == before_hash
@@ -337,8 +298,10 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         settings["judge"] = getattr(judge, "name", type(judge).__name__)
     if optimizer == "gepa":
         settings["reflection_lm"] = getattr(reflection_lm or dspy.settings.lm, "model", None)
+    if max_cost is not None:
+        settings["max_cost"] = max_cost
     return TuneResult(optimized, scores, meter.calls, inp, out, time.perf_counter() - started, settings,
-                      unchanged=unchanged, failed_share=share)
+                      unchanged=unchanged, failed_share=share, cost_usd=meter.cost_usd(), stopped_reason=stopped)
 
 
 def _check_lm_configured(program: Any) -> None:
@@ -401,6 +364,19 @@ def _check_failed_share(meter: Any, counters: Sequence[CountingMetric], optimize
             + ("Check the LM with `groundstate lm check` (same --lm options)" if meter.failed
                else "Check the metric, which raised"))
     return share
+
+
+def cap_reached(meter: Any) -> bool:
+    """Whether ``meter``'s spending cap (:func:`~groundstate.metering.cap_meter`) is reached."""
+    return meter.cap_usd is not None and meter.spent_usd >= meter.cap_usd
+
+
+def _check_cost_cap(meter: Any, optimizer: str, phase: str) -> None:
+    """Raise :class:`CostCapReached` (nothing to save) when the cap was reached while ``phase``."""
+    if cap_reached(meter):
+        raise CostCapReached(f"optimization with '{optimizer}' stopped at the cost cap while {phase}: "
+                             f"${meter.spent_usd:.3g} spent, --max-cost ${meter.cap_usd:.3g}; there is nothing to "
+                             "save; give a higher --max-cost")
 
 
 def _check_some_call_worked(meter: Any, optimizer: str, exc: BaseException | None = None) -> None:

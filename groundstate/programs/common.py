@@ -76,6 +76,32 @@ async def acall_stage(stage: Any, *args: Any, **kwargs: Any) -> Any:
     return await dspy.asyncify(stage)(*args, **kwargs)
 
 
+class ThreadedAsync:
+    """Mixin giving a program whose stages are synchronous an ``aforward``, so ``await program.acall(...)`` (and
+    ``dspy.streamify(program, is_async_program=True)``) work on it.
+
+    ``aforward`` runs the program's own ``forward`` on one of DSPy's worker threads through ``dspy.asyncify``, with
+    the caller's DSPy settings (LM, adapter, usage tracking, a streaming sink); the fan-outs inside ``forward``
+    (:func:`~groundstate.concurrency.thread_map`) run as they do in a plain call. Guarantees: the same prediction
+    as ``program(...)``; the event loop is never blocked by the program's LM calls.
+    """
+
+    async def aforward(self, *args: Any, **kwargs: Any) -> Any:
+        return await on_worker_thread(type(self).forward, self, *args, **kwargs)  # via the class: DSPy warns on
+        # a direct ``self.forward`` outside ``__call__``
+
+
+async def on_worker_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` awaited on one of DSPy's worker threads (``dspy.asyncify``: an AnyIO worker thread,
+    bounded by ``dspy.settings.async_max_workers``) with the caller's DSPy settings and context variables.
+
+    An AnyIO thread rather than ``asyncio.to_thread``: under ``dspy.streamify`` the LM calls made there (and on the
+    :func:`~groundstate.concurrency.thread_map` workers they start) reach the stream, which needs AnyIO's bridge to
+    the event loop.
+    """
+    return await dspy.asyncify(functools.partial(fn, *args, **kwargs))()
+
+
 _MARKER = re.compile(r"\[\[\s*##\s*([^\]#]*?)\s*##\s*\]\]")
 
 

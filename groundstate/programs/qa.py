@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dspy
 
-from groundstate.programs.common import saveable
+from groundstate.programs.common import acall_stage, saveable
 from groundstate.signatures.resolution import AnswerQuestion
 
 
@@ -18,3 +18,7 @@ class QuestionAnswering(dspy.Module):
 
     def forward(self, question: str) -> dspy.Prediction:
         return dspy.Prediction(answer=self.answer(question=question).answer)
+
+    async def aforward(self, question: str) -> dspy.Prediction:
+        """:meth:`forward` for ``await program.acall(...)`` (the LM's async path)."""
+        return dspy.Prediction(answer=(await acall_stage(self.answer, question=question)).answer)

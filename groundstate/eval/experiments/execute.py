@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundstate.eval.cost_cap import check_priced, described_models, program_models
 from groundstate.eval.experiments.cells import LMFactory, PlannedCell, plan_cells, resolve_cells, select
 from groundstate.eval.experiments.spec import Spec
 from groundstate.eval.run_settings import RunSettings
@@ -87,13 +88,21 @@ def run_experiment(spec: Spec, run: RunSettings, *, lms: LMFactory | None = None
         note: where the tasks' notes go.
         on_start: called with each cell before it runs (the CLI prints its label).
 
+    Under ``run.max_cost`` one cap covers every cell (:mod:`groundstate.eval.cost_cap`): once it is reached, the cell
+    running stops, and the cells after it stop before their first record (each reported as stopped at the cap);
+    the same command resumes them all.
+
     Raises:
-        InputError, ConfigError, LMSetupError: a cell that cannot be planned (before anything runs).
+        InputError, ConfigError, LMSetupError: a cell that cannot be planned, or (``max_cost``) whose LMs have no
+            price (before anything runs).
     """
     from groundstate.eval.runner import RunAborted  # noqa: PLC0415 (--help stays light)
 
     chosen = select(resolve_cells(spec), cells, spec.dimensions())
     planned = plan_cells(spec, chosen, run, lms=lms, note=note)
+    if run.max_cost is not None:  # every cell's LMs priced before the first cell runs (groundstate.eval.cost_cap)
+        check_priced(set().union(*(described_models(c.planned.config) | program_models(c.planned.program)
+                                   for c in planned)))
     outcome = ExperimentRun()
     done: dict[str, CellOutcome] = {}
     for cell in planned:

@@ -81,6 +81,12 @@ class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
     judge_api_base: str | None = Field(None, description="server URL of an LM --judge-lm (default: --api-base when "
                                        "the judge has --lm's provider, else the provider's own endpoint)",
                                        json_schema_extra={"metavar": "URL"})
+    max_cost: float | None = Field(None, gt=0, description="stop once the priced LM spend of tuning reaches USD "
+                                   "dollars (LiteLLM's prices; every LM, judge and reflection LM must have one): a "
+                                   "program the optimizer returned is saved, flagged, without scores after; exit 1",
+                                   json_schema_extra={"metavar": "USD"})
+    mlflow: bool = Field(False, description="log the optimization as one MLflow run (parameters, scores before and "
+                         "after, cost) to MLFLOW_TRACKING_URI or ./mlruns (pip install 'groundstate[trace]')")
 
     def metric_spec(self) -> MetricSpec:
         """The :class:`~groundstate.eval.metric_spec.MetricSpec` the metric is scored under."""
@@ -150,7 +156,7 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
     result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None,
                   metric=offquery_metric(weights, judge), optimizer=settings.optimizer, budget=budget,
                   trainable=patterns, reflection_lm=reflection, threads=settings.threads, seed=settings.seed,
-                  max_failed_share=settings.max_failed_share)
+                  max_failed_share=settings.max_failed_share, max_cost=settings.max_cost)
     manifest = {
         "task": task.name,
         "task_options": {"condition": settings.condition, **task.options(task_settings, judge)},
@@ -168,7 +174,8 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
                           "unchanged": result.unchanged},
         "failed_share": round(result.failed_share, 4),
         "cost": {"lm_calls": result.lm_calls, "input_tokens": result.input_tokens,
-                 "output_tokens": result.output_tokens, "seconds": round(result.seconds, 2)},
+                 "output_tokens": result.output_tokens, "seconds": round(result.seconds, 2), "usd": result.cost_usd},
+        "stopped_reason": result.stopped_reason,
         "build_args": settings.model_dump(include=set(BuildArgs.model_fields)),
     }
     return result, manifest, metric

@@ -40,7 +40,7 @@ from dspy.utils.exceptions import AdapterParseError
 from pydantic import ConfigDict, Field, create_model
 
 from groundstate.lm.specs import default_adapter, is_embedded
-from groundstate.programs.common import as_data
+from groundstate.programs.common import acall_stage, as_data
 from groundstate.programs.consilience.answers import (
     MAX_MESSAGE_CHARS,  # noqa: F401 (re-exported: imported from here too)
     message_text,
@@ -228,12 +228,12 @@ class LMAgent(dspy.Module):
         first, *retry = self._attempts(predictor, task, transcript, **extra)
         with self.lm_context():
             try:
-                return await predictor.acall(**first)
+                return await acall_stage(predictor, **first)
             except AdapterParseError as exc:
                 if not retry:
                     raise
                 self._log_retry(exc)
-                return await predictor.acall(**retry[0])
+                return await acall_stage(predictor, **retry[0])
 
     def _log_retry(self, exc: Exception) -> None:
         logger.debug("agent %d: output did not parse under the task's options (%s); asking again", self.index, exc)

@@ -38,7 +38,7 @@ from typing import Any, Literal
 import dspy
 from pydantic import ConfigDict, Field, create_model
 
-from groundstate.programs.common import as_data
+from groundstate.programs.common import acall_stage, as_data
 from groundstate.programs.consilience.agents import option_labels, options_block
 from groundstate.records import HiddenProfileTask
 from groundstate.signatures.discussion import RateFactSupport
@@ -90,7 +90,7 @@ class SupportAnnotator(dspy.Module):
 
     async def aforward(self, task: HiddenProfileTask, fact: str) -> dspy.Prediction:
         """:meth:`forward` for ``await annotator.acall(...)`` (the LM's async path)."""
-        return self.rated(task, await self.rate.acall(**self.rate_args(task, fact)))
+        return self.rated(task, await acall_stage(self.rate, **self.rate_args(task, fact)))
 
     @staticmethod
     def rate_args(task: HiddenProfileTask, fact: str) -> dict[str, Any]:

@@ -28,7 +28,6 @@ round's state, proposal, regrets, threshold, executed action and speaker goes in
 
 from __future__ import annotations
 
-import asyncio
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -39,7 +38,7 @@ import dspy
 import numpy as np
 
 from groundstate.concurrency import thread_map
-from groundstate.programs.common import plurality
+from groundstate.programs.common import on_worker_thread, plurality
 from groundstate.programs.consilience.control import ControlContext, admissible_actions, route, vote_permitted
 from groundstate.programs.consilience.simulated import SimAgent, group_beliefs
 from groundstate.programs.consilience.state import (
@@ -216,9 +215,10 @@ class Consilience(dspy.Module):
 
     async def aforward(self, task: HiddenProfileTask) -> dspy.Prediction:
         """:meth:`forward` for ``await program.acall(...)``, same result: the whole loop (its fan-outs on
-        :func:`~groundstate.concurrency.thread_map`) runs on one worker thread, ``asyncio.to_thread``, which
-        carries the DSPy context, so the event loop stays free."""
-        return await asyncio.to_thread(self.forward, task)
+        :func:`~groundstate.concurrency.thread_map`) runs on one worker thread
+        (:func:`~groundstate.programs.common.on_worker_thread`), which carries the DSPy context, so the event loop
+        stays free."""
+        return await on_worker_thread(type(self).forward, self, task)
 
     def forward(self, task: HiddenProfileTask) -> dspy.Prediction:
         agents = list(self.agents(task))

@@ -49,7 +49,7 @@ import dspy
 import numpy as np
 
 from groundstate.errors import ConfigError
-from groundstate.programs.common import as_data, saveable
+from groundstate.programs.common import acall_stage, as_data, saveable
 from groundstate.programs.consilience.state import FEATURES, CollectiveState, divergences
 from groundstate.records import COMM_ACTIONS, Belief, HiddenProfileTask, Transcript
 from groundstate.signatures.discussion import ChooseCommunicationAction
@@ -298,7 +298,7 @@ class LLMController(dspy.Module):
 
     async def apropose(self, state: CollectiveState, ctx: ControlContext) -> str:
         """:meth:`propose` awaiting ``self.choose.acall``."""
-        return self.chosen(ctx, await self.choose.acall(**self.choose_args(state, ctx)))
+        return self.chosen(ctx, await acall_stage(self.choose, **self.choose_args(state, ctx)))
 
     def choose_args(self, state: CollectiveState, ctx: ControlContext) -> dict[str, str]:
         """The prompt's inputs (counting a transcript cut in ``truncations``)."""
@@ -322,11 +322,15 @@ class LLMController(dspy.Module):
         self.fallbacks += 1
         return next((a for a in ctx.admissible if a != "Vote"), ctx.admissible[0])
 
-    def forward(self, state: CollectiveState, ctx: ControlContext) -> str:
-        return self.propose(state, ctx)
+    def forward(self, state: CollectiveState, ctx: ControlContext) -> dspy.Prediction:
+        """``Prediction(action=...)``: :meth:`propose`'s action (a DSPy program returns a prediction, so
+        ``dspy.Evaluate``, ``dspy.streamify`` and the optimizers take the controller like any other program;
+        Consilience itself calls :meth:`propose`, which returns the action alone)."""
+        return dspy.Prediction(action=self.propose(state, ctx))
 
-    async def aforward(self, state: CollectiveState, ctx: ControlContext) -> str:
-        return await self.apropose(state, ctx)
+    async def aforward(self, state: CollectiveState, ctx: ControlContext) -> dspy.Prediction:
+        """:meth:`forward` for ``await controller.acall(...)`` (:meth:`apropose`)."""
+        return dspy.Prediction(action=await self.apropose(state, ctx))
 
 
 CONTROLLERS = ("rules", "mlp", "llm", "llm+vote")

@@ -28,7 +28,6 @@ Votes are independent, so LM agents vote concurrently.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,7 +35,7 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.programs.common import plurality
+from groundstate.programs.common import on_worker_thread, plurality
 from groundstate.programs.consilience.hiddenbench import (
     HIDDENBENCH_ROUNDS,
     HiddenBenchChat,
@@ -281,5 +280,5 @@ class HiddenProfileProtocol(dspy.Module):
     async def aforward(self, task: HiddenProfileTask, agents: Sequence[DiscussionAgent] | None = None
                        ) -> dspy.Prediction:
         """:meth:`forward` for ``await program.acall(...)``, same result, on one worker thread
-        (``asyncio.to_thread``, which carries the DSPy context)."""
-        return await asyncio.to_thread(self.forward, task, agents)
+        (:func:`~groundstate.programs.common.on_worker_thread`, which carries the DSPy context)."""
+        return await on_worker_thread(type(self).forward, self, task, agents)

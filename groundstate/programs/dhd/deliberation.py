@@ -63,7 +63,7 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.programs.common import as_data, saveable
+from groundstate.programs.common import ThreadedAsync, acall_stage, as_data, saveable
 from groundstate.programs.dhd.views import DEFAULT_PROMPT as DEFAULT_PROMPT
 from groundstate.programs.dhd.views import FIELD_LABELS as _FIELD_LABELS
 from groundstate.programs.dhd.views import PROMPTS as PROMPTS
@@ -173,7 +173,7 @@ def _confidence(value: Any) -> float:
 
 # -- the stages ----------------------------------------------------------------------------------------------------
 @saveable
-class Recruiter(dspy.Module):
+class Recruiter(ThreadedAsync, dspy.Module):
     """``Recruiter(temperature=0)(problem, answer_format, k=5)`` -> ``Prediction(roles, padded)``: ``k`` roles."""
 
     def __init__(self, temperature: float | None = DEFAULT_RECRUITER_TEMPERATURE):
@@ -198,7 +198,7 @@ class Recruiter(dspy.Module):
 
 
 @saveable
-class Hypothesizer(dspy.Module):
+class Hypothesizer(ThreadedAsync, dspy.Module):
     """``Hypothesizer(temperature=0.7, confidence="level")(problem, answer_format, role)`` -> ``Prediction``: the
     message fields, with ``confidence_note`` (``"high: two methods agree"``; ``confidence`` ``None``) for
     ``confidence="level"`` or a number ``confidence`` (``confidence_note`` empty) for ``"number"``."""
@@ -271,11 +271,11 @@ class Integrator(dspy.Module):
                        views: Sequence[str] | None = None, rollout: str | None = None) -> dspy.Prediction:
         """:meth:`forward` for ``await integrator.acall(...)``: the one call goes through the LM's async path."""
         inputs = self._inputs(problem, answer_format, messages, views, rollout)
-        return _answer(await self.integrate.acall(**inputs), inputs["config"])
+        return _answer(await acall_stage(self.integrate, **inputs), inputs["config"])
 
 
 @saveable
-class IndependentSolver(dspy.Module):
+class IndependentSolver(ThreadedAsync, dspy.Module):
     """Answers with no messages: ``forward(problem, answer_format, rollout=None)`` -> ``Prediction(answer, ...)``
     as the :class:`Integrator`'s (same temperature default, same ``prompt`` choice and output budget: step by step
     with the authors' prompt)."""
@@ -300,7 +300,7 @@ def _answer(out: Any, config: dict[str, Any]) -> dspy.Prediction:
 
 
 @saveable
-class DiverseHypothesisDeliberation(dspy.Module):
+class DiverseHypothesisDeliberation(ThreadedAsync, dspy.Module):
     """The DHD program: roles, independent messages, integration.
 
     Args:

@@ -59,7 +59,7 @@ from typing import Any
 
 import dspy
 
-from groundstate.programs.common import as_data, saveable
+from groundstate.programs.common import ThreadedAsync, as_data, saveable
 from groundstate.programs.dhd.answers import boxed as _boxed
 from groundstate.programs.dhd.answers import extract_number as extract_number
 from groundstate.programs.dhd.answers import is_percent, read_number, readings
@@ -165,7 +165,7 @@ def check_rules(text: str, gold: str, kind: str = "text", unit: str | None = Non
 
 
 @saveable
-class AnswerEvaluator(dspy.Module):
+class AnswerEvaluator(ThreadedAsync, dspy.Module):
     """Grades a response against the gold answer, by an LM judge or by rules (see the module notes).
 
     Args:

@@ -22,7 +22,7 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.files import jsonable
-from groundstate.programs.common import as_data, offquery_prediction
+from groundstate.programs.common import acall_stage, as_data, offquery_prediction
 from groundstate.programs.reground.turns import NO_MESSAGES, Case, Opinion, render_messages, turn
 from groundstate.records import AgentEvidence
 from groundstate.signatures.collaboration import (
@@ -86,7 +86,7 @@ class CollaborationBaseline(dspy.Module):
     async def aspeak(self, case: Case, agent: int, round_: int, peers: Sequence[Opinion], ordering: str,
                      turns: list[dict] | None = None) -> Opinion:
         """:meth:`speak` with ``await self.assess.acall``."""
-        prediction = await self.assess.acall(**self.speak_args(case, agent, peers, ordering))
+        prediction = await acall_stage(self.assess, **self.speak_args(case, agent, peers, ordering))
         return self.spoken(case, agent, round_, peers, ordering, prediction, turns)
 
     @staticmethod
@@ -166,12 +166,13 @@ class CollaborationBaseline(dspy.Module):
         """:meth:`conclude`, each call awaited (the two stages gathered when they are independent)."""
         naming = self.naming_args(case, discussion, final)
         if self.updater == "standard":
-            misleading = self.named_agent(case, await self.summarize.acall(**naming), speakers, turns)
-            written = await self.update.acall(**self.writing_args(case, final, misleading, opinions,
+            misleading = self.named_agent(case, await acall_stage(self.summarize, **naming), speakers, turns)
+            written = await acall_stage(self.update, **self.writing_args(case, final, misleading, opinions,
                                                                   agent_information))
         else:
             writing = self.writing_args(case, final, None, opinions, agent_information)
-            verdict, written = await asyncio.gather(self.summarize.acall(**naming), self.update.acall(**writing))
+            verdict, written = await asyncio.gather(acall_stage(self.summarize, **naming),
+                                                    acall_stage(self.update, **writing))
             misleading = self.named_agent(case, verdict, speakers, turns)
         state = self.written_state(written, final, misleading, speakers, turns)
         return await self.afinish(case, misleading, state, turns, **extra)
@@ -254,7 +255,7 @@ class CollaborationBaseline(dspy.Module):
     async def afinish(self, case: Case, misleading: int | None, state: str, turns: list[dict], **extra: Any
                       ) -> dspy.Prediction:
         """:meth:`finish` with ``await self.decide.acall``."""
-        answer = self.decided(await self.decide.acall(**self.decide_args(case, state)), turns)
+        answer = self.decided(await acall_stage(self.decide, **self.decide_args(case, state)), turns)
         return self.prediction(misleading, state, answer, turns, **extra)
 
     def prediction(self, misleading: Any, state: str, answer: str | None, turns: list[dict],

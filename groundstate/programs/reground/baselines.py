@@ -56,7 +56,7 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.programs.common import plurality, saveable
+from groundstate.programs.common import acall_stage, plurality, saveable
 from groundstate.programs.reground.baseline import (
     SUMMARIZERS,
     Agents,
@@ -140,7 +140,7 @@ class Voting(CollaborationBaseline):
         turns = [t for b in ballots for t in b["turns"]]
         named = None
         if self.summarizer == "standard":
-            verdict = await self.summarize.acall(**self.ballot_naming(case, ballots))
+            verdict = await acall_stage(self.summarize, **self.ballot_naming(case, ballots))
             named = self.named_agent(case, verdict, range(case.n), turns)
         return self.tally(ballots, turns, named)
 
@@ -153,8 +153,9 @@ class Voting(CollaborationBaseline):
     async def aballot(self, case: Case, agent: int) -> dict[str, Any]:
         """:meth:`ballot`, awaiting each call."""
         message = await self.aspeak(case, agent, 0, [], self.ordering)
-        state = str((await self.update.acall(**self.state_args(case, agent, message))).state or "").strip()
-        return self.counted(case, agent, message, state, await self.decide.acall(**self.decide_args(case, state)))
+        state = str((await acall_stage(self.update, **self.state_args(case, agent, message))).state or "").strip()
+        decision = await acall_stage(self.decide, **self.decide_args(case, state))
+        return self.counted(case, agent, message, state, decision)
 
     def state_args(self, case: Case, agent: int, message: Opinion) -> dict[str, str]:
         """The inputs of an agent's own state: the shared context and its assessment (and, under the
@@ -339,12 +340,12 @@ class SelfReflect(CollaborationBaseline):
     async def anext_turn(self, case: Case, round_: int, previous: list[Opinion], agent: int
                          ) -> tuple[Opinion, list[dict]]:
         """:meth:`next_turn`, awaiting each call."""
-        choice = await self.choose_mode.acall(**self.mode_args(case, previous, agent))
+        choice = await acall_stage(self.choose_mode, **self.mode_args(case, previous, agent))
         mode, entries = self.chosen(round_, previous, agent, choice)
         if mode == "reflect":
-            prediction = await self.reflect.acall(**self.reflect_args(case, previous, agent))
+            prediction = await acall_stage(self.reflect, **self.reflect_args(case, previous, agent))
         else:
-            prediction = await self.assess.acall(**self.speak_args(case, agent, self.peers(previous, agent),
+            prediction = await acall_stage(self.assess, **self.speak_args(case, agent, self.peers(previous, agent),
                                                                    self.ordering))
         return self.turned(case, round_, previous, agent, mode, prediction, entries)
 

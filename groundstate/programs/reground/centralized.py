@@ -19,7 +19,7 @@ import dspy
 
 from groundstate.concurrency import thread_map
 from groundstate.files import jsonable
-from groundstate.programs.common import as_data, saveable
+from groundstate.programs.common import acall_stage, as_data, saveable
 from groundstate.programs.reground.baseline import Agents, CollaborationBaseline, call, check_count
 from groundstate.programs.reground.turns import NO_MESSAGES, Case, Opinion, render_messages, turn
 from groundstate.signatures.collaboration import (
@@ -90,13 +90,14 @@ class Manager(CollaborationBaseline):
         state = self.first_record(case)
         reports: list[Opinion] = []
         for r, i in self.turn_order(case):
-            contribution = await self.contribute.acall(**self.contribute_args(case, i, state))
+            contribution = await acall_stage(self.contribute, **self.contribute_args(case, i, state))
             report = self.reported(case, i, r, contribution, turns)
-            compacted = await self.compact.acall(**self.compact_args(case, i, state, report))
+            compacted = await acall_stage(self.compact, **self.compact_args(case, i, state, report))
             state = self.recorded(state, r, i, compacted, turns)
             reports.append(report)
         naming, deciding = self.close_args(case, state, reports)
-        verdict, decision = await asyncio.gather(self.summarize.acall(**naming), self.decide.acall(**deciding))
+        verdict, decision = await asyncio.gather(acall_stage(self.summarize, **naming),
+                                                 acall_stage(self.decide, **deciding))
         return self.close(case, state, reports, turns, verdict, decision)
 
     # -- the steps both paths share ----------------------------------------------------------------------
@@ -205,9 +206,9 @@ class Instructor(CollaborationBaseline):
         exchanges: list[tuple[int, str, str]] = []
         asked: Counter[int] = Counter()
         for t in range(self.turns or case.n):
-            request = await self.ask.acall(**self.ask_args(case, exchanges))
+            request = await acall_stage(self.ask, **self.ask_args(case, exchanges))
             chosen, focused = self.asked(case, t, request, asked, exchanges, turns)
-            reply = await self.answer.acall(**self.answer_args(case, chosen, focused))
+            reply = await acall_stage(self.answer, **self.answer_args(case, chosen, focused))
             self.answered(t, chosen, focused, reply, asked, exchanges, turns)
         return await self.aconclude(case, turns, **self.closing(case, exchanges))
 

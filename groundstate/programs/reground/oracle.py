@@ -10,7 +10,7 @@ from typing import Any
 
 import dspy
 
-from groundstate.programs.common import as_data, offquery_prediction, saveable
+from groundstate.programs.common import acall_stage, as_data, offquery_prediction, saveable
 from groundstate.programs.reground.baseline import Agents
 from groundstate.programs.reground.turns import (
     Case,
@@ -59,10 +59,10 @@ class Oracle(dspy.Module):
         case = Case.build(agents, shared_context, question, options)
 
         async def attribution() -> Any:
-            return await self.attribute.acall(**self.attribute_args(case)) if self.oracle_t1 == "model" else None
+            return await acall_stage(self.attribute, **self.attribute_args(case)) if self.oracle_t1 == "model" else None
 
-        verdict, decision = await asyncio.gather(attribution(),
-                                                 self.decide.acall(**self.decide_args(case, reliable_information)))
+        deciding = self.decide_args(case, reliable_information)
+        verdict, decision = await asyncio.gather(attribution(), acall_stage(self.decide, **deciding))
         return self.result(case, misleading, reliable_information, verdict, decision)
 
     def attribute_args(self, case: Case) -> dict[str, Any]:

@@ -52,12 +52,14 @@ from dspy.utils.exceptions import AdapterParseError
 
 from groundstate.concurrency import thread_map
 from groundstate.programs.common import (
+    ThreadedAsync,
     acall_stage,
     as_data,
     bullet_list,
     coerce_agents,
     format_options,
     offquery_prediction,
+    on_worker_thread,
     saveable,
 )
 from groundstate.programs.reground.statements import (  # noqa: F401  (re-exported: their home until now)
@@ -99,7 +101,7 @@ def conflict_pairs(ids: Sequence[int]) -> list[str]:
 
 
 @saveable
-class Verify(dspy.Module):
+class Verify(ThreadedAsync, dspy.Module):
     """Stage 1: conflict-guided evidence verification (paper §4.1, appendix C; the authors' procedure).
 
     For ``M`` rounds: name the most contradictory pair among the sources still standing (the answer is
@@ -437,12 +439,12 @@ class ReGround(dspy.Module):
                        misleading: Sequence[int] | None = None):
         """:meth:`forward` for ``await program.acall(...)``, same result. Stages 2 and 3 await the LM's async path
         (the per-fact checks concurrently); stage 1's multi-round search (argument fan-outs on
-        :func:`~groundstate.concurrency.thread_map`) runs on one worker thread, ``asyncio.to_thread``, which
-        carries the DSPy context."""
+        :func:`~groundstate.concurrency.thread_map`) runs on one worker thread
+        (:func:`~groundstate.programs.common.on_worker_thread`), which carries the DSPy context."""
         agents = coerce_agents(agents)
         shared_context, question = as_data(shared_context), as_data(question)
-        flagged, trusted_statements, verify_trace, extra = await asyncio.to_thread(self.verification, agents,
-                                                                                   misleading)
+        flagged, trusted_statements, verify_trace, extra = await on_worker_thread(self.verification, agents,
+                                                                                  misleading)
         rebuilt = await acall_stage(self.reconstruct, shared_context=shared_context,
                                     trusted_statements=trusted_statements)
         resolved = await acall_stage(self.resolve, state=rebuilt.state, question=question, options=options)

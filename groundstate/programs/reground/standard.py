@@ -34,7 +34,7 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.programs.common import saveable
+from groundstate.programs.common import acall_stage, saveable
 from groundstate.programs.reground.baseline import Agents, CollaborationBaseline, check_choice, check_count
 from groundstate.programs.reground.turns import ORDERINGS, TOPOLOGIES, Case, Opinion, neighbours, render_messages, turn
 from groundstate.signatures.collaboration import (
@@ -111,7 +111,7 @@ class StandardCollaboration(CollaborationBaseline):
         final = (await self.adiscuss(case, turns))[-1]
         misleading = await self.aname_misleading(case, final, turns)
         trusted = [m for m in final if m.agent != misleading]
-        state = self.written(trusted, await self.update.acall(**self.update_args(case, trusted)), turns)
+        state = self.written(trusted, await acall_stage(self.update, **self.update_args(case, trusted)), turns)
         return await self.afinish(case, misleading, state, turns)
 
     @staticmethod
@@ -139,7 +139,7 @@ class StandardCollaboration(CollaborationBaseline):
 
     async def adiscuss(self, case: Case, turns: list[dict]) -> list[list[Opinion]]:
         """:meth:`discuss`, each round's simultaneous turns gathered."""
-        opened = await asyncio.gather(*(self.open.acall(**self.open_args(case, i)) for i in range(case.n)))
+        opened = await asyncio.gather(*(acall_stage(self.open, **self.open_args(case, i)) for i in range(case.n)))
         rounds = [[Opinion.from_opinion(case, i, 0, out) for i, out in enumerate(opened)]]
         turns.extend(self.opinion_turn(m, [], saw_private=True) for m in rounds[0])
         for r in range(1, self.rounds + 1):
@@ -166,7 +166,7 @@ class StandardCollaboration(CollaborationBaseline):
                               ) -> list[Opinion]:
         """:meth:`exchange_round` with the turns awaited (in a chain one after another, otherwise gathered)."""
         async def revise(i: int, peers: list[Opinion]) -> Opinion:
-            out = await self.revise.acall(**self.revise_args(case, i, previous, peers))
+            out = await acall_stage(self.revise, **self.revise_args(case, i, previous, peers))
             return Opinion.from_opinion(case, i, round_, out)
 
         if self.topology == "chain":
@@ -208,7 +208,7 @@ class StandardCollaboration(CollaborationBaseline):
 
     async def aname_misleading(self, case: Case, final: list[Opinion], turns: list[dict]) -> int:
         """:meth:`name_misleading` with ``await self.summarize.acall``."""
-        return self.named(case, final, await self.summarize.acall(**self.summarize_args(case, final)), turns)
+        return self.named(case, final, await acall_stage(self.summarize, **self.summarize_args(case, final)), turns)
 
     def summarize_args(self, case: Case, final: list[Opinion]) -> dict[str, Any]:
         """The summarizer's inputs: the final opinions, the answer constrained to the team's agents

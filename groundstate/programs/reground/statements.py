@@ -18,7 +18,7 @@ from typing import Any
 import dspy
 
 from groundstate.concurrency import thread_map
-from groundstate.programs.common import as_data, bullet_list, coerce_agents, saveable
+from groundstate.programs.common import ThreadedAsync, as_data, bullet_list, coerce_agents, saveable
 from groundstate.records import AgentEvidence
 from groundstate.signatures.state import VerifyFact
 from groundstate.signatures.verification import (
@@ -171,7 +171,7 @@ STATEMENT_RULES = ("adjudicate", "refuted")
 
 
 @saveable
-class VerifyStatements(dspy.Module):
+class VerifyStatements(ThreadedAsync, dspy.Module):
     """Stage 1 at the statement level (paper §E.4): when misinformation is spread over several agents, find the
     misleading *statements* instead of one misleading source.
 

@@ -57,3 +57,28 @@ def test_a_swapped_stage_without_aforward_runs_under_acall():
     assert got.state.startswith("USER STATE") and got.state == expected.state
     assert rg.resolve.threads[-1] != threading.get_ident()  # the sync stage ran on a worker thread, not the loop's
     assert sum("Pick the option" in r.system for r in lm.engine.requests) == 2
+
+
+class MyDecide(dspy.Module):
+    """A user's decision predictor without ``aforward``: always option B, whatever it is shown."""
+
+    def forward(self, **inputs):
+        return dspy.Prediction(answer="B", reason="mine", reasoning="mine")
+
+
+def test_a_baselines_predictor_swapped_for_a_module_without_aforward_runs_under_acall():
+    """The collaboration baselines await each predictor through ``acall_stage`` (issue 26, item 7: streamify as an
+    async program), so a swapped predictor runs on a worker thread instead of raising AttributeError."""
+    from groundstate.programs.reground.baselines import BASELINES
+
+    agents = [{"agent": i, "evidence": f"evidence {i}"} for i in range(3)]
+    case = dict(agents=agents, shared_context="context", question="which?", options={"A": "a", "B": "b"})
+    for name, cls in BASELINES.items():
+        kwargs = dict(case, reliable_information="reliable", misleading=[1]) if name == "oracle" else case
+        program = cls()
+        program.decide = MyDecide()
+        with dspy.context(lm=scripted_lm(lambda req: {"answer": "A"}), adapter=dspy.JSONAdapter()):
+            expected = program(**kwargs)
+            got = asyncio.run(program.acall(**kwargs))
+        assert expected.answer == got.answer == "B", name  # the user's module decided, both ways
+        assert got.toDict() == expected.toDict(), name
