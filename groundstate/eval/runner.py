@@ -282,12 +282,13 @@ class Runner:
         return f"failed: {share}" if at_end else f"stopped: {share} after {n} records"
 
     def _execute(self, todo: list[Any], failed: dict[str, dict[str, Any]], listener: Any = None):
-        """Yield rows as records finish (``listener`` hears each LM call); stop when the consumer stops."""
+        """Yield rows as records finish (``listener`` hears each LM call, or on Ray the workers' running totals when
+        the progress display is on); stop when the consumer stops."""
         if self.ray is not None:
             worker = Runner(self.program, {}, inputs=self.inputs, scorer=self.scorer, outputs=self.outputs,
                             lm=self.lm, adapter=self.adapter)
             yield from execute_on_ray(worker.run_record, worker.error_row, todo, failed, record_id, self.ray,
-                                      self.threads)
+                                      self.threads, listener=listener if self.progress else None)
             return
         parent = current_overrides()
         if self.threads == 1:

@@ -23,15 +23,17 @@ the share of failed metric calls passes ``max_failed_share`` (over all calls, an
 alone, so a metric that fails only as the optimizer calls it is not hidden by the scoring calls that worked); and
 it flags a result whose program state equals
 the starting state (:attr:`TuneResult.unchanged`).
+
+A ``listener`` hears the phases, the metric calls and the LM calls as they happen (``groundstate optimize`` shows
+them as one progress line, :class:`groundstate.eval.progress.TuneProgress`), and ``quiet=True`` holds DSPy's own
+logs, prints and tqdm bars back meanwhile (:mod:`groundstate.optimizers.quiet`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -41,6 +43,12 @@ import dspy
 
 from groundstate.errors import ConfigError, GroundstateError, OptimizationFailed, scrub_secrets
 from groundstate.metering import meter_context
+from groundstate.optimizers.metric_calls import (  # noqa: F401  (accepts_gepa_arguments: re-exported)
+    CountingMetric,
+    accepts_gepa_arguments,
+    gepa_feedback_metric,
+)
+from groundstate.optimizers.quiet import quiet_dspy
 from groundstate.optimizers.targets import frozen_except, trainable_names
 
 logger = logging.getLogger(__name__)
@@ -157,70 +165,6 @@ def state_hash(program: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-class CountingMetric:
-    """A metric wrapper that counts its calls and the ones that raised (the failed share is computed with the
-    meter's failed LM calls: a failed LM call ends its program call, so the metric is never called for it)."""
-
-    def __init__(self, metric: Callable):
-        self.metric = metric
-        self.calls = 0
-        self.raised = 0
-        self.first_error: str | None = None
-        self.lock = threading.Lock()
-        for name in ("spec", "judge", "feedback", "__name__"):
-            if hasattr(metric, name):
-                setattr(self, name, getattr(metric, name))
-
-    def __call__(self, *args, **kwargs):
-        with self.lock:
-            self.calls += 1
-        try:
-            return self.metric(*args, **kwargs)
-        except Exception as exc:
-            with self.lock:
-                self.raised += 1
-                if self.first_error is None:
-                    self.first_error = f"the metric raised {type(exc).__name__}: {exc}"
-            raise
-
-
-def accepts_gepa_arguments(metric: Callable) -> bool:
-    """Whether ``metric`` can be called with GEPA's five positional arguments (the check ``dspy.GEPA`` makes)."""
-    target = metric.metric if isinstance(metric, CountingMetric) else metric
-    try:
-        inspect.signature(target).bind(None, None, None, None, None)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def gepa_feedback_metric(metric: Callable) -> Callable:
-    """``metric`` in GEPA's feedback signature ``(gold, pred, trace=None, pred_name=None, pred_trace=None)``.
-
-    A metric that already takes those arguments is returned as it is. Any other metric (``(example, prediction,
-    trace=None)``) is called with the first three and its result returned as ``dspy.Prediction(score, feedback)``:
-    a result that already carries ``feedback`` is passed on, a bare score gets GEPA's own default text.
-
-    Guarantees: the returned callable accepts both GEPA's five arguments and the two or three ``dspy.Evaluate``
-    and the trace bootstrapping pass.
-    """
-    if accepts_gepa_arguments(metric):
-        return metric
-
-    def feedback(gold: Any, pred: Any, trace: Any = None, pred_name: str | None = None,
-                 pred_trace: Any = None) -> Any:
-        result = metric(gold, pred, trace)
-        if getattr(result, "feedback", None) is not None:
-            return result
-        score = _score_value(result)
-        return dspy.Prediction(score=score, feedback=f"This trajectory got a score of {score:g}.")
-
-    for name in ("spec", "judge", "__name__"):
-        if hasattr(metric, name):
-            setattr(feedback, name, getattr(metric, name))
-    return feedback
-
-
 def evaluate(program: Any, examples: Sequence[Any], metric: Callable, threads: int = 1,
              progress: bool = False) -> float | None:
     """The mean of ``metric`` over ``examples`` (a failed example scores 0), via ``dspy.Evaluate``."""
@@ -234,14 +178,11 @@ def evaluate(program: Any, examples: Sequence[Any], metric: Callable, threads: i
     return sum(values) / len(values) if values else None
 
 
-def _score_value(score: Any) -> float:
-    return float(getattr(score, "score", score))
-
-
 def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = None, metric: Callable | None = None,
          optimizer: str = "bootstrap", budget: Budget | None = None, trainable: Sequence[str] | None = None,
          reflection_lm: Any = None, feedback_metric: Callable | None = None, threads: int = 1, seed: int = 0,
-         progress: bool = True, max_failed_share: float = MAX_FAILED_SHARE) -> TuneResult:
+         progress: bool = True, max_failed_share: float = MAX_FAILED_SHARE, listener: Any = None,
+         quiet: bool = False) -> TuneResult:
     """Optimize ``program`` on ``trainset`` (choosing on ``valset``) and report scores before and after.
 
     Args:
@@ -262,6 +203,13 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         max_failed_share: stop when more than this share of the metric calls failed (checked after the
             "before" scores, after the optimizer, on the optimizer's own calls alone, and at the end); 1.0 stops
             only when every call failed.
+        listener: told of the work as it happens (each method optional): ``on_phase(text)`` when tuning moves on
+            (``scoring the starting program``, ``optimizing``, ``scoring the optimized program``),
+            ``on_metric_call(raised)`` after each metric call, and ``on_lm_call(failed)`` with
+            ``on_lm_usage(input_tokens, output_tokens)`` (both or neither) after each LM call
+            (:class:`groundstate.eval.progress.TuneProgress` is one); called from worker threads.
+        quiet: hold DSPy's logs, prints and progress bars back while tuning (:func:`~groundstate.optimizers.quiet.
+            quiet_dspy`; DSPy's logging switch and the standard streams are restored afterwards).
 
     Raises:
         ConfigError: an unknown optimizer, no metric callable, a missing valset, a zero budget, empty data,
@@ -293,13 +241,17 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         flag = "--reflection-api-base" if reflection_lm is not None else "--api-base"
         reflection_lm = reflection_lm or dspy.settings.lm
         probe_lm(reflection_lm, "GEPA's reflection LM", flag)
-    metric_fn = CountingMetric(metric)
-    feedback = CountingMetric(gepa_feedback_metric(feedback_metric or getattr(metric, "feedback", None) or metric))
+    metric_fn = CountingMetric(metric, listener)
+    feedback = CountingMetric(gepa_feedback_metric(feedback_metric or getattr(metric, "feedback", None) or metric),
+                              listener)
     spec = getattr(metric, "spec", getattr(metric, "__name__", "custom"))
     counters = (metric_fn, feedback)
     started = time.perf_counter()
     before_hash = state_hash(program)
-    with meter_context() as meter:
+    phase = getattr(listener, "on_phase", lambda text: None)
+    with quiet_dspy(quiet), meter_context() as meter:
+        meter.listener = listener if hasattr(listener, "on_lm_call") and hasattr(listener, "on_lm_usage") else None
+        phase("scoring the starting program")
         scores = {"train": {"before": evaluate(program, trainset, metric_fn, threads, progress)}}
         if valset:
             scores["val"] = {"before": evaluate(program, valset, metric_fn, threads, progress)}
@@ -307,6 +259,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         student = program.deepcopy()
         at_start = _failure_counts(meter, counters)
         freeze = frozen_except(student, trainable)
+        phase("optimizing")
         try:
             optimized = _compile(optimizer, student, trainset, valset, metric_fn,
                                  feedback if optimizer == "gepa" else None, budget, reflection_lm, threads, seed)
@@ -321,6 +274,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         optimized = freeze.restore(optimized)
         _check_failed_share(meter, counters, optimizer, max_failed_share, "optimizing", since=at_start)
         _check_failed_share(meter, counters, optimizer, max_failed_share, "optimizing")
+        phase("scoring the optimized program")
         scores["train"]["after"] = evaluate(optimized, trainset, metric_fn, threads, progress)
         if valset:
             scores["val"]["after"] = evaluate(optimized, valset, metric_fn, threads, progress)
