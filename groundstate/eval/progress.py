@@ -85,7 +85,11 @@ class ProgressDisplay:
                 f"{_elapsed(time.monotonic() - self._started)} elapsed")
 
     def _columns(self) -> list:
-        from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415 (light --help)
+        from rich.progress import (  # noqa: PLC0415 (--help stays light)
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         return [TextColumn("{task.description}"), SpinnerColumn(), TimeElapsedColumn(),
                 TextColumn("{task.fields[counts]}")]
