@@ -155,9 +155,8 @@ class WorkerPool:
     def start(self, ray, slot: int) -> None:
         """(Re)start the actor of ``slot``; its node is asked for now and read when needed."""
         actor = ray.remote(concurrency_groups={PROGRESS_GROUP: 1})(RecordWorker).options(
-            max_concurrency=self.threads, num_cpus=self.num_cpus,
-                                                  max_restarts=0, max_task_retries=0,
-                                                  scheduling_strategy="SPREAD").remote()
+            max_concurrency=self.threads, num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
+            scheduling_strategy="SPREAD").remote()
         if slot < len(self.actors):
             self.actors[slot], self.nodes[slot] = actor, actor.node.remote()
         else:
