@@ -45,6 +45,7 @@ from groundstate.cli.options import (
     add_backend_options,
     add_data_option,
     add_lm_options,
+    add_progress_option,
     add_report_dir,
     add_run_options,
     add_shares,
@@ -99,6 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     config_options(p, controller=False)
     _lm_options(p)
     add_backend_options(p, "tasks")
+    add_progress_option(p)
     p.set_defaults(func=cmd_explore)
 
     p = cmds.add_parser("train", help="train the MLP controller on exploration data")
@@ -114,6 +116,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-reward-normalization", action="store_true",
                    help="fit raw rewards (the paper standardizes them)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the MLP's initialisation and shuffling (default 0)")
+    add_progress_option(p, help="accepted as in explore, calibrate and coverage, so a script can pass it to every "
+                                "step; training the MLP shows no progress display")
     p.set_defaults(func=cmd_train)
 
     p = cmds.add_parser("calibrate", help="round-wise conformal thresholds for one configuration")
@@ -126,6 +130,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     config_options(p)
     _lm_options(p)
     add_backend_options(p, "tasks")
+    add_progress_option(p)
     p.set_defaults(func=cmd_calibrate)
 
     def evaluation_options(p: argparse.ArgumentParser, baselines: bool = True) -> None:
@@ -171,6 +176,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     config_options(p)
     _lm_options(p)
     add_backend_options(p, "tasks")
+    add_progress_option(p)
     p.set_defaults(func=cmd_coverage)
 
     p = cmds.add_parser("routing", help="speaker-routing counterfactuals (Table 8): every speaker, same state/action")

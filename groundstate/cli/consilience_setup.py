@@ -32,11 +32,13 @@ def tasks_and_team(args: argparse.Namespace, path: str):
     return tasks, data, team, agents, lm
 
 
-def task_map(args: argparse.Namespace, controller: str | None = None):
+def task_map(args: argparse.Namespace, controller: str | None = None, label: str | None = None):
     """The ``map_fn`` of ``--backend``/``--threads`` for per-task episodes; Ray workers get LM specs only when an
-    agent or the controller (``llm...``) calls an LM."""
+    agent or the controller (``llm...``) calls an LM. Each map shows a progress display (tasks done, LM calls,
+    elapsed) named ``consilience <command>`` (or ``label``) unless ``--no-progress`` was given."""
     needs_lm = getattr(args, "agents", "lm") != "sim" or (controller or "").startswith("llm")
-    return backend_map(args, needs_lm=needs_lm, what="task")
+    label = label or f"consilience {getattr(args, 'consilience_command', None) or 'tasks'}"
+    return backend_map(args, needs_lm=needs_lm, what="task", progress=label)
 
 
 def write_json_out(path: str | None, value: Any) -> None:

@@ -7,6 +7,7 @@ experiment specs ``consilience-table6`` and ``consilience-table8`` (``groundstat
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from groundstate.cli.consilience_setup import (
@@ -53,11 +54,11 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     config = configuration_for(args, args.controller, controller, team)
     calibrator = load_calibrator(args.calibrator, config)
     policies = ("calibrated", "deployed") if args.policy == "both" else (args.policy,)
-    map_fn = task_map(args, args.controller)
     traces = {}
     for policy in policies:
         program = config.program(team, controller, calibrator=calibrator if policy == "deployed" else None,
                                  seed=args.seed)
+        map_fn = task_map(args, args.controller, label=f"consilience coverage ({policy} policy)")
         traces[policy] = map_fn(EpisodeTrace(program), tasks)
     report = coverage_report(calibrator, traces.get("calibrated", []), traces.get("deployed", []),
                              args.min_calibration)
@@ -71,8 +72,20 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         print("uncertified rounds (too few calibration trajectories reached them; every action admissible): "
               + ", ".join(map(str, report["uncertified_rounds"])))
     write_json_out(args.json_out, {**report, "provenance": about})
-    rows = [r for policy in policies for r in report[policy]]
-    return 0 if all(r["ok"] for r in rows if r["checked"]) else 1
+    below = [(policy, r) for policy in policies for r in report[policy] if r["checked"] and not r["ok"]]
+    if below:
+        print(below_target_line(below, report["target"]), file=sys.stderr)
+        return 1
+    return 0
+
+
+def below_target_line(below: list[tuple[str, dict[str, Any]]], target: float) -> str:
+    """The one line (on stderr, like every failure line) saying why ``coverage`` exits 1: each checked round below
+    target, with its policy, its measured coverage and the bound it missed (target - 3 SE)."""
+    rounds = "; ".join(f"round {r['round']} ({policy} policy) coverage {r['coverage']:.3f} < "
+                       f"{target - 3 * r['se']:.3f}" for policy, r in below)
+    return (f"groundstate: coverage below target in {len(below)} checked round(s) (target 1 - alpha = {target:.2f}, "
+            f"checked against target - 3 SE): {rounds}")
 
 
 def cmd_routing(args: argparse.Namespace) -> int:

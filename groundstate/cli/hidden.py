@@ -25,6 +25,7 @@ from groundstate.cli.options import (
     add_call_threads,
     add_data_option,
     add_lm_options,
+    add_progress_option,
     add_run_options,
     add_support_options,
     agent_settings,
@@ -226,6 +227,7 @@ def register_annotate(hidden_sub: argparse._SubParsersAction) -> None:
     add_call_threads(p, "task")
     add_allow_empty(p)
     add_lm_options(p)
+    add_progress_option(p, help="no progress counter (on a terminal, 'annotated N/M tasks' as tasks finish)")
     p.set_defaults(func=cmd_hidden_annotate)
 
 
@@ -238,7 +240,7 @@ def cmd_hidden_annotate(args: argparse.Namespace) -> int:
     out = args.out or support_path(args.data)
 
     def progress(done: int, total: int) -> None:
-        if sys.stderr.isatty():
+        if options.shows_progress(args) and sys.stderr.isatty():
             print(f"\rannotated {done}/{total} tasks", end="" if done < total else "\n", file=sys.stderr)
 
     data = annotate_tasks(tasks, args.data, SupportAnnotator(), lm, out=out, replace=args.replace,

@@ -10,16 +10,24 @@ from groundstate.cli.numbers import seed
 from groundstate.cli.options import (
     add_data_option,
     add_lm_options,
+    add_progress_option,
     add_report_dir,
     add_run_options,
     add_shares,
     context_for,
     run_settings,
+    shows_progress,
 )
 from groundstate.cli.output import report_failed_runs
 from groundstate.cli.run import RUN_OPTIONS
 from groundstate.cli.settings import add_settings, settings_from
-from groundstate.eval.reground.optimize import OptimizeSettings, optimize_task, read_optimized
+from groundstate.eval.reground.optimize import (
+    DATA_HELP,
+    VAL_DATA_HELP,
+    OptimizeSettings,
+    optimize_task,
+    read_optimized,
+)
 from groundstate.eval.reground.settings import EvaluationData
 from groundstate.eval.reground.tasks import OFFQUERY_TASKS
 from groundstate.eval.report import METRICS, write_report
@@ -45,13 +53,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Tunes PROGRAM on --data (choosing on --val-data) and saves program.json and "
                                    "manifest.json to --out. Programs: " + ", ".join(names))
     p.add_argument("program", help="the program to tune: " + ", ".join(names))
-    add_data_option(p, "training data (OffQuery file)")
-    add_data_option(p, "validation data (required by random-search, mipro and gepa)", required=False, flag="--val-data")
+    add_data_option(p, DATA_HELP)
+    add_data_option(p, VAL_DATA_HELP, required=False, flag="--val-data")
     p.add_argument("--out", required=True, help="directory for the optimized program")
     p.add_argument("--t2-truth", default=None, help=argparse.SUPPRESS)
     add_settings(p, OptimizeSettings, flags=OPTIMIZE_FLAGS,
                  overrides={"trainable": {"default": None}})
     add_lm_options(p)
+    add_progress_option(p, help="no progress line (phase, metric calls, LM calls and failed calls, elapsed: a live "
+                                "line on a terminal, otherwise a line on stderr every 30 s and at the end); DSPy's "
+                                "own logs and bars are shown only with -v")
     p.set_defaults(func=cmd_optimize)
 
     p = sub.add_parser("evaluate", help="score a saved program and its unoptimized version on held-out data",
@@ -79,7 +90,11 @@ def cmd_split(args: argparse.Namespace) -> int:
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
+    """``optimize``: tune, then save. Progress is one groundstate line (:class:`~groundstate.eval.progress.
+    TuneProgress`, from the first phase on, so a refusal before any work stays one line; ``--no-progress`` leaves
+    it out); DSPy's own INFO logs, prints and tqdm bars are held back unless ``-v`` is given."""
     from groundstate.eval.metric_spec import header_lines, scoring_description  # noqa: PLC0415 (--help stays light)
+    from groundstate.eval.progress import TuneProgress  # noqa: PLC0415 (--help stays light)
     from groundstate.optimizers.artifacts import save_program  # noqa: PLC0415 (--help stays light)
 
     settings = settings_from(OptimizeSettings, args, flags=OPTIMIZE_FLAGS)
@@ -92,7 +107,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         require_mlflow()
     context = context_for(args)
     context.lm_pair()  # the LMs are built (and checked) before any data is read, as before
-    result, manifest, metric = optimize_task(settings, context)
+    with TuneProgress(f"optimize {settings.program} ({settings.optimizer})", enabled=shows_progress(args)) as shown:
+        result, manifest, metric = optimize_task(settings, context, listener=shown,
+                                                 quiet=not getattr(args, "verbose", 0))
     save_program(result.program, args.out, **manifest)
     if settings.mlflow:
         from groundstate.eval.mlflow_log import log_optimization  # noqa: PLC0415 (--help stays light)

@@ -14,6 +14,10 @@
 - ``--seed N``: the seed of everything random the command itself does, default 0; ``--synthetic-seed N``: the
   generator seed of ``--data synthetic``.
 - ``--<share>-share X``: the share of a split (``split --train-share``, ``consilience split --test-share``).
+- ``--no-progress``: no progress display, in every command that shows one (the runs, ``optimize``, the
+  ``consilience`` steps); ``-v`` keeps the logs and bars of the libraries underneath (``optimize``: DSPy's).
+- ``--judge-lm JUDGE``: the T2 judge of the OffQuery commands, one metric spec with one default and one help
+  (:mod:`groundstate.eval.metric_spec`); ``evaluate`` defaults to the program's own judge.
 
 A command group's module adds its own options and calls these for the shared ones, so every command spells
 and documents them the same way; :func:`lm_config_from_args` and :func:`configure_lms` turn the LM options into
@@ -115,9 +119,7 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
                         help="fail (exit 1, keeping results) once the share of failed records (program error or a "
                              "metric not measured) exceeds X (0-1; default 0.5); a run where every record failed "
                              "exits 1 whatever X is")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress display (a bar on a terminal; otherwise a line on stderr every 30 s, "
-                             "GROUNDSTATE_PROGRESS_INTERVAL seconds if set, and at the end)")
+    add_progress_option(parser)
     add_backend_options(parser)
     add_spend_options(parser)
 
@@ -133,6 +135,22 @@ def add_spend_options(parser: argparse.ArgumentParser) -> None:
     """``--max-cost USD`` (:mod:`groundstate.eval.cost_cap`) and ``--mlflow`` (:mod:`groundstate.eval.mlflow_log`)."""
     parser.add_argument("--max-cost", type=positive, default=None, metavar="USD", help=MAX_COST_HELP)
     parser.add_argument("--mlflow", action="store_true", help=MLFLOW_HELP)
+
+
+PROGRESS_HELP = ("no progress display (a bar on a terminal; otherwise a line on stderr every 30 s, "
+                 "GROUNDSTATE_PROGRESS_INTERVAL seconds if set, and at the end)")
+"""The help of ``--no-progress``, the same in every command that has it."""
+
+
+def add_progress_option(parser: argparse.ArgumentParser, help: str = PROGRESS_HELP) -> None:
+    """``--no-progress``: no progress display (dest ``no_progress``). Every command that shows progress takes it
+    (part of :func:`add_execution_options`; alone for ``optimize`` and the ``consilience`` steps)."""
+    parser.add_argument("--no-progress", action="store_true", help=help)
+
+
+def shows_progress(args: argparse.Namespace) -> bool:
+    """Whether the command shows its progress display: it has ``--no-progress`` and it was not given."""
+    return not getattr(args, "no_progress", True)
 
 
 def add_runs_dir(parser: argparse.ArgumentParser, default: str | None = "runs",
@@ -238,7 +256,7 @@ def run_settings(args: argparse.Namespace, out: Any = None):
                        threads=getattr(args, "threads", 1), call_threads=getattr(args, "call_threads", CALL_THREADS),
                        limit=getattr(args, "limit", None), shard=getattr(args, "shard", None),
                        max_error_rate=getattr(args, "max_error_rate", DEFAULT_MAX_ERROR_RATE),
-                       progress=not getattr(args, "no_progress", True), max_cost=getattr(args, "max_cost", None),
+                       progress=shows_progress(args), max_cost=getattr(args, "max_cost", None),
                        mlflow=getattr(args, "mlflow", False), **backend_settings(args))
 
 
@@ -252,16 +270,18 @@ def backend_settings(args: argparse.Namespace) -> dict[str, Any]:
             "lm_spec": lm_spec}
 
 
-def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "task"):
+def backend_map(args: argparse.Namespace, needs_lm: bool = True, what: str = "task", progress: str | None = None):
     """The ``map_fn(fn, items)`` of the backend options (:func:`groundstate.eval.task_map.backend_map`);
-    ``needs_lm=False`` (simulated agents) ships no LM specs, so Ray workers build no LM."""
+    ``needs_lm=False`` (simulated agents) ships no LM specs, so Ray workers build no LM. With ``progress`` (the
+    display's description) each map shows its progress unless ``--no-progress`` was given."""
     from groundstate.eval.task_map import backend_map as make  # noqa: PLC0415 (--help stays light)
 
     fields = backend_settings(args)
     if not needs_lm:
         fields["lm_spec"] = None
     settings = RunSettings(out=None, threads=getattr(args, "threads", 1), **fields)
-    return make(settings.backend, settings.threads, settings.ray_options(), what)
+    return make(settings.backend, settings.threads, settings.ray_options(), what,
+                progress=progress if shows_progress(args) else None)
 
 
 class _GivenAgents(argparse.Action):

@@ -1,7 +1,7 @@
 """Running a durable run's records on Ray worker actors (``--backend ray``); the driver stays the single writer.
 
 :class:`~groundstate.eval.runner.Runner` hands this module two callables: ``run_record(record, overrides,
-failed)`` (the row of one record, built on a worker exactly as the threads backend builds it, token and call
+failed, listener)`` (the row of one record, built on a worker exactly as the threads backend builds it, token and call
 counts included) and ``error_row(record, error, failed)`` (the row of a record whose worker died).
 :func:`execute_on_ray` sends records to long-lived threaded actors (:mod:`groundstate.eval.ray_workers`: one per
 worker process, ``--ray-workers``, each running ``--threads`` records at once), keeps ``workers x threads``
@@ -21,6 +21,12 @@ them, so every durability promise of the threads backend holds unchanged.
   actor takes the slot for the remaining records, and a resume retries the failed ones like any failed record.
 - **``--max-inflight N``** bounds concurrent requests per LM across the cluster with one named semaphore actor
   per (key-free LM spec, N) (:func:`inflight_limit`); its cost is two small actor calls per LM call.
+- **Live LM calls.** Given a ``listener`` (the progress display), each worker tallies the LM calls, failed calls
+  and tokens of this execution's records as they happen (:class:`~groundstate.eval.ray_workers.CallTally`), and
+  the driver sums the workers' tallies about once a second (:data:`POLL_SECONDS`) and once at the end into
+  ``listener.on_worker_totals(calls, failed, tokens)``: a progress line shows the calls of records still running,
+  not 0 until they return. A poll is one small actor call per worker in the actors' own concurrency group, so it
+  never waits behind records; a worker that does not answer within :data:`POLL_TIMEOUT_S` keeps its last totals.
 - The actors are kept for the driver's later runs on the same cluster (``compare`` runs several programs).
 - Ray is imported lazily; without it, or with an unreachable ``--ray-address``, :class:`ConfigError` says what
   is wrong and how to fix it (exit 2).
@@ -34,6 +40,8 @@ import logging
 import os
 import re
 import socket
+import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +49,7 @@ from typing import Any
 import cloudpickle
 
 from groundstate.errors import ConfigError, LMSetupError, scrub_secrets
-from groundstate.eval.ray_workers import LIMIT_NAMESPACE, InflightLimit, RecordWorker, WorkerJob
+from groundstate.eval.ray_workers import LIMIT_NAMESPACE, PROGRESS_GROUP, InflightLimit, RecordWorker, WorkerJob
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +58,9 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD", re.IGNORECASE)
 MIN_SECRET_LENGTH = 8
 CONNECT_TIMEOUT_S = 5.0
 DEFAULT_RAY_PORT = 6379
+POLL_SECONDS = 1.0
+"""How often the driver reads the workers' LM-call tallies while records run (only with a progress listener)."""
+POLL_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -143,9 +154,9 @@ class WorkerPool:
 
     def start(self, ray, slot: int) -> None:
         """(Re)start the actor of ``slot``; its node is asked for now and read when needed."""
-        actor = ray.remote(RecordWorker).options(max_concurrency=self.threads, num_cpus=self.num_cpus,
-                                                  max_restarts=0, max_task_retries=0,
-                                                  scheduling_strategy="SPREAD").remote()
+        actor = ray.remote(concurrency_groups={PROGRESS_GROUP: 1})(RecordWorker).options(
+            max_concurrency=self.threads, num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
+            scheduling_strategy="SPREAD").remote()
         if slot < len(self.actors):
             self.actors[slot], self.nodes[slot] = actor, actor.node.remote()
         else:
@@ -184,11 +195,45 @@ def inflight_limit(ray, name_key: str, n: int):
                                              num_cpus=0, max_concurrency=10_000).remote(n)
 
 
-def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
+class WorkerTotals:
+    """The driver's view of the workers' tallies of one execution: each actor's last answer, summed (an actor
+    that died or was replaced keeps the totals it last reported, so the sum never goes back)."""
+
+    def __init__(self, key: str):
+        self.key = key
+        self.last: dict[int, tuple[Any, tuple[int, int, int]]] = {}  # id(actor) -> (actor, its totals)
+
+    def poll(self, ray, actors: Sequence[Any]) -> tuple[int, int, int]:
+        """Ask every actor for its tally (waiting at most :data:`POLL_TIMEOUT_S`); the sums over all actors."""
+        asked = {}
+        for actor in actors:
+            try:
+                asked[actor.tally.options(concurrency_group=PROGRESS_GROUP).remote(self.key)] = actor
+            except Exception:  # a dead actor's handle: its last totals stand
+                continue
+        ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=POLL_TIMEOUT_S) if asked else ([], [])
+        for ref in ready:
+            try:
+                self.last[id(asked[ref])] = (asked[ref], tuple(int(x) for x in ray.get(ref)))
+            except Exception:  # the actor died meanwhile
+                continue
+        return tuple(sum(totals[i] for _, totals in self.last.values()) for i in range(3))
+
+    def forget(self, actors: Sequence[Any]) -> None:
+        """Tell the actors to drop this execution's tallies (best effort, not waited for)."""
+        for actor in actors:
+            try:
+                actor.forget.options(concurrency_group=PROGRESS_GROUP).remote(self.key)
+            except Exception:  # a dead actor has nothing to drop
+                continue
+
+
+def execute_on_ray(run_record: Callable[[Any, dict, dict, Any], dict[str, Any]],
                    error_row: Callable[[Any, str, dict], dict[str, Any]], todo: Sequence[Any],
                    failed: dict[str, dict[str, Any]], record_id: Callable[[Any], str], options: RayOptions,
-                   threads: int) -> Iterator[dict[str, Any]]:
-    """Yield the rows of ``todo`` as they finish on the worker actors (see the module docstring)."""
+                   threads: int, listener: Any = None) -> Iterator[dict[str, Any]]:
+    """Yield the rows of ``todo`` as they finish on the worker actors (see the module docstring); ``listener``
+    (an object with ``on_worker_totals(calls, failed, tokens)``) hears the workers' live LM-call totals."""
     ray = connect(options.address)
 
     job_blob = cloudpickle.dumps(WorkerJob(run_record, options.lm_spec, options.worker_setup))
@@ -209,6 +254,9 @@ def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
     queue = list(reversed(list(records)))
     pending: dict[Any, tuple[str, int, Any]] = {}
     load = [0] * workers
+    totals = WorkerTotals(uuid.uuid4().hex) if listener is not None else None
+    key = totals.key if totals is not None else None
+    next_poll = time.monotonic() + POLL_SECONDS
     try:
         while queue or pending:
             for slot in range(workers):
@@ -217,14 +265,20 @@ def execute_on_ray(run_record: Callable[[Any, dict, dict], dict[str, Any]],
                     blob = cloudpickle.dumps((records[rid], {rid: failed[rid]} if rid in failed else {}))
                     check_payload(blob, f"record {rid}", secrets)
                     actor = pool.actors[slot]
-                    pending[actor.run.remote(job_id, job, blob)] = (rid, slot, actor)
+                    pending[actor.run.remote(job_id, job, blob, key)] = (rid, slot, actor)
                     load[slot] += 1
-            finished, _ = ray.wait(list(pending), num_returns=1)
+            finished, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_SECONDS if totals else None)
+            last = not queue and len(finished) == len(pending)  # the last records are back: poll once more
+            if totals is not None and (last or time.monotonic() >= next_poll):
+                listener.on_worker_totals(*totals.poll(ray, pool.actors))
+                next_poll = time.monotonic() + POLL_SECONDS
             for ref in finished:
                 rid, slot, actor = pending.pop(ref)
                 load[slot] -= 1
                 yield task_row(ray, ref, rid, records[rid], failed, pool, slot, actor, error_row)
     finally:
+        if totals is not None:
+            totals.forget(pool.actors)
         for ref in pending:
             try:
                 ray.cancel(ref)

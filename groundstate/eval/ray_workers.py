@@ -10,6 +10,10 @@
   so every worker of the cluster shares it; :func:`bound_lm` makes an LM acquire it around each call
   (``--max-inflight``). Cost: two small actor calls per LM call (about 1-2 ms on one machine; measured in
   ``bench/ray_scaling.py``), paid only when ``--max-inflight`` is given.
+- :class:`CallTally` is the meter listener of the records a worker runs for one execution (``tally_key``): their
+  LM calls, failed calls and tokens so far, which the driver reads with :meth:`RecordWorker.tally` (a method of
+  its own concurrency group, :data:`PROGRESS_GROUP`, so it answers while every record thread is busy) to show
+  live LM calls in the progress display.
 """
 
 from __future__ import annotations
@@ -29,13 +33,15 @@ from groundstate.lm.specs import default_adapter
 
 LIMIT_NAMESPACE = "groundstate"
 """Ray namespace of the in-flight limits, so runs of several drivers on one cluster share a bound."""
+PROGRESS_GROUP = "progress"
+"""The record actor's concurrency group of :meth:`RecordWorker.tally` and :meth:`RecordWorker.forget`."""
 
 
 @dataclass
 class WorkerJob:
     """What every record of one run shares: the record function and how to build the worker's LMs."""
 
-    run_record: Callable[[Any, dict, dict], dict[str, Any]]
+    run_record: Callable[[Any, dict, dict, Any], dict[str, Any]]  # (record, overrides, failed, listener)
     lm_spec: dict[str, Any] | None
     worker_setup: Callable[[], dict[str, Any]] | None
 
@@ -113,11 +119,36 @@ def node_label() -> str:
     return f"{ray.util.get_node_ip_address()} (node {ray.get_runtime_context().get_node_id()[:12]})"
 
 
+class CallTally:
+    """Running totals of LM calls, failed calls and tokens (a thread-safe :class:`~groundstate.metering.Meter`
+    listener shared by the records of one execution on one worker)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.calls = self.failed = self.tokens = 0
+
+    def on_lm_call(self, failed: bool) -> None:
+        with self.lock:
+            self.calls += 1
+            self.failed += bool(failed)
+
+    def on_lm_usage(self, input_tokens: int, output_tokens: int) -> None:
+        with self.lock:
+            self.tokens += int(input_tokens) + int(output_tokens)
+
+    def totals(self) -> tuple[int, int, int]:
+        """``(calls, failed calls, tokens)`` so far."""
+        with self.lock:
+            return self.calls, self.failed, self.tokens
+
+
 class RecordWorker:
-    """A threaded Ray actor that runs records of any number of jobs (each loaded once)."""
+    """A threaded Ray actor that runs records of any number of jobs (each loaded once). Create it with
+    ``ray.remote(concurrency_groups={PROGRESS_GROUP: 1})`` so :meth:`tally` is answered beside busy records."""
 
     def __init__(self):
         self.jobs: dict[str, tuple[WorkerJob, dict[str, Any], Any]] = {}
+        self.tallies: dict[str, CallTally] = {}
         self.lock = threading.Lock()
         self.node_name = node_label()
 
@@ -144,11 +175,29 @@ class RecordWorker:
                 self.jobs[job_id] = (loaded, values, unavailable)
             return self.jobs[job_id]
 
-    def run(self, job_id: str, job: list, record_blob: bytes) -> dict[str, Any]:
-        """One record's row, or ``{"setup_error": ...}`` if it needed an LM this worker cannot build."""
+    def tally_of(self, key: str) -> CallTally:
+        with self.lock:
+            return self.tallies.setdefault(key, CallTally())
+
+    def tally(self, key: str) -> tuple[int, int, int]:
+        """``(LM calls, failed calls, tokens)`` of the records of execution ``key`` on this worker so far (finished
+        and running ones); zeros before its first record."""
+        with self.lock:
+            tally = self.tallies.get(key)
+        return tally.totals() if tally is not None else (0, 0, 0)
+
+    def forget(self, key: str) -> None:
+        """Drop the totals of execution ``key`` (it ended)."""
+        with self.lock:
+            self.tallies.pop(key, None)
+
+    def run(self, job_id: str, job: list, record_blob: bytes, tally_key: str | None = None) -> dict[str, Any]:
+        """One record's row, or ``{"setup_error": ...}`` if it needed an LM this worker cannot build; with
+        ``tally_key``, its LM calls are added to that execution's :class:`CallTally` as they finish."""
         loaded, values, unavailable = self.load(job_id, job)
         record, failed = cloudpickle.loads(record_blob)
-        row = loaded.run_record(record, values, failed)
+        listener = self.tally_of(tally_key) if tally_key is not None else None
+        row = loaded.run_record(record, values, failed, listener)
         if unavailable is not None and unavailable.called:
             return {"setup_error": f"{unavailable.reason} (on Ray node {self.node_name})"}
         return row

@@ -277,13 +277,15 @@ class Runner:
         return f"failed: {share}" if at_end else f"stopped: {share} after {n} records"
 
     def _execute(self, todo: list[Any], failed: dict[str, dict[str, Any]], listener: Any = None):
-        """Yield rows as records finish (``listener`` hears each LM call); stop when the consumer stops."""
+        """Yield rows as records finish (``listener`` hears each LM call, or on Ray the workers' running totals when
+        the progress display is on); stop when the consumer stops."""
         if self.ray is not None:
             worker = Runner(self.program, {}, inputs=self.inputs, scorer=self.scorer, outputs=self.outputs,
                             lm=self.lm, adapter=self.adapter, labels=self.labels)
             cap = self.cost_cap
             for row in execute_on_ray(worker.run_record, worker.error_row, todo if cap is None or not cap.reached()
-                                      else [], failed, record_id, self.ray, self.threads):
+                                      else [], failed, record_id, self.ray, self.threads,
+                                      listener=listener if self.progress else None):
                 yield row
                 if cap is not None and (cap.settle_row(row) or cap.reached()):
                     return  # the records still in flight are cancelled; a resume runs them

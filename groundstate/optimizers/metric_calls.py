@@ -1,6 +1,5 @@
-"""The metric as an optimizer calls it: counted (:class:`CountingMetric`, for ``tune``'s failed-call share) and, for
-GEPA, in its feedback signature (:func:`gepa_feedback_metric`). Used by :func:`groundstate.optimizers.tune.tune`,
-which re-exports these names."""
+"""Metric wrappers ``tune`` calls the optimizers with: counting every call (:class:`CountingMetric`, which also
+tells a progress listener) and adapting any metric to GEPA's feedback signature (:func:`gepa_feedback_metric`)."""
 
 from __future__ import annotations
 
@@ -14,10 +13,13 @@ import dspy
 
 class CountingMetric:
     """A metric wrapper that counts its calls and the ones that raised (the failed share is computed with the
-    meter's failed LM calls: a failed LM call ends its program call, so the metric is never called for it)."""
+    meter's failed LM calls: a failed LM call ends its program call, so the metric is never called for it), and
+    tells ``listener`` (an object with ``on_metric_call(raised: bool)``, e.g. a progress display) of each call
+    as it ends."""
 
-    def __init__(self, metric: Callable):
+    def __init__(self, metric: Callable, listener: Any = None):
         self.metric = metric
+        self.listener = listener if hasattr(listener, "on_metric_call") else None
         self.calls = 0
         self.raised = 0
         self.first_error: str | None = None
@@ -30,13 +32,18 @@ class CountingMetric:
         with self.lock:
             self.calls += 1
         try:
-            return self.metric(*args, **kwargs)
+            value = self.metric(*args, **kwargs)
         except Exception as exc:
             with self.lock:
                 self.raised += 1
                 if self.first_error is None:
                     self.first_error = f"the metric raised {type(exc).__name__}: {exc}"
+            if self.listener is not None:
+                self.listener.on_metric_call(True)
             raise
+        if self.listener is not None:
+            self.listener.on_metric_call(False)
+        return value
 
 
 def accepts_gepa_arguments(metric: Callable) -> bool:

@@ -32,6 +32,9 @@ that gives up on the refused calls, leaves nothing to save (:class:`~groundstate
 an optimizer that returns a program keeps what it did before the cap (its choice rests on the calls made before
 it), returned with :attr:`TuneResult.stopped_reason` set and no score after (measuring one would spend past the
 cap).
+A ``listener`` hears the phases, the metric calls and the LM calls as they happen (``groundstate optimize`` shows
+them as one progress line, :class:`groundstate.eval.progress.TuneProgress`), and ``quiet=True`` holds DSPy's own
+logs, prints and tqdm bars back meanwhile (:mod:`groundstate.optimizers.quiet`).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from groundstate.metering import cap_meter, check_priced, meter_context, model_n
 from groundstate.optimizers.metric_calls import CountingMetric as CountingMetric
 from groundstate.optimizers.metric_calls import accepts_gepa_arguments as accepts_gepa_arguments
 from groundstate.optimizers.metric_calls import gepa_feedback_metric as gepa_feedback_metric
+from groundstate.optimizers.quiet import quiet_dspy
 from groundstate.optimizers.targets import frozen_except, trainable_names
 
 logger = logging.getLogger(__name__)
@@ -188,7 +192,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
          optimizer: str = "bootstrap", budget: Budget | None = None, trainable: Sequence[str] | None = None,
          reflection_lm: Any = None, feedback_metric: Callable | None = None, threads: int = 1, seed: int = 0,
          progress: bool = True, max_failed_share: float = MAX_FAILED_SHARE,
-         max_cost: float | None = None) -> TuneResult:
+         max_cost: float | None = None, listener: Any = None, quiet: bool = False) -> TuneResult:
     """Optimize ``program`` on ``trainset`` (choosing on ``valset``) and report scores before and after.
 
     Args:
@@ -210,6 +214,13 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
             "before" scores, after the optimizer, on the optimizer's own calls alone, and at the end); 1.0 stops
             only when every call failed.
         max_cost: stop once the priced spend reaches this many dollars (``None``: no cap; module docstring).
+        listener: told of the work as it happens (each method optional): ``on_phase(text)`` when tuning moves on
+            (``scoring the starting program``, ``optimizing``, ``scoring the optimized program``),
+            ``on_metric_call(raised)`` after each metric call, and ``on_lm_call(failed)`` with
+            ``on_lm_usage(input_tokens, output_tokens)`` (both or neither) after each LM call
+            (:class:`groundstate.eval.progress.TuneProgress` is one); called from worker threads.
+        quiet: hold DSPy's logs, prints and progress bars back while tuning (:func:`~groundstate.optimizers.quiet.
+            quiet_dspy`; DSPy's logging switch and the standard streams are restored afterwards).
 
     Raises:
         ConfigError: an unknown optimizer, no metric callable, a missing valset, a zero budget, empty data,
@@ -246,14 +257,18 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         flag = "--reflection-api-base" if reflection_lm is not None else "--api-base"
         reflection_lm = reflection_lm or dspy.settings.lm
         probe_lm(reflection_lm, "GEPA's reflection LM", flag)
-    metric_fn = CountingMetric(metric)
-    feedback = CountingMetric(gepa_feedback_metric(feedback_metric or getattr(metric, "feedback", None) or metric))
+    metric_fn = CountingMetric(metric, listener)
+    feedback = CountingMetric(gepa_feedback_metric(feedback_metric or getattr(metric, "feedback", None) or metric),
+                              listener)
     spec = getattr(metric, "spec", getattr(metric, "__name__", "custom"))
     counters = (metric_fn, feedback)
     started = time.perf_counter()
     before_hash = state_hash(program)
     stopped = None
-    with meter_context(cap_meter(new_meter(), max_cost)) as meter:
+    phase = getattr(listener, "on_phase", lambda text: None)
+    with quiet_dspy(quiet), meter_context(cap_meter(new_meter(), max_cost)) as meter:
+        meter.listener = listener if hasattr(listener, "on_lm_call") and hasattr(listener, "on_lm_usage") else None
+        phase("scoring the starting program")
         scores = {"train": {"before": evaluate(program, trainset, metric_fn, threads, progress)}}
         if valset:
             scores["val"] = {"before": evaluate(program, valset, metric_fn, threads, progress)}
@@ -262,6 +277,7 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
         student = program.deepcopy()
         at_start = _failure_counts(meter, counters)
         freeze = frozen_except(student, trainable)
+        phase("optimizing")
         try:
             optimized = _compile(optimizer, student, trainset, valset, metric_fn,
                                  feedback if optimizer == "gepa" else None, budget, reflection_lm, threads, seed)
@@ -281,6 +297,8 @@ def tune(program: Any, trainset: Sequence[Any], valset: Sequence[Any] | None = N
             stopped = (f"stopped at the cost cap while optimizing with '{optimizer}': ${meter.spent_usd:.3g} spent, "
                        f"--max-cost ${max_cost:.3g}; the program keeps what the optimizer chose from the calls made "
                        "before the cap, and its scores after were not measured")
+        else:
+            phase("scoring the optimized program")
         for split, examples in (("train", trainset), ("val", valset)):
             if examples:
                 scores[split]["after"] = None if stopped else evaluate(optimized, examples, metric_fn, threads,

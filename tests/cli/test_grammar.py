@@ -299,3 +299,84 @@ def test_in_range_numbers_parse_to_their_values():
     assert (args.alpha, args.max_rounds, args.seed) == (0.05, 3, 7)
     args = build_parser().parse_args(["run", "reground", "--n", "2", "--max-candidates", "1", "--limit", "0"])
     assert (args.n, args.max_candidates, args.limit) == (2, 1, 0)
+
+
+# -- the grammar's gaps (issue 26, item 6); behaviour in tests/cli/test_grammar_gaps.py ----------------------------
+#: Commands that show progress without a --backend option (every command with --backend shows it).
+SHOWS_PROGRESS = {("optimize",), ("hidden", "annotate"), ("consilience", "train")}
+
+
+def leaf_commands():
+    """``(path, parser)`` of every command (no command groups)."""
+    for path, parser in leaf_parsers(build_parser()):
+        if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+            yield path, parser
+
+
+def test_every_command_that_shows_progress_takes_no_progress():
+    """``--no-progress`` wherever progress is shown (every command with --backend, optimize, hidden annotate and
+    consilience train, so a script can pass it to every consilience step), one flag with one dest; with the shared
+    help wherever a command has no reason to say more."""
+    from groundstate.cli.options import PROGRESS_HELP
+
+    missing, seen = [], set()
+    for path, parser in leaf_commands():
+        if option(parser, "--backend") is None and path not in SHOWS_PROGRESS:
+            continue
+        seen.add(path)
+        action = option(parser, "--no-progress")
+        if action is None:
+            missing.append(" ".join(path))
+            continue
+        assert action.dest == "no_progress" and action.nargs == 0 and action.default is False, path
+        assert "progress" in action.help, path
+        if path not in SHOWS_PROGRESS:
+            assert action.help == PROGRESS_HELP, path
+    assert not missing, "commands that show progress without --no-progress:\n" + "\n".join(missing)
+    assert {("consilience", step) for step in ("explore", "train", "calibrate", "coverage")} <= seen
+
+
+@pytest.mark.parametrize("step", ["explore", "train", "calibrate", "coverage"])
+def test_every_consilience_step_accepts_no_progress(step):
+    extra = {"explore": ["--out", "x.jsonl"], "train": ["--out", "m"], "calibrate": ["--out", "cal"],
+             "coverage": ["--calibrator", "cal"]}[step]
+    args = build_parser().parse_args(["consilience", step, "--data", "t.jsonl", *extra, "--no-progress"])
+    assert args.no_progress is True
+
+
+#: The OffQuery commands: their --judge-lm is the T2 judge of the one metric spec.
+OFFQUERY_JUDGED = {("run", name) for name in ("reground", "oracle", "standard", "voting", "robin", "manager",
+                                              "instructor", "self-reflect", "confidence")} | {("compare",),
+                                                                                              ("optimize",)}
+
+
+def test_judge_lm_has_one_default_and_one_help_across_commands():
+    """The OffQuery commands share MetricSpec's judge: the same default and help (optimize adds where it is recorded);
+    evaluate alone defaults to the program's own judge. DHD's --judge-lm (the answer judge) agrees across DHD."""
+    from groundstate.eval.metric_spec import JUDGE_HELP, JUDGE_MEANING, MetricSpec
+
+    judged = {path: option(parser, "--judge-lm") for path, parser in leaf_commands()
+              if option(parser, "--judge-lm") is not None}
+    offquery = {path for path, action in judged.items() if action.help.startswith(JUDGE_MEANING)}
+    assert offquery == OFFQUERY_JUDGED | {("evaluate",)}
+    for path in OFFQUERY_JUDGED:
+        action = judged[path]
+        assert action.default == MetricSpec().judge == "lexical", path
+        assert action.help.startswith(JUDGE_HELP) and action.metavar == "JUDGE", path
+    assert {judged[p].help for p in OFFQUERY_JUDGED - {("optimize",)}} == {JUDGE_HELP}
+    evaluate = judged[("evaluate",)]
+    assert evaluate.default is None and "optimized with" in evaluate.help and evaluate.metavar == "JUDGE"
+    dhd = {path: judged[path] for path in judged if path[0] == "dhd"}
+    assert set(dhd) == {("dhd", "generate"), ("dhd", "replay"), ("dhd", "mask")}
+    assert len({(a.default, a.help) for a in dhd.values()}) == 1
+
+
+@pytest.mark.parametrize("path", [("run", "reground"), ("compare",), ("evaluate",), ("optimize",)])
+def test_every_offquery_data_option_names_synthetic(path):
+    """``--data synthetic`` means the same in every command that reads OffQuery data, and each says so."""
+    parser = command(path)
+    assert "'synthetic'" in option(parser, "--data").help, path
+    for flag in ("--domain", "--variant", "--n", "--synthetic-seed"):
+        assert option(parser, flag) is not None, (path, flag)
+    if path == ("optimize",):
+        assert "'synthetic'" in option(parser, "--val-data").help

@@ -118,3 +118,47 @@ def test_runs_list_states_complete_running_and_killed(tmp_path, monkeypatch, cap
     (running.run_dir / "summary.json").unlink()  # a run killed before this version wrote any summary
     states = {run["config"]["data"]: run for run in list_runs(tmp_path / "runs")}
     assert states["running"]["state"] == "killed"
+
+
+def test_ray_workers_running_totals_show_before_records_return_and_are_not_added_twice():
+    stream = io.StringIO()
+    with RunProgress("ray", total=3, done=1, enabled=True, tokens=100, interval=3600, stream=stream) as bar:
+        assert "1/3 records, 0 LM calls, 100 tokens" in bar.line()
+        bar.on_worker_totals(5, 1, 70)  # calls of records still running on the workers (a resumed run: +100 tokens)
+        assert "1/3 records, 5 LM calls, 170 tokens, 0 errors" in bar.line()
+        bar.advance(False, tokens=30, calls=2)  # the first record back reports its own calls: already counted
+        assert "2/3 records, 5 LM calls, 170 tokens" in bar.line()
+        bar.on_worker_totals(7, 1, 105)
+        bar.advance(True, tokens=35, calls=2)
+    assert stream.getvalue().splitlines()[-1].startswith("[groundstate] ray: 3/3 records, 7 LM calls, 205 tokens, "
+                                                         "1 errors, ")
+
+
+def test_records_of_a_dead_worker_still_count_when_its_totals_are_gone():
+    bar = RunProgress("ray", total=2, done=0, enabled=False)
+    bar.on_worker_totals(2, 0, 30)
+    bar.advance(False, tokens=30, calls=2)
+    bar.advance(False, tokens=45, calls=3)  # a record whose worker's tally was never read
+    assert "2/2 records, 5 LM calls, 75 tokens" in bar.line()
+
+
+def test_the_tune_progress_line_starts_with_the_first_phase():
+    from groundstate.eval.progress import TuneProgress
+
+    stream = io.StringIO()
+    with TuneProgress("optimize oracle (bootstrap)", enabled=True, interval=3600, stream=stream) as shown:
+        shown.on_metric_call(False)  # before any phase (a refusal would come here): nothing is shown
+    assert stream.getvalue() == ""
+    with TuneProgress("optimize oracle (bootstrap)", enabled=True, interval=3600, stream=stream) as shown:
+        shown.on_phase("optimizing")
+        for failed in (False, True, False):
+            shown.on_lm_call(failed)
+        shown.on_lm_usage(10, 5)
+        shown.on_metric_call(False)
+        shown.on_metric_call(True)
+    line = stream.getvalue().splitlines()[-1]
+    assert line.startswith("[groundstate] optimize oracle (bootstrap): optimizing, 2 metric calls (1 raised), 3 LM "
+                           "calls (1 failed), 15 tokens, ") and line.endswith(" elapsed")
+    with TuneProgress("off", enabled=False, stream=stream) as shown:
+        shown.on_phase("optimizing")
+    assert "off" not in stream.getvalue()

@@ -335,3 +335,48 @@ def test_sigkill_of_the_driver_then_resume_on_ray_runs_every_record_exactly_once
     lines = [row["id"] for row in read_results(results)]
     assert Counter(lines) == Counter(r["id"] for r in records)  # every record exactly once
     assert again.summary["n_done"] == n and again.summary["n_error"] == 0
+
+
+class CallsThenWaits(QuestionAnswering):
+    """Three LM calls, then a wait (120 s at most) for the marker the driver writes once its progress display has
+    seen those calls, so they are seen while the record is still running on its worker."""
+
+    def __init__(self, marker: str):
+        super().__init__()
+        self.marker = marker
+
+    def forward(self, question):
+        import time
+
+        for _ in range(3):
+            prediction = super().forward(question=question)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(self.marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return prediction
+
+
+def test_progress_shows_the_lm_calls_of_a_record_still_running_on_a_worker(tmp_path, monkeypatch):
+    """Issue 26, item 6: under Ray the progress showed "0 LM calls" until records returned."""
+    from groundstate.eval.progress import RunProgress
+
+    marker, seen, bars = tmp_path / "seen", [], []
+
+    class Watching(RunProgress):
+        def on_worker_totals(self, calls, failed, tokens):
+            super().on_worker_totals(calls, failed, tokens)
+            seen.append((self.done, calls, failed, tokens))
+            if calls >= 3:
+                marker.write_text("seen")
+
+    def watching(self, description, total, done, tokens=0):
+        bars.append(Watching(description, total, done, enabled=self.progress, tokens=tokens))
+        return bars[-1]
+
+    monkeypatch.setattr(Runner, "_progress", watching)
+    runner = ray_runner(tmp_path, CallsThenWaits(str(marker)))
+    runner.progress = True
+    result = runner.run(qa_records(1))
+    assert result.summary["n_error"] == 0 and result.row("r000")["lm_calls"] == 3
+    assert (0, 3, 0, 45) in seen  # the worker's three calls, before its record came back
+    assert "1/1 records, 3 LM calls, 45 tokens, 0 errors" in bars[-1].line()  # counted once, not once per source

@@ -134,3 +134,28 @@ def test_dhd_replay_on_ray_gives_the_same_pairs_as_threads(tmp_path, monkeypatch
     assert len(pairs(threads)) == 4 * 2 * (2 + 3)
     assert pairs(on_ray) == pairs(threads)
     dspy.cache.reset_memory_cache()
+
+
+def qa_setup():
+    from tests.helpers import echo_number_lm
+
+    return {"lm": echo_number_lm(), "adapter": dspy.JSONAdapter()}
+
+
+def ask(x):
+    from groundstate.programs.qa import QuestionAnswering
+
+    return QuestionAnswering()(question=f"question number {x}").answer
+
+
+def test_a_task_map_shows_the_same_lm_calls_on_ray_as_on_threads(capsys):
+    """The task maps of consilience explore/calibrate/coverage: the workers' calls reach the progress line."""
+    lines = {}
+    for backend in ("threads", "ray"):
+        capsys.readouterr()
+        with dspy.context(**qa_setup()):
+            shown = backend_map(backend, 2, RayOptions(workers=2, worker_setup=qa_setup), progress="demo")
+            assert shown(ask, range(4)) == ["0", "1", "2", "3"]
+        lines[backend] = [x for x in capsys.readouterr().err.splitlines() if x.startswith("[groundstate] demo")][-1]
+    for line in lines.values():
+        assert "4/4 tasks, 4 LM calls, 60 tokens, 0 errors" in line, lines

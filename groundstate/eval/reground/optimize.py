@@ -24,8 +24,14 @@ from pydantic import Field
 from groundstate.errors import ConfigError, GroundstateError, InputError, one_line
 from groundstate.eval.metric_spec import JUDGE_HELP, JudgeSpec, MetricSpec
 from groundstate.eval.reground.saved import CONDITIONS, BuildArgs, OptimizedManifest, SplitRecords
-from groundstate.eval.reground.settings import CONDITION_HELP, BaselineOptions, ReGroundOptions
-from groundstate.eval.reground.tasks import OFFQUERY_TASKS, offquery_judge
+from groundstate.eval.reground.settings import (
+    CONDITION_HELP,
+    SYNTHETIC_VARIANTS,
+    BaselineOptions,
+    OffQueryData,
+    ReGroundOptions,
+)
+from groundstate.eval.reground.tasks import OFFQUERY_TASKS, load_offquery_data, offquery_judge
 from groundstate.eval.runner import program_state_hash
 from groundstate.eval.settings import Settings
 from groundstate.eval.task import RunContext
@@ -39,14 +45,26 @@ REFLECTION_ROLE = "reflection"
 """The ``--lm-config`` role of GEPA's reflection LM (``[roles.reflection]``)."""
 
 
+DATA_HELP = ("training data: an OffQuery data file, or 'synthetic' (generated as `run` does: --domain, --variant, "
+             "--n, --synthetic-seed)")
+VAL_DATA_HELP = ("validation data (required by random-search, mipro and gepa): an OffQuery data file, or "
+                 "'synthetic' (generated with the seed after --synthetic-seed)")
+
+
 class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
     """What ``groundstate optimize`` takes besides the LMs: the program and its options, the train and validation
     files, the optimizer, its budget and the metric."""
 
     program: str = Field("reground", description="the program to tune (an OffQuery program)")
-    data: str = Field(description="training data (OffQuery file)", json_schema_extra={"metavar": "FILE"})
-    val_data: str | None = Field(None, description="validation data (required by random-search, mipro and gepa)",
-                                 json_schema_extra={"metavar": "FILE"})
+    data: str = Field(description=DATA_HELP, json_schema_extra={"metavar": "FILE"})
+    val_data: str | None = Field(None, description=VAL_DATA_HELP, json_schema_extra={"metavar": "FILE"})
+    domain: Literal["healthcare", "disaster", "both"] = Field("healthcare", description="with --data synthetic: "
+                                                                                         "which domain(s)")
+    variant: Literal[(*SYNTHETIC_VARIANTS, "all")] = Field(
+        "main", description="with --data synthetic: main, misleading-shared, multi-misleading, distributed or all")
+    n: int = Field(20, ge=1, description="with --data synthetic: instances per domain and variant")
+    synthetic_seed: int = Field(0, ge=0, description="with --data synthetic: the generator's seed (default 0; "
+                                "--val-data synthetic uses the next seed, so no instance is in both)")
     optimizer: Literal[OPTIMIZERS] = Field("bootstrap", description="the DSPy optimizer (default bootstrap)")
     metric: str | None = Field(None, description="t1, t2, t3, t1+t2+t3, 0.5*t1+t3 (default: the stage's task)")
     stage: Literal["verify", "reconstruct", "resolve", "all"] = Field(
@@ -119,14 +137,29 @@ def examples_for(instances: list[Any], inputs) -> list[Any]:
     return examples
 
 
-def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any, dict[str, Any], str]:
+def optimize_records(settings: OptimizeSettings, data: str, seed: int) -> tuple[list[Any], dict[str, Any]]:
+    """``(instances, what to record of them)`` for ``data``: a file, a shipped example or ``synthetic`` (generated
+    with ``seed`` and the generator's settings, recorded as ``synthetic``), resolved exactly as ``run`` resolves its
+    ``--data`` (:func:`~groundstate.eval.reground.tasks.load_offquery_data`); the instances as
+    ``settings.condition`` shows them, so the examples' labels match their inputs."""
+    source = OffQueryData(data=data, condition=settings.condition, domain=settings.domain, variant=settings.variant,
+                          n=settings.n, synthetic_seed=seed)
+    instances, description = load_offquery_data(source)
+    return instances, {"file": data, **({"synthetic": description["synthetic"]} if "synthetic" in description else {})}
+
+
+def optimize_task(settings: OptimizeSettings, context: RunContext, listener: Any = None,
+                  quiet: bool = False) -> tuple[Any, dict[str, Any], str]:
     """Tune the program ``settings.program`` names; return ``(TuneResult, manifest, metric spec)``.
+
+    ``--data`` and ``--val-data`` are files, shipped examples or ``synthetic`` (:func:`optimize_records`;
+    ``--val-data synthetic`` is generated with the seed after ``--synthetic-seed``). ``listener`` and ``quiet``
+    go to :func:`~groundstate.optimizers.tune.tune` (progress as it happens; DSPy's own output held back).
 
     Raises:
         ConfigError: an unknown program, a bad budget, metric or stage, or train and val that share instances.
         OptimizationFailed: every LM call failed (nothing should be saved).
     """
-    from groundstate.eval.benchmarks.offquery.loader import load_any  # noqa: PLC0415 (--help stays light)
     from groundstate.eval.reground.metrics import offquery_metric, parse_metric  # noqa: PLC0415 (--help stays light)
     from groundstate.eval.splits import content_hash, group_key  # noqa: PLC0415 (--help stays light)
 
@@ -140,10 +173,9 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
     weights = parse_metric(metric)
     budget = settings.budget()
     budget.check(settings.optimizer)
-    # as the condition shows them (OffQueryInstance.under), so the examples' labels match their inputs
-    train = [x.under(settings.condition) for x in load_any(settings.data, condition=settings.condition)]
-    val = [x.under(settings.condition) for x in load_any(settings.val_data, condition=settings.condition)] \
-        if settings.val_data else []
+    train, train_source = optimize_records(settings, settings.data, settings.synthetic_seed)
+    val, val_source = optimize_records(settings, settings.val_data, settings.synthetic_seed + 1) \
+        if settings.val_data else ([], {})
     overlap = {x.id for x in train} & {x.id for x in val}
     if overlap:
         raise ConfigError(f"--data and --val-data share {len(overlap)} instance id(s), e.g. '{sorted(overlap)[0]}'")
@@ -156,7 +188,8 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
     result = tune(program, examples_for(train, inputs), examples_for(val, inputs) or None,
                   metric=offquery_metric(weights, judge), optimizer=settings.optimizer, budget=budget,
                   trainable=patterns, reflection_lm=reflection, threads=settings.threads, seed=settings.seed,
-                  max_failed_share=settings.max_failed_share, max_cost=settings.max_cost)
+                  max_failed_share=settings.max_failed_share, max_cost=settings.max_cost, listener=listener,
+                  quiet=quiet)
     manifest = {
         "task": task.name,
         "task_options": {"condition": settings.condition, **task.options(task_settings, judge)},
@@ -165,9 +198,9 @@ def optimize_task(settings: OptimizeSettings, context: RunContext) -> tuple[Any,
         "metric_spec": settings.metric_spec().model_dump(),
         "lms": {"default": describe_lm(lm), "roles": lm_config.describe()["roles"],
                 "reflection": describe_lm(reflection) if reflection else None},
-        "data": {"train": {"file": settings.data, "ids": [x.id for x in train], "sha256": content_hash(train),
+        "data": {"train": {**train_source, "ids": [x.id for x in train], "sha256": content_hash(train),
                            "groups": sorted({group_key(x) for x in train})},
-                 "val": {"file": settings.val_data, "ids": [x.id for x in val], "sha256": content_hash(val),
+                 "val": {**val_source, "ids": [x.id for x in val], "sha256": content_hash(val),
                          "groups": sorted({group_key(x) for x in val})} if val else None},
         "scores": result.scores,
         "program_state": {"before": program_state_hash(program), "after": program_state_hash(result.program),
@@ -259,8 +292,9 @@ def check_no_overlap(records: list[Any], manifest: Any) -> None:
         for record in records:
             rid = getattr(record, "id", None)
             if rid in ids:
+                other = ", e.g. another --synthetic-seed" if str(rid).startswith("synthetic-") else ""
                 raise ConfigError(f"record '{one_line(rid, 80)}' was in the program's {split} data: evaluating on "
-                                  "it overstates the score (use held-out data, or --allow-overlap)")
+                                  f"it overstates the score (use held-out data{other}, or --allow-overlap)")
             group = group_key(record) if rid is not None else None
             if group in groups and not group.startswith("id:"):
                 raise ConfigError(f"record '{one_line(rid, 80)}' comes from source case '{one_line(group, 80)}', "
