@@ -356,7 +356,7 @@ def test_optimize_with_every_call_failing_exits_2_and_saves_nothing(tmp_path, mo
     save_instances(train, generate("healthcare", "main", 3, seed=0))
     out = tmp_path / "opt"
     code = main(["optimize", "reground", "--stage", "resolve", "--data", str(train), "--out", str(out),
-                 "--max-demos", "1"])
+                 "--max-demos", "1", "-v"])  # -v: DSPy's own output is shown (hidden by default since issue 26)
     assert code == 2
     stderr = capsys.readouterr().err  # DSPy's progress bars and its log of each failed example, then our line
     err = one_line(stderr.strip().splitlines()[-1])
