@@ -25,6 +25,7 @@ import os
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from typing import Any, TextIO
 
 DEFAULT_INTERVAL = 30.0
@@ -47,7 +48,7 @@ def _elapsed(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-class ProgressDisplay:
+class ProgressDisplay(ABC):
     """What every progress display shares (a no-op when disabled): a rich display on a TTY, interval lines
     otherwise. Subclasses say what they count (:meth:`line`, :meth:`counts`) and how a rich display shows it.
 
@@ -75,9 +76,9 @@ class ProgressDisplay:
         self._ticker: threading.Thread | None = None
         self._entered = self._shown = False
 
+    @abstractmethod
     def counts(self) -> str:
         """What the line says after the description (without the elapsed time)."""
-        raise NotImplementedError
 
     def line(self) -> str:
         """The plain progress line."""

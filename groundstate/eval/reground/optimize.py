@@ -26,14 +26,13 @@ from groundstate.eval.metric_spec import JUDGE_HELP, JudgeSpec, MetricSpec
 from groundstate.eval.reground.saved import CONDITIONS, BuildArgs, OptimizedManifest, SplitRecords
 from groundstate.eval.reground.settings import (
     CONDITION_HELP,
-    SYNTHETIC_VARIANTS,
     BaselineOptions,
     OffQueryData,
     ReGroundOptions,
+    SyntheticChoice,
 )
 from groundstate.eval.reground.tasks import OFFQUERY_TASKS, load_offquery_data, offquery_judge
 from groundstate.eval.runner import program_state_hash
-from groundstate.eval.settings import Settings
 from groundstate.eval.task import RunContext
 from groundstate.lm.specs import describe_lm, get_lm
 from groundstate.optimizers.targets import stage_target
@@ -51,18 +50,13 @@ VAL_DATA_HELP = ("validation data (required by random-search, mipro and gepa): a
                  "'synthetic' (generated with the seed after --synthetic-seed)")
 
 
-class OptimizeSettings(BaselineOptions, ReGroundOptions, Settings):
+class OptimizeSettings(BaselineOptions, ReGroundOptions, SyntheticChoice):
     """What ``groundstate optimize`` takes besides the LMs: the program and its options, the train and validation
     files, the optimizer, its budget and the metric."""
 
     program: str = Field("reground", description="the program to tune (an OffQuery program)")
     data: str = Field(description=DATA_HELP, json_schema_extra={"metavar": "FILE"})
     val_data: str | None = Field(None, description=VAL_DATA_HELP, json_schema_extra={"metavar": "FILE"})
-    domain: Literal["healthcare", "disaster", "both"] = Field("healthcare", description="with --data synthetic: "
-                                                                                         "which domain(s)")
-    variant: Literal[(*SYNTHETIC_VARIANTS, "all")] = Field(
-        "main", description="with --data synthetic: main, misleading-shared, multi-misleading, distributed or all")
-    n: int = Field(20, ge=1, description="with --data synthetic: instances per domain and variant")
     synthetic_seed: int = Field(0, ge=0, description="with --data synthetic: the generator's seed (default 0; "
                                 "--val-data synthetic uses the next seed, so no instance is in both)")
     optimizer: Literal[OPTIMIZERS] = Field("bootstrap", description="the DSPy optimizer (default bootstrap)")

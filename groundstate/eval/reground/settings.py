@@ -45,7 +45,18 @@ CONDITION_HELP = ("what programs see: the reliable or the unreliable (corrupted)
 SYNTHETIC_VARIANTS = ("main", "misleading-shared", "multi-misleading", "distributed")
 
 
-class OffQueryData(Settings):
+class SyntheticChoice(Settings):
+    """Which generated instances ``--data synthetic`` stands for (the generator's seed is each command's own field:
+    its meaning beside ``--seed`` differs between ``run`` and ``optimize``)."""
+
+    domain: Literal["healthcare", "disaster", "both"] = Field("healthcare", description="with --data synthetic: "
+                                                                                         "which domain(s)")
+    variant: Literal[(*SYNTHETIC_VARIANTS, "all")] = Field(
+        "main", description="with --data synthetic: main, misleading-shared, multi-misleading, distributed or all")
+    n: int = Field(20, ge=1, description="with --data synthetic: instances per domain and variant")
+
+
+class OffQueryData(SyntheticChoice):
     """The instances an OffQuery task runs on, the shared context its programs see, and the T2 judge."""
 
     data: str = Field("synthetic", description="an OffQuery data file, or 'synthetic' (default)",
@@ -55,11 +66,6 @@ class OffQueryData(Settings):
                                                    "(task2_evaluation/truth/<name>.json)")
     t2_facts: str | None = Field(None, description="the published T2 facts file (task2_evaluation/facts/<name>.json; "
                                                    "found beside the truth file when not given)")
-    domain: Literal["healthcare", "disaster", "both"] = Field("healthcare", description="with --data synthetic: "
-                                                                                         "which domain(s)")
-    variant: Literal[(*SYNTHETIC_VARIANTS, "all")] = Field(
-        "main", description="with --data synthetic: main, misleading-shared, multi-misleading, distributed or all")
-    n: int = Field(20, ge=1, description="with --data synthetic: instances per domain and variant")
     synthetic_seed: int = Field(0, ge=0, description="with --data synthetic: the generator's seed (default 0; --seed "
                                                      "seeds the run)")
     allow_empty: bool = Field(False, description="accept an input file with no records (by default that is an "
