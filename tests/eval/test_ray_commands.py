@@ -7,6 +7,7 @@ Uses the session's local Ray (``local_ray`` in ``tests/eval/conftest.py``); skip
 import json
 import os
 import shutil
+import time
 
 import dspy
 import pytest
@@ -44,6 +45,9 @@ def test_map_on_ray_keeps_order_and_raises_the_first_error_unchanged():
 
 def dies_on_three(x):
     if x == 3:
+        # let the worker send its previous task's result first: an exit right after it can lose that result too,
+        # and the error then rightly names the earlier task (Ray returns results asynchronously)
+        time.sleep(1.0)
         os._exit(1)
     return x
 
