@@ -125,6 +125,15 @@ def meter_class() -> type:
             out = sum(int(e.get("completion_tokens") or e.get("output_tokens") or 0) for e in entries)
             return inp, out
 
+        def reused_tokens(self) -> int | None:
+            """Input tokens the LM reported serving from a cache (``prompt_tokens_details.cached_tokens``: the
+            embedded engine's reused prefixes, a provider's prompt cache), or ``None`` if no call reported any."""
+            with self.lock:
+                entries = [e for v in self.usage_data.values() for e in v]
+            counts = [(e.get("prompt_tokens_details") or {}).get("cached_tokens") for e in entries]
+            counts = [int(c) for c in counts if isinstance(c, int | float)]
+            return sum(counts) if counts else None
+
         def cost_usd(self) -> float | None:
             """Dollars billed so far, or ``None`` if any model called has no LiteLLM price (module docstring)."""
             with self.lock:

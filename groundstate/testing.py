@@ -120,8 +120,9 @@ class ScriptedEngine:
     supported_params = frozenset({"response_format", "temperature", "max_tokens", "seed"})
 
     def __init__(self, responder: Responder | None = None, sleep: float = 0.0, input_tokens: int | None = 10,
-                 output_tokens: int | None = 5):
+                 output_tokens: int | None = 5, reused_tokens: int | None = None):
         self.responder = responder or (lambda request: None)
+        self.reused_tokens = reused_tokens  # input tokens each call reports served from a cache (None: not reported)
         self.sleep = sleep
         self.input_tokens, self.output_tokens = input_tokens, output_tokens
         self.requests: list[ScriptedRequest] = []
@@ -161,7 +162,7 @@ class ScriptedEngine:
         out = self.output_tokens if self.output_tokens is not None else -(-len(text) // CHARS_PER_TOKEN)
         scripted.reply, scripted.input_tokens, scripted.output_tokens = text, inp, out
         return Response(id=None, model=SCRIPTED_MODEL_NAME, message=Message.assistant(text), finish_reason="stop",
-                        usage=Usage(input_tokens=inp, output_tokens=out))
+                        usage=Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=self.reused_tokens))
 
     def stream(self, request):
         from dspy.lm15 import response_to_events  # noqa: PLC0415 (heavy: dspy)

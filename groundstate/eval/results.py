@@ -166,6 +166,7 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
         scores[name] = {**mean_ci(values), "failed": failed, "missing": max(0, n - len(values) - failed)}
     inp = sum(int(r.get("input_tokens") or 0) for r in rows)
     out = sum(int(r.get("output_tokens") or 0) for r in rows)
+    reused = [int(r["reused_input_tokens"]) for r in rows if isinstance(r.get("reused_input_tokens"), int)]
     calls = sum(int(r.get("lm_calls") or 0) for r in rows)
     cached = sum(int(r.get("cached_calls") or 0) for r in rows)
     failed = sum(int(r.get("failed_calls") or 0) for r in rows)
@@ -184,7 +185,9 @@ def summarize(rows: Sequence[dict[str, Any]], n_selected: int | None = None) -> 
         "complete": n_selected is None or n >= n_selected,
         "scores": scores,
         "tokens": {"input": inp, "output": out, "total": inp + out,
-                   "per_record": (inp + out) / n if n else 0.0},
+                   "per_record": (inp + out) / n if n else 0.0,
+                   # input tokens served from a cache (null: no record reported it; see Run.to_records)
+                   "reused_input": sum(reused) if reused else None},
         "cost_usd": cost,
         "lm_calls": {"total": calls, "per_record": calls / n if n else 0.0, "cached": cached, "failed": failed},
         "latency_s": {"total": sum(latency), "mean": sum(latency) / n if n else 0.0},

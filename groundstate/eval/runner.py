@@ -379,7 +379,7 @@ class Runner:
         return {
             "id": rid, "outputs": outputs, "trace": trace,
             "scores": jsonable(scores), "score_errors": score_errors,
-            "input_tokens": inp,
+            "input_tokens": inp, "reused_input_tokens": meter.reused_tokens(),
             "output_tokens": out, "cost_usd": meter.cost_usd(),
             "lm_calls": meter.calls,
             "failed_calls": meter.failed,

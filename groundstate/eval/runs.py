@@ -28,7 +28,7 @@ from groundstate.paths import check_entry, child, safe_component
 #: The per-record columns of :meth:`Run.to_records`, before the ``gold.*``, ``score.*`` and ``output.*`` ones.
 RUN_COLUMNS: tuple[str, ...] = ("run_id", "id", "error", "input_tokens", "output_tokens", "total_tokens", "lm_calls",
                                 "failed_calls", "cached_calls", "latency_s", "attempt", "cost_usd", "gold", "domain",
-                                "variant")
+                                "variant", "reused_input_tokens")
 
 
 class Run(dict):
@@ -54,7 +54,11 @@ class Run(dict):
       ``qa``: the answer; hidden-profile discussions: the correct option); null for a task that stores none and for
       runs written before rows stored it;
     - ``domain``, ``variant``: an OffQuery record's domain and variant (null for other tasks, an unknown variant,
-      and runs written before rows stored them).
+      and runs written before rows stored them);
+    - ``reused_input_tokens``: the record's input tokens the LM served from a cache instead of evaluating them
+      (the embedded LM's reused prompt prefixes, :mod:`groundstate.lm.prefix`; a provider's prompt cache when it
+      reports one), part of ``input_tokens``; null when no call reported it and for runs written before rows
+      stored it.
     """
 
     def to_records(self) -> list[dict[str, Any]]:
@@ -79,6 +83,7 @@ class Run(dict):
             row["cost_usd"] = _row_cost(r, model)
             row["gold"] = _as_cell(r.get("gold"), whole_gold_json)
             row["domain"], row["variant"] = r.get("domain"), r.get("variant")
+            row["reused_input_tokens"] = r.get("reused_input_tokens")
             for name in golds:
                 row[f"gold.{name}"] = _as_cell(_gold_field(r, name), name in gold_json)
             for name in scores:

@@ -37,6 +37,12 @@ CONTEXT_OVERHEAD_BYTES = 64 << 20
 """Per-context memory besides the KV cache (compute buffers, logits, the sampler's arrays), an upper estimate."""
 
 
+FLASH_ATTENTION = False
+"""Contexts run without flash attention: with it, evaluating only a prompt's suffix after a reused prefix gave other
+logits than evaluating the whole prompt (up to 0.66 apart on SmolLM2), so greedy outputs depended on which call a
+context served before (:mod:`groundstate.lm.prefix`). Earlier versions ran with it (engine revision 1)."""
+
+
 MEMORY_SHARE = 0.25
 """Share of the available memory the default number of contexts may use."""
 
@@ -100,6 +106,9 @@ def choose_contexts(threads: int, n_ctx: int, *, idle: int | None = None, memory
     return max(1, min(memory_contexts(n_ctx, memory), idle // max(1, int(threads))))
 
 
+_NEW_LOCK = threading.Lock()
+
+
 def new_llama(path: str, n_ctx: int, n_threads: int) -> Any:
     """One llama.cpp context of the model at ``path`` (the weights are memory-mapped, so contexts share them)."""
     try:
@@ -110,8 +119,11 @@ def new_llama(path: str, n_ctx: int, n_threads: int) -> Any:
             "(build it with CMAKE_ARGS=-DGGML_NATIVE=OFF; `make demo` does this)"
         ) from exc
     started = time.perf_counter()
-    model = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
-                  flash_attn=True, verbose=False)
+    # One load at a time: llama-cpp-python silences a load by pointing the process's stdout/stderr at /dev/null and
+    # back, so two overlapping loads could leave them pointing there (a run's output then vanished).
+    with _NEW_LOCK:
+        model = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
+                      flash_attn=FLASH_ATTENTION, verbose=False)
     logger.info("loaded %s (%d threads) in %.2fs", path, n_threads, time.perf_counter() - started)
     return model
 
@@ -122,6 +134,10 @@ class ContextPool:
     Args:
         factory: ``() -> Llama``, called for each new context.
         size: the most contexts; :meth:`grow` raises it (engines of the same model share one pool).
+
+    Each context remembers the text of the last prompt it served (:meth:`served`), so :meth:`context` can lend
+    the idle one whose prompt shares the longest prefix with the next (:mod:`groundstate.lm.prefix`); the pool's
+    :attr:`store` keeps saved prompt states for the same purpose.
     """
 
     def __init__(self, factory: Any, size: int = 1):
@@ -129,19 +145,32 @@ class ContextPool:
         self.size = max(1, int(size))
         self._idle: list[Any] = []
         self._all: list[Any] = []
+        self._texts: dict[int, str] = {}
         self._creating = 0
         self._cond = threading.Condition()
+        self._store = None
 
     def grow(self, size: int) -> None:
         with self._cond:
             self.size = max(self.size, int(size))
             self._cond.notify_all()
 
+    @property
+    def store(self):
+        """The pool's :class:`~groundstate.lm.prefix.PrefixStore` (made on first use)."""
+        with self._cond:
+            if self._store is None:
+                from groundstate.lm.prefix import PrefixStore  # noqa: PLC0415 (prefix imports this module)
+
+                self._store = PrefixStore()
+            return self._store
+
     @contextmanager
-    def context(self):
-        """Lend a context (the most recently returned, whose prompt cache is warmest), waiting for one if all
-        ``size`` are lent; create one if none is idle and fewer than ``size`` exist."""
-        llama = self._take()
+    def context(self, text: str | None = None):
+        """Lend a context, waiting for one if all ``size`` are lent; create one if none is idle and fewer than
+        ``size`` exist. Among idle contexts: the one whose last prompt shares the longest prefix with ``text``,
+        or without ``text`` the most recently returned."""
+        llama = self._take(text)
         try:
             yield llama
         finally:
@@ -149,12 +178,28 @@ class ContextPool:
                 self._idle.append(llama)
                 self._cond.notify()
 
-    def _take(self) -> Any:
+    def served(self, llama: Any, text: str) -> None:
+        """Record the prompt text a context now holds ("" when unknown, e.g. after a failed call)."""
+        with self._cond:
+            self._texts[id(llama)] = text
+
+    def held(self, llama: Any) -> str:
+        """The prompt text a context holds, as last recorded by :meth:`served`."""
+        with self._cond:
+            return self._texts.get(id(llama), "")
+
+    def _take(self, text: str | None = None) -> Any:
         with self._cond:
             while not self._idle and len(self._all) + self._creating >= self.size:
                 self._cond.wait()
             if self._idle:
-                return self._idle.pop()
+                if text is None or len(self._idle) == 1:
+                    return self._idle.pop()
+                from groundstate.lm.prefix import common_prefix  # noqa: PLC0415
+
+                best = max(range(len(self._idle)),
+                           key=lambda i: (common_prefix(self._texts.get(id(self._idle[i]), ""), text), i))
+                return self._idle.pop(best)
             self._creating += 1
         try:
             llama = self._factory()
@@ -181,6 +226,9 @@ class ContextPool:
                     pass
             self._all.clear()
             self._idle.clear()
+            self._texts.clear()
+            if self._store is not None:
+                self._store.clear()
 
 
 _POOLS: dict[tuple[str, int, int], ContextPool] = {}

@@ -30,6 +30,7 @@ from typing import Any
 
 from groundstate.errors import LMSetupError
 from groundstate.lm.contexts import DEFAULT_THREADS, ContextPool, choose_contexts, context_pool
+from groundstate.lm.prefix import MIN_GAIN_CHARS, common_prefix, prompt_text, reused_tokens, signature_key, trim
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +106,20 @@ def bound_schema(schema: dict, max_string_length: int, max_items: int) -> dict:
     return schema
 
 
+REUSE_MODES = ("routed", "last", "off")
+"""How a call reuses prompt prefixes other calls evaluated (:mod:`groundstate.lm.prefix`): ``routed`` lends the
+context sharing the longest prefix and restores saved states; ``last`` uses only the lent context's last prompt
+(llama-cpp-python's own reuse, what earlier versions did); ``off`` evaluates every prompt whole. Outputs are the
+same in all three (the embedded tests check it), so the mode is a runtime setting."""
+
+
+ENGINE_REVISION = 2
+"""Changes of the engine that change its outputs for the same settings, in the description and so in run ids:
+revision 2 runs without flash attention and never reuses generated tokens or a prompt's last tokens
+(:mod:`groundstate.lm.prefix`), so greedy outputs no longer depend on the calls before; revision 1 (earlier
+versions, described without the key) did."""
+
+
 RUNTIME_KEY = "runtime"
 """Key of the settings that change how fast the model runs, never what it says (threads, contexts): recorded in
 run configs, left out of run fingerprints (:func:`groundstate.eval.runner.fingerprint`)."""
@@ -128,6 +143,8 @@ class EmbeddedEngine:
         max_items: bound given to array fields of a JSON schema that have none.
         seed: sampling seed, used when temperature > 0.
         n_threads: the earlier name of ``threads`` (saved programs carry it).
+        reuse: how prompt prefixes are reused (:data:`REUSE_MODES`); outputs do not depend on it, so it is a
+            runtime setting, recorded under :data:`RUNTIME_KEY` when given.
     """
 
     supports_response_schema = True
@@ -137,7 +154,11 @@ class EmbeddedEngine:
 
     def __init__(self, model_path: str | None = None, n_ctx: int = CONTEXT_WINDOW, threads: int | None = None,
                  contexts: int | None = None, max_string_length: int = 300, max_items: int = 8, seed: int = 0,
-                 n_threads: int | None = None):
+                 n_threads: int | None = None, reuse: str | None = None):
+        if reuse is not None and reuse not in REUSE_MODES:
+            raise LMSetupError(f"reuse must be one of {', '.join(REUSE_MODES)}, not {reuse!r}")
+        self.requested_reuse = reuse
+        self.reuse = reuse or REUSE_MODES[0]
         self.model_path = str(model_path) if model_path else None
         self.n_ctx = int(n_ctx)
         threads = threads if threads is not None else n_threads
@@ -163,17 +184,44 @@ class EmbeddedEngine:
         validate_request(request)
         messages = self._messages(request)
         kwargs = self._decoding(request.config)
-        with self.pool().context() as llama:
+        pool = self.pool()
+        text = prompt_text(messages)
+        with pool.context(text if self.reuse == "routed" else None) as llama:
             self.check_fits(llama, messages)
             with self._count_lock:
                 self.calls += 1
+            reusing = hasattr(llama, "input_ids")  # a stand-in model in tests has no KV cache to reuse
+            if reusing:
+                before = self._prepare(pool, llama, messages, text)
             try:
                 out = llama.create_chat_completion(messages=messages, **kwargs)
-            except ValueError as exc:  # llama.cpp's own check ("Requested tokens (N) exceed context window")
-                if "context window" not in str(exc):
-                    raise
-                raise self._too_long(str(exc)) from None
-        return self._response(out)
+            except BaseException as exc:
+                if reusing:  # the context may hold a partial generation: start the next call afresh
+                    llama.reset()
+                if isinstance(exc, ValueError) and "context window" in str(exc):  # llama.cpp's own check
+                    raise self._too_long(str(exc)) from None
+                raise
+            reused = 0
+            if reusing:
+                prompt = int((out.get("usage") or {}).get("prompt_tokens", 0))
+                reused = reused_tokens(before, llama.input_ids, prompt)
+                trim(llama, prompt)
+                pool.served(llama, text)
+                if self.reuse == "routed":
+                    pool.store.save(signature_key(messages), text, llama)
+        return self._response(out, reused)
+
+    def _prepare(self, pool: ContextPool, llama: Any, messages: list[dict[str, str]], text: str):
+        """Ready a lent context for the prompt (:data:`REUSE_MODES`) and return the tokens it holds."""
+        held = pool.held(llama)
+        pool.served(llama, "")  # until this call succeeds, what the context holds is unknown
+        if self.reuse == "off":
+            llama.reset()
+        elif self.reuse == "routed":
+            state, shared = pool.store.best(signature_key(messages), text)
+            if state is not None and shared >= common_prefix(held, text) + MIN_GAIN_CHARS:
+                pool.store.restore(llama, state)
+        return llama.input_ids[: llama.n_tokens].copy()
 
     def pool(self) -> ContextPool:
         """The shared pool of this engine's model contexts (nothing is loaded until a context is lent)."""
@@ -216,7 +264,7 @@ class EmbeddedEngine:
         return grammar
 
     @staticmethod
-    def _response(out: dict):
+    def _response(out: dict, reused: int = 0):
         from dspy.lm15 import Message, Response, Usage  # noqa: PLC0415 (heavy: dspy)
 
         choice = out["choices"][0]
@@ -228,7 +276,7 @@ class EmbeddedEngine:
             message=Message.assistant(choice["message"].get("content") or ""),
             finish_reason=finish if finish in ("stop", "length") else "stop",
             usage=Usage(input_tokens=int(usage.get("prompt_tokens", 0)),
-                        output_tokens=int(usage.get("completion_tokens", 0))),
+                        output_tokens=int(usage.get("completion_tokens", 0)), cache_read_tokens=int(reused)),
         )
 
     def stream(self, request):
@@ -247,20 +295,24 @@ class EmbeddedEngine:
         state: dict[str, Any] = {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.threads,
                                  "max_string_length": self.max_string_length, "max_items": self.max_items,
                                  "seed": self.seed}
-        if self.requested_contexts is not None:
-            state[RUNTIME_KEY] = {"contexts": self.requested_contexts}
+        runtime = {key: value for key, value in (("contexts", self.requested_contexts),
+                                                  ("reuse", self.requested_reuse)) if value is not None}
+        if runtime:
+            state[RUNTIME_KEY] = runtime
         return state
 
     def describe(self) -> dict:
-        """:meth:`dump_state` without empty settings, with the contexts in use (chosen or given) under
-        :data:`RUNTIME_KEY`, which run fingerprints leave out."""
+        """:meth:`dump_state` without empty settings, with :data:`ENGINE_REVISION` and the contexts and reuse
+        mode in use (chosen or given) under :data:`RUNTIME_KEY`, which run fingerprints leave out."""
         state = {k: v for k, v in self.dump_state().items() if v is not None}
-        state[RUNTIME_KEY] = {"contexts": self.contexts}
+        state["revision"] = ENGINE_REVISION
+        state[RUNTIME_KEY] = {"contexts": self.contexts, "reuse": self.reuse}
         return state
 
     @classmethod
     def load_state(cls, state: dict) -> EmbeddedEngine:
         state = dict(state)
+        state.pop("revision", None)  # a description's; a loaded engine is always this version's
         return cls(**state.pop(RUNTIME_KEY, {}), **state)
 
     # -- helpers ---------------------------------------------------------------------------------------

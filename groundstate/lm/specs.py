@@ -38,15 +38,16 @@ EMBEDDED_SPEC = "embedded"
 
 # Options a spec may carry in an LM config file or on the command line.
 LM_OPTIONS = {"temperature", "max_tokens", "api_base", "api_version", "cache", "num_retries", "timeout", "top_p",
-              "model_path", "n_ctx", "threads", "contexts", "n_threads", "max_string_length", "max_items", "seed"}
+              "model_path", "n_ctx", "threads", "contexts", "n_threads", "max_string_length", "max_items", "seed",
+              "reuse"}
 
 
 EMBEDDED_ONLY_OPTIONS = {"model_path", "n_ctx", "threads", "contexts", "n_threads", "max_string_length",
-                         "max_items", "seed"}
+                         "max_items", "seed", "reuse"}
 """Settings only the embedded LM takes (``n_threads`` is the earlier name of ``threads``)."""
 
 
-RUNTIME_OPTIONS = {"contexts"}
+RUNTIME_OPTIONS = {"contexts", "reuse"}
 """Settings that change how fast an LM answers, never what: described apart, outside run fingerprints."""
 
 

@@ -108,6 +108,21 @@ def test_cost_is_the_runners_price_or_null(tmp_path):
     assert run("unpriced")["cost_usd"].isna().all()  # the scripted model has no price: null, not 0
 
 
+def test_reused_input_tokens_are_what_the_lm_reported_or_null(tmp_path):
+    def run(out, **engine):
+        lm = echo_number_lm(**engine)
+        runner = Runner(QuestionAnswering(), {"program": "qa", "data": out}, out=tmp_path / out, threads=1,
+                        inputs=lambda r: {"question": r["question"]}, scorer=qa_score, lm=lm, adapter=json_adapter())
+        result = runner.run(qa_records(2))
+        return gs.load_run(result.run_dir).to_pandas(), result.summary["tokens"]
+
+    reused, tokens = run("reused", reused_tokens=7)  # each call reports 7 of its 10 input tokens served from a cache
+    assert list(reused["reused_input_tokens"]) == [7, 7] and list(reused["input_tokens"]) == [10, 10]
+    assert tokens["reused_input"] == 14
+    silent, tokens = run("silent")  # no call reported it: null, not 0
+    assert silent["reused_input_tokens"].isna().all() and tokens["reused_input"] is None
+
+
 def write_run(run_dir, config, rows):
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(json.dumps({"program": "qa", "run_id": run_dir.name, **config}))
