@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import LMSetupError
+from groundstate.lm.prefix import MAX_STORE_BYTES, PrefixStore, common_prefix
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +92,13 @@ def available_memory() -> int:
     return 4 << 30
 
 
+def store_bytes(memory: int | None = None) -> int:
+    """Bytes a pool's saved prompt states may take: an eighth of the available memory, at most
+    :data:`~groundstate.lm.prefix.MAX_STORE_BYTES`."""
+    memory = available_memory() if memory is None else memory
+    return min(MAX_STORE_BYTES, memory // 8)
+
+
 def memory_contexts(n_ctx: int, memory: int | None = None) -> int:
     """How many contexts of ``n_ctx`` tokens fit in :data:`MEMORY_SHARE` of the available memory (at least 1)."""
     memory = available_memory() if memory is None else memory
@@ -160,9 +168,7 @@ class ContextPool:
         """The pool's :class:`~groundstate.lm.prefix.PrefixStore` (made on first use)."""
         with self._cond:
             if self._store is None:
-                from groundstate.lm.prefix import PrefixStore  # noqa: PLC0415 (prefix imports this module)
-
-                self._store = PrefixStore()
+                self._store = PrefixStore(max_bytes=store_bytes())
             return self._store
 
     @contextmanager
@@ -195,8 +201,6 @@ class ContextPool:
             if self._idle:
                 if text is None or len(self._idle) == 1:
                     return self._idle.pop()
-                from groundstate.lm.prefix import common_prefix  # noqa: PLC0415
-
                 best = max(range(len(self._idle)),
                            key=lambda i: (common_prefix(self._texts.get(id(self._idle[i]), ""), text), i))
                 return self._idle.pop(best)

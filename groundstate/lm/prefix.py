@@ -9,7 +9,7 @@ more of it:
 - :class:`groundstate.lm.contexts.ContextPool` lends the idle context whose last prompt shares the longest prefix
   with the new one (:func:`common_prefix`, on the prompt's text; llama.cpp then matches tokens exactly);
 - :class:`PrefixStore` keeps the KV states of the last :data:`PER_SIGNATURE` prompts of each signature (keyed by
-  the system message, which holds the signature's instructions), at most :func:`default_store_bytes`, and restores
+  the system message, which holds the signature's instructions), within a memory bound, and restores
   the best one into the context when it shares clearly more than the context holds (:data:`MIN_GAIN_CHARS`).
 
 Exactness. Greedy outputs must not depend on which calls came before (run ids, resumes and DSPy's cache assume
@@ -37,8 +37,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from groundstate.lm.contexts import available_memory
-
 KEEP_BACK = 2
 """Prompt tokens a context drops from its end after each call, so the next call evaluates at least this many."""
 
@@ -53,12 +51,8 @@ context's own last prompt does (about 60 tokens: restoring copies megabytes, eva
 
 
 MAX_STORE_BYTES = 512 << 20
-"""Upper bound of a store's saved states, whatever the memory (:func:`default_store_bytes`)."""
-
-
-def default_store_bytes() -> int:
-    """Bytes the saved states may take: an eighth of the available memory, at most :data:`MAX_STORE_BYTES`."""
-    return min(MAX_STORE_BYTES, available_memory() // 8)
+"""Upper bound of a store's saved states, whatever the memory (a pool's store takes an eighth of the available
+memory at most: :func:`groundstate.lm.contexts.store_bytes`)."""
 
 
 def prompt_text(messages: list[dict[str, str]]) -> str:
@@ -118,12 +112,12 @@ class PrefixStore:
 
     Args:
         per_signature: states kept per signature (:data:`PER_SIGNATURE`).
-        max_bytes: bound of all states (:func:`default_store_bytes` if ``None``); 0 keeps none.
+        max_bytes: bound of all states (:data:`MAX_STORE_BYTES` if ``None``); 0 keeps none.
     """
 
     def __init__(self, per_signature: int = PER_SIGNATURE, max_bytes: int | None = None):
         self.per_signature = int(per_signature)
-        self.max_bytes = default_store_bytes() if max_bytes is None else int(max_bytes)
+        self.max_bytes = MAX_STORE_BYTES if max_bytes is None else int(max_bytes)
         self._states: OrderedDict[str, list[SavedPrompt]] = OrderedDict()
         self._lock = threading.Lock()
         self.nbytes = 0
