@@ -19,6 +19,7 @@ the tasks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import importlib.util
 import json
@@ -30,7 +31,7 @@ from typing import Any
 
 from groundstate.errors import LMSetupError
 from groundstate.lm.contexts import DEFAULT_THREADS, ContextPool, choose_contexts, context_pool
-from groundstate.lm.prefix import MIN_GAIN_CHARS, common_prefix, prompt_text, reused_tokens, signature_key, trim
+from groundstate.lm.prefix import PromptReuse, prompt_text
 
 logger = logging.getLogger(__name__)
 
@@ -190,38 +191,17 @@ class EmbeddedEngine:
             self.check_fits(llama, messages)
             with self._count_lock:
                 self.calls += 1
-            reusing = hasattr(llama, "input_ids")  # a stand-in model in tests has no KV cache to reuse
-            if reusing:
-                before = self._prepare(pool, llama, messages, text)
-            try:
-                out = llama.create_chat_completion(messages=messages, **kwargs)
-            except BaseException as exc:
-                if reusing:  # the context may hold a partial generation: start the next call afresh
-                    llama.reset()
-                if isinstance(exc, ValueError) and "context window" in str(exc):  # llama.cpp's own check
-                    raise self._too_long(str(exc)) from None
-                raise
-            reused = 0
-            if reusing:
-                prompt = int((out.get("usage") or {}).get("prompt_tokens", 0))
-                reused = reused_tokens(before, llama.input_ids, prompt)
-                trim(llama, prompt)
-                pool.served(llama, text)
-                if self.reuse == "routed":
-                    pool.store.save(signature_key(messages), text, llama)
+            # a stand-in model in tests has no KV cache to reuse
+            reuse = PromptReuse(pool, llama, messages, text, self.reuse) if hasattr(llama, "input_ids") else None
+            with reuse or contextlib.nullcontext():
+                try:
+                    out = llama.create_chat_completion(messages=messages, **kwargs)
+                except ValueError as exc:
+                    if "context window" in str(exc):  # llama.cpp's own check
+                        raise self._too_long(str(exc)) from None
+                    raise
+                reused = reuse.finish(int((out.get("usage") or {}).get("prompt_tokens", 0))) if reuse else 0
         return self._response(out, reused)
-
-    def _prepare(self, pool: ContextPool, llama: Any, messages: list[dict[str, str]], text: str):
-        """Ready a lent context for the prompt (:data:`REUSE_MODES`) and return the tokens it holds."""
-        held = pool.held(llama)
-        pool.served(llama, "")  # until this call succeeds, what the context holds is unknown
-        if self.reuse == "off":
-            llama.reset()
-        elif self.reuse == "routed":
-            state, shared = pool.store.best(signature_key(messages), text)
-            if state is not None and shared >= common_prefix(held, text) + MIN_GAIN_CHARS:
-                pool.store.restore(llama, state)
-        return llama.input_ids[: llama.n_tokens].copy()
 
     def pool(self) -> ContextPool:
         """The shared pool of this engine's model contexts (nothing is loaded until a context is lent)."""

@@ -122,6 +122,27 @@ class PrefixStore:
         self._lock = threading.Lock()
         self.nbytes = 0
         self.restored = 0  # states restored into a context
+        self._pending: dict[str, threading.Event] = {}
+
+    def claim(self, key: str, wait_s: float = 120.0) -> bool:
+        """Before a call of signature ``key`` that found no saved state: ``True`` if this call is now the one that
+        will save the first state of ``key`` (it must :meth:`settle` it); ``False`` after waiting (at most
+        ``wait_s``) for another call that is already evaluating one, so the caller can restore it instead of
+        evaluating the same instructions at the same time on another context."""
+        with self._lock:
+            pending = self._pending.get(key)
+            if pending is None:
+                self._pending[key] = threading.Event()
+                return True
+        pending.wait(wait_s)
+        return False
+
+    def settle(self, key: str) -> None:
+        """The claimed first state of ``key`` is saved (or will not be): release the calls waiting for it."""
+        with self._lock:
+            pending = self._pending.pop(key, None)
+        if pending is not None:
+            pending.set()
 
     def best(self, key: str, text: str) -> tuple[SavedPrompt | None, int]:
         """The saved state of signature ``key`` sharing the longest prefix with ``text``, and that length."""
@@ -133,11 +154,12 @@ class PrefixStore:
         shared, state = max(scored, key=lambda pair: pair[0])
         return state, shared
 
-    def save(self, key: str, text: str, llama: Any) -> None:
-        """Save the context's current sequence (already :func:`trim`-med) as the latest state of ``key``."""
+    def save(self, key: str, text: str, llama: Any, keep: int | None = None) -> None:
+        """Save the context's current sequence as the latest state of ``key``: its first ``keep`` tokens (all it
+        holds if ``None``; the cells after them are saved too and dropped on :meth:`restore`)."""
         import llama_cpp  # noqa: PLC0415 (optional extra: local)
 
-        n = int(llama.n_tokens)
+        n = int(llama.n_tokens) if keep is None else max(0, min(int(keep), int(llama.n_tokens)))
         if n == 0 or self.max_bytes <= 0:
             return
         ctx = llama._ctx.ctx
@@ -171,6 +193,9 @@ class PrefixStore:
             llama._ctx.kv_cache_clear()
             return False
         n = len(state.tokens)
+        if not llama._ctx.kv_cache_seq_rm(-1, n, -1):  # cells saved after the kept tokens
+            llama._ctx.kv_cache_clear()
+            return False
         llama.input_ids[:n] = state.tokens
         llama.n_tokens = n
         with self._lock:
@@ -181,3 +206,71 @@ class PrefixStore:
         with self._lock:
             self._states.clear()
             self.nbytes = 0
+
+
+class PromptReuse:
+    """One call's prefix reuse on a lent context, by mode (``routed``, ``last``, ``off``: see
+    :data:`groundstate.lm.embedded.REUSE_MODES`); the embedded engine's ``complete`` runs the call inside it.
+
+    On entry: ``off`` empties the context; ``routed`` restores the pool store's best saved state of the signature
+    when it shares clearly more than the context holds, and when the store has none yet and another call of the
+    signature is evaluating its prompt right now (calls of one stage start together), waits for that call's state
+    instead of evaluating the same instructions beside it (:meth:`PrefixStore.claim`). In ``routed`` mode the state
+    is saved as soon as the prompt is evaluated (before generation), so waiting calls start early. :meth:`finish`
+    counts the reused tokens and :func:`trim`-s the context; a failed call leaves it empty.
+    """
+
+    def __init__(self, pool: Any, llama: Any, messages: list[dict[str, str]], text: str, mode: str):
+        self.pool, self.llama, self.text, self.mode = pool, llama, text, mode
+        self.key = signature_key(messages)
+        self.claimed = False
+        self.before: Any = None
+
+    def __enter__(self) -> PromptReuse:
+        llama, pool = self.llama, self.pool
+        held = common_prefix(pool.held(llama), self.text)
+        pool.served(llama, "")  # until this call succeeds, what the context holds is unknown
+        if self.mode == "off":
+            llama.reset()
+        elif self.mode == "routed":
+            store = pool.store
+            state, shared = store.best(self.key, self.text)
+            if state is None and held < MIN_GAIN_CHARS:  # nothing of this signature here or saved
+                self.claimed = store.claim(self.key)
+                if not self.claimed:
+                    state, shared = store.best(self.key, self.text)
+            if state is not None and shared >= held + MIN_GAIN_CHARS:
+                store.restore(llama, state)
+            self._save_after_prompt(store)
+        self.before = llama.input_ids[: llama.n_tokens].copy()
+        return self
+
+    def _save_after_prompt(self, store: PrefixStore) -> None:
+        """Have llama-cpp-python's first ``eval`` of the call (the prompt) save its state right after it."""
+        llama, evaluate = self.llama, self.llama.eval
+
+        def eval_then_save(tokens):
+            evaluate(tokens)
+            if llama.__dict__.pop("eval", None) is not None:  # once: the next evals are generated tokens
+                store.save(self.key, self.text, llama, keep=int(llama.n_tokens) - KEEP_BACK)
+                self._settle()
+
+        llama.eval = eval_then_save
+
+    def _settle(self) -> None:
+        if self.claimed:
+            self.claimed = False
+            self.pool.store.settle(self.key)
+
+    def finish(self, prompt_tokens: int) -> int:
+        """After a successful call: the prompt tokens reused; the context keeps its trimmed prompt."""
+        reused = reused_tokens(self.before, self.llama.input_ids, prompt_tokens)
+        trim(self.llama, prompt_tokens)
+        self.pool.served(self.llama, self.text)
+        return reused
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.llama.__dict__.pop("eval", None)
+        self._settle()
+        if exc_type is not None:  # the context may hold a partial generation: the next call starts afresh
+            self.llama.reset()

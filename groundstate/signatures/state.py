@@ -30,8 +30,10 @@ class VerifyFact(dspy.Signature):
     affect what can be done); low if unlikely to change the decision (administrative details, irrelevant
     demographics, general background). {DATA_NOTE}""")
 
-    fact: str = dspy.InputField(desc="the fact to check")
+    # the evidence first: the checks of one episode share it, so the embedded LM reuses its evaluation (the fact,
+    # which differs per call, last; groundstate.lm.prefix)
     evidence: str = dspy.InputField(desc="trusted statements, the only basis for the verdict")
+    fact: str = dspy.InputField(desc="the fact to check")
     verdict: Literal["supported", "refuted", "unverifiable"] = dspy.OutputField()
     importance: Literal["high", "medium", "low"] = dspy.OutputField()
 
@@ -48,8 +50,8 @@ class VerifyFacts(dspy.Signature):
     __doc__ = ("Check each numbered fact separately against the trusted evidence; return one check per fact, in "
                "order.\n" + VerifyFact.__doc__.split("\n", 1)[1])  # the same rule as one fact's check
 
-    facts: str = dspy.InputField(desc="the facts to check, numbered")
     evidence: str = dspy.InputField(desc="trusted statements, the only basis for the verdicts")
+    facts: str = dspy.InputField(desc="the facts to check, numbered")
     checks: list[FactCheck] = dspy.OutputField(desc="one check per fact: its number, verdict and importance")
 
 

@@ -128,8 +128,9 @@ class ArgueSource(dspy.Signature):
     for 'support' cite those that agree with or corroborate it, for 'refute' those that contradict it; if none
     are relevant, say so. {DATA_NOTE}""")
 
-    target: str = dspy.InputField(desc="the source assessed, with its statements")
+    # what a pair's four calls share first (the other sources), what differs last: prefix reuse (groundstate.lm.prefix)
     others: str = dspy.InputField(desc="the other sources' statements (the only allowed evidence)")
+    target: str = dspy.InputField(desc="the source assessed, with its statements")
     stance: Literal["support", "refute"] = dspy.InputField(desc="the side to argue")
     argument: str = dspy.OutputField(desc="at most 400 chars")
 
@@ -154,8 +155,9 @@ class ScoreCandidate(dspy.Signature):
     overlap, 2 mostly inconsistent, 1 contradictory. Topics only one side covers count neither way.
     {DATA_NOTE}""")
 
-    candidate: str = dspy.InputField(desc="the candidate's statements")
+    # the facts all candidates are scored against first, the candidate last: prefix reuse (groundstate.lm.prefix)
     verified_facts: str = dspy.InputField(desc="statements of the sources still considered reliable")
+    candidate: str = dspy.InputField(desc="the candidate's statements")
     consistency: int = dspy.OutputField(desc="1 (contradictory) to 5 (consistent)", ge=1, le=5)
     reason: str = dspy.OutputField(desc="the decisive agreements or contradictions (at most 300 chars)")
 

@@ -101,6 +101,22 @@ def test_the_store_keeps_a_few_states_per_signature_within_its_bytes(monkeypatch
     assert PrefixStore(max_bytes=0).save("A", "t", llama) is None and store.restored == 1
 
 
+def test_a_second_call_of_a_new_signature_waits_for_the_first_ones_state_instead_of_evaluating_it_too():
+    import threading
+
+    store = PrefixStore()
+    assert store.claim("A")  # the first call of A will save its state
+    waited = []
+    second = threading.Thread(target=lambda: waited.append(store.claim("A", wait_s=30)))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # waiting for the first call's state
+    store.settle("A")
+    second.join(5)
+    assert waited == [False] and store.claim("A")  # released; a later call with no state claims anew
+    assert store.claim("B") and not store.claim("A", wait_s=0.01)  # claims are per signature; a wait is bounded
+
+
 def test_prompt_text_follows_the_message_order_and_common_prefix_counts_characters():
     text = prompt_text([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
     assert text == "system\nbe brief\nuser\nhi\n"
