@@ -70,8 +70,8 @@ class TaskSettings(Settings):
 
 class LMSettings(Settings):
     """The LM options of a run (``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``,
-    ``--lm-config``, ``--lm-threads``, ``--lm-contexts``, ``--lm-quant``): the default LM and, from an ``--lm-config`` file, one LM
-    per role. None of them names a key: keys come only from the environment."""
+    ``--lm-config``, ``--lm-threads``, ``--lm-contexts``, ``--lm-quant``): the default LM and, from an
+    ``--lm-config`` file, one LM per role. None of them names a key: keys come only from the environment."""
 
     lm: str | None = Field(None, description="LM spec: 'embedded' (default, offline SmolLM2) or a LiteLLM model "
                            "string such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>",

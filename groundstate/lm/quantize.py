@@ -38,6 +38,8 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
+from filelock import FileLock, Timeout
+
 from groundstate.errors import LMSetupError
 
 logger = logging.getLogger(__name__)
@@ -133,7 +135,7 @@ def usable(path: Path, source_size: int) -> bool:
     the GGUF magic, of a plausible size for the source (:data:`SIZE_RATIO`)."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except OSError:  # missing, or a parent that is not a directory
         return False
     if not stat.S_ISREG(info.st_mode):
         return False
@@ -216,8 +218,6 @@ def _make(source: Path, quant: str) -> Path:
     target = folder / cached_name(source_digest(source), quant, llama_version())
     if usable(target, size):
         return target
-    from filelock import FileLock, Timeout  # noqa: PLC0415 (only when a file must be made)
-
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         with FileLock(str(target) + ".lock", timeout=LOCK_TIMEOUT_S):
