@@ -19,7 +19,8 @@ cache, :func:`groundstate.lm.quantize.model_for`), on one context of one thread,
   the pair, the verdict, the answer...), the share whose parsed decision fields agree (an output that does not parse
   as JSON disagrees).
 
-Usage: ``python bench/embedded_quant.py [--calls N | --full] [--types q8_0 f16 ...]``. About 4 CPU-minutes by default.
+Usage: ``python bench/embedded_quant.py [--calls N | --full] [--types q8_0 f16 ...]``. About 6 CPU-minutes by
+default (12 calls; evaluating each prompt twice per type dominates).
 Prints a table and writes ``bench/results/embedded_quant.json``.
 """
 
