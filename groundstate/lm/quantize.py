@@ -197,11 +197,12 @@ def quantize(source: Path, target: Path, quant: str) -> None:
 
 @contextlib.contextmanager
 def quiet_llama_log():
-    """llama.cpp's log at errors only for the block: the quantizer logs a line per tensor, and llama-cpp-python
-    prints every level until a model is first loaded with ``verbose=False``."""
+    """llama.cpp's log off for the block: the quantizer logs a line per tensor, and llama-cpp-python prints every
+    level until a model is first loaded with ``verbose=False`` (and reads ggml's warnings as errors: its level
+    table predates ggml's current numbering). A failure still shows: the quantizer's return code is checked."""
     llama_logger = logging.getLogger("llama-cpp-python")  # the logger of llama-cpp-python's log callback
     level = llama_logger.level
-    llama_logger.setLevel(logging.ERROR)
+    llama_logger.setLevel(logging.CRITICAL + 1)
     try:
         yield
     finally:
