@@ -5,12 +5,15 @@ on CPUs, and prompt evaluation dominates every groundstate call. Measured on one
 calls of one synthetic ReGround episode (``bench/embedded_quant.py`` measures it again on any machine): prompt
 tokens per CPU-second, shipped q4_1 ~150, q8_0 ~240, q4_0 ~265, f16 ~270 (generation 26-36 for all). Faithfulness
 to the shipped file (greedy outputs identical / parsed decisions that agree): q8_0 19/37 and 17/17, f16 23/37 and
-17/17, q4_0 7/37 (one unparseable) and 14/17. q8_0 re-encodes q4_1's values almost exactly at 8 bits; q4_0 drops
+17/17, q4_0 7/37 (one unparseable) and 14/17. ``bench/embedded_quant.py`` over 12 of those calls (2026-12-02,
+``bench/results/embedded_quant.json``): prompt 172 / 243 / 281 / 236 (shipped, q8_0, q4_0, f16), identical outputs
+9/12, 3/12, 10/12, decisions 7/7, 4/7, 7/7. q8_0 re-encodes q4_1's values almost exactly at 8 bits; q4_0 drops
 q4_1's per-block offset, which is why it drifts.
 
 **One type for every CPU** (:data:`DEFAULT_QUANT`, q8_0), not a per-machine choice: a choice made by measuring the
 user's CPU would give the same command different answers (and different run ids) on different machines. q8_0 is
-near f16's speed at half its size and agrees with the shipped file as often as f16 does. ``shipped`` keeps the
+about as fast as f16 on prompts at about half its size, and its decisions agreed with the shipped file's as
+often as f16's did. ``shipped`` keeps the
 wheel's file, which is what saved programs and runs of earlier releases used.
 
 :func:`model_for` makes the file once per source, type and llama-cpp-python version in
