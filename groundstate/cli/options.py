@@ -87,7 +87,8 @@ def add_verbose_options(parser: argparse.ArgumentParser) -> None:
 
 def add_lm_options(parser: argparse.ArgumentParser) -> None:
     """``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``, ``--lm-config``,
-    ``--lm-threads``, ``--lm-contexts``: the fields of :class:`~groundstate.eval.settings.LMSettings`."""
+    ``--lm-threads``, ``--lm-contexts``, ``--lm-quant``: the fields of
+    :class:`~groundstate.eval.settings.LMSettings`."""
     add_settings(parser, LMSettings)
 
 

@@ -8,8 +8,12 @@ shows its calls and tokens advancing. On a terminal they are a rich display; off
 print one plain line to stderr every ``interval`` seconds (default 30, or ``GROUNDSTATE_PROGRESS_INTERVAL``) and
 one at the end::
 
-    [groundstate] qa-1a2b3c: 3/10 records, 42 LM calls, 12,345 tokens, 0 errors, 1m05s elapsed
+    [groundstate] qa-1a2b3c: 3/10 records, 42 LM calls, 12,345 tokens (189.9 tokens/s), 0 errors, 1m05s elapsed
     [groundstate] optimize reground (bootstrap): optimizing, 40 metric calls (0 raised), 52 LM calls (1 failed), ...
+
+The tokens/s of :class:`RunProgress` are the tokens this display saw advance (prompt and output; a resumed run's
+earlier records left out) divided by the time since it started, so they read the pace of the run as it goes, the
+LM's waits and the records' own work included.
 
 Records run on Ray workers are counted there: the workers' running totals reach :meth:`RunProgress.on_worker_totals`
 about once a second (:func:`groundstate.eval.ray_backend.execute_on_ray`), so the calls advance while records
@@ -219,9 +223,15 @@ class RunProgress(ProgressDisplay):
                 tokens = max(tokens, self._base_tokens + self._workers[2])
             return self.done, calls, tokens, self.errors
 
+    def tokens_per_second(self, tokens: int) -> float:
+        """Tokens advanced since the display started (``tokens`` now, minus those of resumed records) per second."""
+        elapsed = time.monotonic() - self._started
+        return max(0, tokens - self._base_tokens) / elapsed if elapsed > 0 else 0.0
+
     def counts(self) -> str:
         done, calls, tokens, errors = self._snapshot()
-        return f"{done}/{self.total} {self.unit}, {calls} LM calls, {tokens:,} tokens, {errors} errors"
+        return (f"{done}/{self.total} {self.unit}, {calls} LM calls, {tokens:,} tokens "
+                f"({self.tokens_per_second(tokens):,.1f} tokens/s), {errors} errors")
 
     def _columns(self) -> list:
         from rich.progress import (  # noqa: PLC0415 (--help stays light)
@@ -234,11 +244,13 @@ class RunProgress(ProgressDisplay):
 
         return [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 TextColumn("ETA"), TimeRemainingColumn(),
-                TextColumn("calls {task.fields[calls]}  tokens {task.fields[tokens]}  errors {task.fields[errors]}")]
+                TextColumn("calls {task.fields[calls]}  tokens {task.fields[tokens]} ({task.fields[rate]:,.1f}/s)  "
+                           "errors {task.fields[errors]}")]
 
     def _task_fields(self) -> dict[str, Any]:
         done, calls, tokens, errors = self._snapshot()
-        return {"total": self.total, "completed": done, "errors": errors, "tokens": tokens, "calls": calls}
+        return {"total": self.total, "completed": done, "errors": errors, "tokens": tokens, "calls": calls,
+                "rate": self.tokens_per_second(tokens)}
 
 
 class TuneProgress(ProgressDisplay):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,8 +70,8 @@ class TaskSettings(Settings):
 
 class LMSettings(Settings):
     """The LM options of a run (``--lm``, ``--api-base``, ``--temperature``, ``--max-tokens``, ``--lm-timeout``,
-    ``--lm-config``, ``--lm-threads``, ``--lm-contexts``): the default LM and, from an ``--lm-config`` file, one LM
-    per role. None of them names a key: keys come only from the environment."""
+    ``--lm-config``, ``--lm-threads``, ``--lm-contexts``, ``--lm-quant``): the default LM and, from an
+    ``--lm-config`` file, one LM per role. None of them names a key: keys come only from the environment."""
 
     lm: str | None = Field(None, description="LM spec: 'embedded' (default, offline SmolLM2) or a LiteLLM model "
                            "string such as openai/gpt-4o-mini, ollama_chat/qwen3:8b, hosted_vllm/<model>",
@@ -93,13 +93,18 @@ class LMSettings(Settings):
                                     "context each ('contexts' in --lm-config; default: the idle cores divided by "
                                     "--lm-threads, bounded by memory). Outputs do not depend on it",
                                     json_schema_extra={"metavar": "N"})
+    lm_quant: Literal["shipped", "q8_0", "q4_0", "f16"] | None = Field(
+        None, description="embedded LM: tensor type ('quant' in --lm-config; default q8_0, made once from the shipped "
+        "q4_1 file into ~/.cache/groundstate/models; 'shipped' runs the wheel's file as is). Outputs depend on it, so "
+        "it is part of the run id")
 
     def config(self):
         """The :class:`~groundstate.lm.config.LMConfig` these options describe (``lm`` overrides the file's
         default; see :meth:`~groundstate.lm.config.LMConfig.from_options`)."""
         return LMConfig.from_options(lm_config=self.lm_config, lm=self.lm, api_base=self.api_base,
                                      temperature=self.temperature, max_tokens=self.max_tokens,
-                                     timeout=self.lm_timeout, threads=self.lm_threads, contexts=self.lm_contexts)
+                                     timeout=self.lm_timeout, threads=self.lm_threads, contexts=self.lm_contexts,
+                                     quant=self.lm_quant)
 
     def build(self) -> tuple[Any, Any]:
         """``(default LM, LMConfig)``, built (nothing is configured globally)."""

@@ -10,7 +10,8 @@ from typing import Any
 
 from groundstate.errors import InputError, LMSetupError, strip_userinfo
 from groundstate.files import read_toml
-from groundstate.lm.embedded import RUNTIME_KEY
+from groundstate.lm.embedded import ENGINE_REVISION, RUNTIME_KEY
+from groundstate.lm.quantize import DEFAULT_QUANT, SHIPPED
 from groundstate.lm.specs import (
     EMBEDDED_SPEC,
     LM_OPTIONS,
@@ -30,6 +31,7 @@ class LMConfig:
         [default]
         model = "embedded"
         threads = 1                   # embedded only: CPU threads per decode (part of the run id)
+        quant = "q8_0"                # embedded only: tensor type (part of the run id; "shipped": the wheel's file)
         contexts = 2                  # embedded only: decodes at once (not part of the run id)
 
         [roles."verify.*"]            # glob over predictor names / role names
@@ -83,11 +85,12 @@ class LMConfig:
     def from_options(cls, *, lm_config: str | os.PathLike | None = None, lm: str | None = None,
                      api_base: str | None = None, temperature: float | None = None, max_tokens: int | None = None,
                      timeout: float | None = None, threads: int | None = None,
-                     contexts: int | None = None) -> LMConfig:
+                     contexts: int | None = None, quant: str | None = None) -> LMConfig:
         """The configuration command-line options describe: the ``lm_config`` file (if any), with ``lm``
-        replacing its default model and the other options overriding the default's settings. ``threads`` and
-        ``contexts`` (``--lm-threads``, ``--lm-contexts``) apply to every embedded LM of the configuration (the
-        default and the roles) that does not set its own, and are an error when none is embedded."""
+        replacing its default model and the other options overriding the default's settings. ``threads``,
+        ``contexts`` and ``quant`` (``--lm-threads``, ``--lm-contexts``, ``--lm-quant``) apply to every embedded LM
+        of the configuration (the default and the roles) that does not set its own, and are an error when none is
+        embedded."""
         config = cls.load(lm_config) if lm_config else cls()
         if lm:
             config.default = {"model": lm}
@@ -96,8 +99,8 @@ class LMConfig:
         if extra:
             config.default = {**config.default, **extra}
         config.default.setdefault("model", EMBEDDED_SPEC)
-        config._apply_engine_settings({k: v for k, v in {"threads": threads, "contexts": contexts}.items()
-                                       if v is not None})
+        config._apply_engine_settings({k: v for k, v in {"threads": threads, "contexts": contexts,
+                                                         "quant": quant}.items() if v is not None})
         return config
 
     def _apply_engine_settings(self, settings: dict[str, Any]) -> None:
@@ -144,7 +147,8 @@ class LMConfig:
         entry = self.spec_for(role)
         key = repr(sorted(entry.items()))
         if key not in self._cache:
-            options = {k: v for k, v in entry.items() if k not in ("model", RUNTIME_KEY)}
+            # a described entry (rebuilt as a Ray worker does) carries the engine revision: a description, no setting
+            options = {k: v for k, v in entry.items() if k not in ("model", RUNTIME_KEY, "revision")}
             self._cache[key] = get_lm(entry["model"], **options, **entry.get(RUNTIME_KEY, {}))
         return self._cache[key]
 
@@ -167,7 +171,11 @@ class LMConfig:
         userinfo (``http://user:pass@host`` -> ``http://host``), so run ids, which fingerprint this, are the
         same whoever's password reaches the server (see :func:`~groundstate.lm.specs.describe_lm`). A hosted LM
         that sets no temperature is described with the one it decodes at (:func:`~groundstate.lm.specs.
-        default_temperature`), so its decoding is part of the run id; embedded entries are described as given."""
+        default_temperature`), so its decoding is part of the run id; an embedded entry is described as given, with
+        the tensor type it asks for (``quant``, default q8_0; left out for ``shipped``) and the engine revision
+        (whose outputs differ from earlier releases', so their runs are not resumed as these). The type that
+        actually ran (``shipped`` after a fallback) is in the engine's own description
+        (:func:`~groundstate.lm.specs.describe_lm`)."""
         return {"default": _decoded(_public(self.default, strip=True)),
                 "roles": {k: _decoded(_public(v, strip=True)) for k, v in self.roles.items()}}
 
@@ -191,9 +199,15 @@ def _role_matches(role: str, pattern: str) -> bool:
 
 
 def _decoded(entry: dict[str, Any]) -> dict[str, Any]:
-    """A described entry with the temperature a hosted LM decodes at when it sets none (:func:`get_lm`'s default)."""
+    """A described entry with the temperature a hosted LM decodes at when it sets none (:func:`get_lm`'s default),
+    or the tensor type an embedded one asks for (none for ``shipped``) and the engine's
+    :data:`~groundstate.lm.embedded.ENGINE_REVISION`."""
     model = entry.get("model")
-    if model == EMBEDDED_SPEC or not isinstance(model, str) or entry.get("temperature") is not None:
+    if model == EMBEDDED_SPEC:
+        quant = entry.get("quant", DEFAULT_QUANT)
+        return {**{k: v for k, v in entry.items() if k != "quant"}, **({} if quant == SHIPPED else {"quant": quant}),
+                "revision": ENGINE_REVISION}  # outputs differ from earlier releases' (the engine's description)
+    if not isinstance(model, str) or entry.get("temperature") is not None:
         return entry
     return {**entry, "temperature": default_temperature(model)}
 

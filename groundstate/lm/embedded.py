@@ -6,7 +6,9 @@
 The model is loaded lazily into a pool of llama.cpp contexts shared by the process (:func:`context_pool`):
 each call borrows one context, so up to ``contexts`` calls from threads decode at once (by default as many as
 the idle cores and the memory allow, :func:`choose_contexts`), each on ``threads`` CPU threads (1 unless given:
-greedy outputs depend on the thread count, see :data:`DEFAULT_THREADS`).
+greedy outputs depend on the thread count, see :data:`DEFAULT_THREADS`). The weights are those of the shipped
+file requantized once to ``quant`` (q8_0 by default; :mod:`groundstate.lm.quantize` says why one type for every CPU),
+and the type that actually runs is part of the engine's description and so of run ids.
 
 When a request carries a JSON schema (``dspy.JSONAdapter`` sends one for every signature), decoding is
 constrained by a grammar built from that schema, once per schema (:meth:`EmbeddedEngine.grammar`), so the
@@ -32,6 +34,7 @@ from typing import Any
 from groundstate.errors import LMSetupError
 from groundstate.lm.contexts import DEFAULT_THREADS, ContextPool, choose_contexts, context_pool
 from groundstate.lm.prefix import PromptReuse, prompt_text
+from groundstate.lm.quantize import DEFAULT_QUANT, SHIPPED, ModelFile, check_quant, model_for
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +149,13 @@ class EmbeddedEngine:
         n_threads: the earlier name of ``threads`` (saved programs carry it).
         reuse: how prompt prefixes are reused (:data:`REUSE_MODES`); outputs do not depend on it, so it is a
             runtime setting, recorded under :data:`RUNTIME_KEY` when given.
+        quant: the tensor type to run (:data:`~groundstate.lm.quantize.QUANT_TYPES`; default
+            :data:`~groundstate.lm.quantize.DEFAULT_QUANT`, q8_0): the model file requantized once into the user's
+            cache, or ``"shipped"`` for the file as is. Outputs depend on it, so it is part of the engine's identity;
+            if the copy cannot be made the engine runs, and describes itself as, ``shipped``.
+
+    Batching stays llama-cpp-python's (``n_batch`` 512, ``n_ubatch`` 512): other sizes measured no faster, and
+    smaller batches changed greedy outputs.
     """
 
     supports_response_schema = True
@@ -155,12 +165,14 @@ class EmbeddedEngine:
 
     def __init__(self, model_path: str | None = None, n_ctx: int = CONTEXT_WINDOW, threads: int | None = None,
                  contexts: int | None = None, max_string_length: int = 300, max_items: int = 8, seed: int = 0,
-                 n_threads: int | None = None, reuse: str | None = None):
+                 n_threads: int | None = None, reuse: str | None = None,
+                 quant: str = DEFAULT_QUANT):
         if reuse is not None and reuse not in REUSE_MODES:
             raise LMSetupError(f"reuse must be one of {', '.join(REUSE_MODES)}, not {reuse!r}")
         self.requested_reuse = reuse
         self.reuse = reuse or REUSE_MODES[0]
         self.model_path = str(model_path) if model_path else None
+        self.quant = check_quant(quant)
         self.n_ctx = int(n_ctx)
         threads = threads if threads is not None else n_threads
         self.threads = int(threads) if threads is not None else DEFAULT_THREADS
@@ -172,6 +184,8 @@ class EmbeddedEngine:
         self.calls = 0  # requests that reached the model (cache hits never do)
         self._grammars: dict[str, Any] = {}
         self._count_lock = threading.Lock()
+        self._resolved: ModelFile | None = None  # the file loaded and the type it holds, once resolved
+        self._resolve_lock = threading.Lock()
 
     @property
     def n_threads(self) -> int:
@@ -270,11 +284,15 @@ class EmbeddedEngine:
     # -- saving (a saved program records how to rebuild the engine, never a secret) -----------------------
     def dump_state(self) -> dict:
         """The settings that rebuild this engine. ``threads`` keeps its earlier key ``n_threads`` (so saved
-        programs and run ids of earlier versions stay what they were); ``contexts`` is kept only when it was
-        given (a loaded program otherwise chooses it on the machine it runs on), under :data:`RUNTIME_KEY`."""
+        programs and run ids of earlier versions stay what they were); ``quant`` (the type asked for) is written for
+        every type but ``shipped``, since a state without it means ``shipped`` (:meth:`load_state`); ``contexts``
+        is kept only when it was given (a loaded program otherwise chooses it on the machine it runs on), under
+        :data:`RUNTIME_KEY`."""
         state: dict[str, Any] = {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.threads,
                                  "max_string_length": self.max_string_length, "max_items": self.max_items,
                                  "seed": self.seed}
+        if self.quant != SHIPPED:
+            state["quant"] = self.quant
         runtime = {key: value for key, value in (("contexts", self.requested_contexts),
                                                   ("reuse", self.requested_reuse)) if value is not None}
         if runtime:
@@ -282,17 +300,28 @@ class EmbeddedEngine:
         return state
 
     def describe(self) -> dict:
-        """:meth:`dump_state` without empty settings, with :data:`ENGINE_REVISION` and the contexts and reuse
-        mode in use (chosen or given) under :data:`RUNTIME_KEY`, which run fingerprints leave out."""
+        """:meth:`dump_state` without empty settings, with the type that runs (:attr:`effective_quant`: ``shipped``,
+        left out, after a fallback) instead of the one asked for, :data:`ENGINE_REVISION`, and the contexts and
+        reuse mode in use (chosen or given) under :data:`RUNTIME_KEY`, which run fingerprints leave out."""
         state = {k: v for k, v in self.dump_state().items() if v is not None}
+        state.pop("quant", None)
+        try:
+            quant = self.effective_quant
+        except LMSetupError:  # no model file: nothing can run; describe what was asked for
+            quant = self.quant
+        if quant != SHIPPED:
+            state["quant"] = quant
         state["revision"] = ENGINE_REVISION
         state[RUNTIME_KEY] = {"contexts": self.contexts, "reuse": self.reuse}
         return state
 
     @classmethod
     def load_state(cls, state: dict) -> EmbeddedEngine:
+        """The engine of a :meth:`dump_state`; a state without ``quant`` (saved before types were a setting, when
+        the shipped file always ran) runs the shipped file."""
         state = dict(state)
         state.pop("revision", None)  # a description's; a loaded engine is always this version's
+        state.setdefault("quant", SHIPPED)
         return cls(**state.pop(RUNTIME_KEY, {}), **state)
 
     # -- helpers ---------------------------------------------------------------------------------------
@@ -317,8 +346,29 @@ class EmbeddedEngine:
         return ContextLengthError(f"{detail} but the embedded model's context window is {self.n_ctx} tokens; "
                                   "shorten the inputs or use fewer demos (--max-demos), or use a larger model")
 
-    def resolved_path(self) -> str:
+    def source_path(self) -> str:
+        """The GGUF file this engine's weights come from: ``model_path``, else :func:`find_embedded_model`."""
         return self.model_path or str(find_embedded_model())
+
+    def resolved_path(self) -> str:
+        """The file llama.cpp loads: the source's copy of type :attr:`quant` (made on first use,
+        :func:`~groundstate.lm.quantize.model_for`), resolved once per engine; the source itself for ``shipped`` or
+        after a fallback."""
+        with self._resolve_lock:
+            if self._resolved is None:
+                self._resolved = model_for(self.source_path(), self.quant)
+            return str(self._resolved.path)
+
+    @property
+    def effective_quant(self) -> str:
+        """The tensor type that runs: :attr:`quant`, or ``shipped`` if its copy could not be made."""
+        self.resolved_path()
+        return self._resolved.quant
+
+    def llama_arguments(self, request) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """The messages and decoding arguments (grammar included) this engine gives llama.cpp for ``request``, for
+        callers that replay a request on a context of their own (``lm check``'s rates, the benches)."""
+        return self._messages(request), self._decoding(request.config)
 
     @staticmethod
     def _messages(request) -> list[dict[str, str]]:

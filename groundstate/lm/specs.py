@@ -32,6 +32,7 @@ from typing import Any
 
 from groundstate.errors import LMSetupError, register_url_secrets, strip_userinfo
 from groundstate.lm.embedded import EMBEDDED_MODEL_NAME, AsyncEmbeddedEngine, EmbeddedEngine
+from groundstate.lm.quantize import QUANT_TYPES
 
 EMBEDDED_SPEC = "embedded"
 
@@ -39,11 +40,11 @@ EMBEDDED_SPEC = "embedded"
 # Options a spec may carry in an LM config file or on the command line.
 LM_OPTIONS = {"temperature", "max_tokens", "api_base", "api_version", "cache", "num_retries", "timeout", "top_p",
               "model_path", "n_ctx", "threads", "contexts", "n_threads", "max_string_length", "max_items", "seed",
-              "reuse"}
+              "quant", "reuse"}
 
 
 EMBEDDED_ONLY_OPTIONS = {"model_path", "n_ctx", "threads", "contexts", "n_threads", "max_string_length",
-                         "max_items", "seed", "reuse"}
+                         "max_items", "seed", "quant", "reuse"}
 """Settings only the embedded LM takes (``n_threads`` is the earlier name of ``threads``)."""
 
 
@@ -97,6 +98,7 @@ _CHECKS: dict[str, tuple[Any, str]] = {
     "api_base": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string (a URL)"),
     "api_version": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
     "model_path": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string (a file path)"),
+    "quant": (lambda v: isinstance(v, str) and v in QUANT_TYPES, "one of " + ", ".join(QUANT_TYPES)),
 }
 
 
@@ -135,8 +137,9 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
             which is local);
             for ``embedded`` also ``model_path``, ``n_ctx``, ``threads`` (CPU threads per llama.cpp context;
             ``n_threads`` is its earlier name), ``contexts`` (requests decoded at once), ``max_string_length``,
-            ``max_items``, ``seed``. ``threads`` defaults to 1; ``contexts`` to what the idle cores and the
-            memory allow (:func:`~groundstate.lm.embedded.choose_contexts`).
+            ``max_items``, ``seed``, ``quant`` (the tensor type: ``shipped``, ``q8_0``, ``q4_0`` or ``f16``,
+            :mod:`groundstate.lm.quantize`). ``threads`` defaults to 1; ``contexts`` to what the idle cores and the
+            memory allow (:func:`~groundstate.lm.embedded.choose_contexts`); ``quant`` to q8_0.
 
     Returns:
         A ``dspy.LM`` over the embedded engine for ``embedded``; a :class:`~groundstate.lm.cache.KeyedLM`
@@ -163,7 +166,7 @@ def get_lm(spec: str = EMBEDDED_SPEC, **options: Any):
             if key in options:
                 raise LMSetupError(f"option '{key}' does not apply to the embedded LM")
         engine = EmbeddedEngine(**engine_opts)
-        engine.resolved_path()  # fail now, with a clear message, if the model file is missing
+        engine.resolved_path()  # fail now, with a clear message, if the model file is missing (and make its copy)
         options.setdefault("temperature", 0.0)
         options.setdefault("max_tokens", 512)
         return dspy.LM(EMBEDDED_MODEL_NAME, engine=engine, async_engine=AsyncEmbeddedEngine(engine), **options)
@@ -229,7 +232,8 @@ def describe_lm(lm) -> dict[str, Any]:
     same server with their own passwords share a run id (and can resume or merge each other's runs), while
     two different servers still differ by host, port or path. The embedded engine's number of contexts sits
     under ``engine.runtime``: recorded, but not part of a run's fingerprint (a context gives the same greedy
-    outputs as any other); its threads (``n_threads``) are, since greedy outputs depend on them."""
+    outputs as any other); its threads (``n_threads``) and tensor type (``quant``, the one that runs) are, since
+    greedy outputs depend on them."""
     if lm is None:
         return {"model": None}
     kwargs = {k: strip_userinfo(v) if k == "api_base" else v for k, v in dict(getattr(lm, "kwargs", {}) or {}).items()

@@ -201,18 +201,27 @@ def test_the_lm_descriptions_of_scripted_and_explicitly_decoded_lms_are_what_ear
         "model": "openai/gpt-4o", "temperature": 0.0, "max_tokens": None}
     assert describe_lm(get_lm("openai/gpt-5")) == {"model": "openai/gpt-5", "temperature": 1.0}
     assert describe_lm(get_lm("openai/gpt-5-chat"))["temperature"] == 0.0
-    roles = LMConfig(roles={"agent.0": {"model": "openai/x"}, "agent.1": {"model": "embedded"},
-                            "agent.2": {"model": "openai/y", "temperature": 0.4}}).describe()["roles"]
-    assert roles == {"agent.0": {"model": "openai/x", "temperature": 0.0}, "agent.1": {"model": "embedded"},
-                     "agent.2": {"model": "openai/y", "temperature": 0.4}}  # per-role LMs record their decoding too
+    roles = LMConfig(roles={"agent.0": {"model": "openai/x"}, "agent.1": {"model": "embedded", "quant": "shipped"},
+                            "agent.2": {"model": "openai/y", "temperature": 0.4},
+                            "agent.3": {"model": "embedded"}}).describe()["roles"]
+    assert roles == {"agent.0": {"model": "openai/x", "temperature": 0.0},
+                     "agent.1": {"model": "embedded", "revision": 2},
+                     "agent.2": {"model": "openai/y", "temperature": 0.4},  # per-role LMs record their decoding too
+                     # and the embedded LM's type and engine revision (issue 27)
+                     "agent.3": {"model": "embedded", "quant": "q8_0", "revision": 2}}
 
 
 @requires_embedded
-def test_the_embedded_lms_description_is_what_earlier_versions_wrote():
+def test_the_embedded_lms_description_is_what_earlier_versions_wrote_plus_the_engine_revision():
     from groundstate.lm.specs import describe_lm, get_lm
 
-    engine = {"n_ctx": 8192, "n_threads": 1, "max_string_length": 300, "max_items": 8, "seed": 0}
-    assert _fingerprinted(describe_lm(get_lm("embedded"))) == {
+    # revision 2 (issue 27: no flash attention, exact prefix reuse) answers differently from earlier releases
+    engine = {"n_ctx": 8192, "n_threads": 1, "max_string_length": 300, "max_items": 8, "seed": 0, "revision": 2}
+    assert _fingerprinted(describe_lm(get_lm("embedded", quant="shipped"))) == {
         "model": "embedded/smollm2-135m-instruct", "temperature": 0.0, "max_tokens": 512, "engine": engine}
-    assert _fingerprinted(describe_lm(get_lm("embedded", temperature=0.3, max_tokens=100))) == {
+    assert _fingerprinted(describe_lm(get_lm("embedded", temperature=0.3, max_tokens=100, quant="shipped"))) == {
         "model": "embedded/smollm2-135m-instruct", "temperature": 0.3, "max_tokens": 100, "engine": engine}
+    # the q8_0 copy the embedded LM runs by default since issue 27 answers differently: its own run ids
+    assert _fingerprinted(describe_lm(get_lm("embedded"))) == {
+        "model": "embedded/smollm2-135m-instruct", "temperature": 0.0, "max_tokens": 512,
+        "engine": {**engine, "quant": "q8_0"}}

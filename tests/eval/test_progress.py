@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import dspy
 import pytest
@@ -125,13 +126,30 @@ def test_ray_workers_running_totals_show_before_records_return_and_are_not_added
     with RunProgress("ray", total=3, done=1, enabled=True, tokens=100, interval=3600, stream=stream) as bar:
         assert "1/3 records, 0 LM calls, 100 tokens" in bar.line()
         bar.on_worker_totals(5, 1, 70)  # calls of records still running on the workers (a resumed run: +100 tokens)
-        assert "1/3 records, 5 LM calls, 170 tokens, 0 errors" in bar.line()
+        assert "1/3 records, 5 LM calls, 170 tokens (" in bar.line() and " tokens/s), 0 errors" in bar.line()
         bar.advance(False, tokens=30, calls=2)  # the first record back reports its own calls: already counted
         assert "2/3 records, 5 LM calls, 170 tokens" in bar.line()
         bar.on_worker_totals(7, 1, 105)
         bar.advance(True, tokens=35, calls=2)
-    assert stream.getvalue().splitlines()[-1].startswith("[groundstate] ray: 3/3 records, 7 LM calls, 205 tokens, "
-                                                         "1 errors, ")
+    assert re.match(r"\[groundstate\] ray: 3/3 records, 7 LM calls, 205 tokens \([\d,.]+ tokens/s\), 1 errors, ",
+                    stream.getvalue().splitlines()[-1])
+
+
+def test_the_line_shows_the_tokens_per_second_this_run_advanced(monkeypatch):
+    """Tokens advanced (the resumed records' tokens left out) over the seconds since the display started."""
+    from groundstate.eval import progress
+
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock["now"])
+    stream = io.StringIO()
+    with RunProgress("rate", total=3, done=1, enabled=True, tokens=400, interval=3600, stream=stream) as bar:
+        assert "400 tokens (0.0 tokens/s)" in bar.line()
+        clock["now"] += 8.0
+        bar.on_lm_usage(100, 20)
+        assert "520 tokens (15.0 tokens/s)" in bar.line()
+        clock["now"] += 2.0
+        bar.on_worker_totals(3, 0, 250)  # Ray workers' running totals: 250 tokens of this session
+        assert "650 tokens (25.0 tokens/s)" in bar.line() and bar.line().endswith(" 10s elapsed")
 
 
 def test_records_of_a_dead_worker_still_count_when_its_totals_are_gone():

@@ -127,8 +127,8 @@ def test_contexts_are_recorded_but_not_fingerprinted_and_threads_are_both(fake_c
     earlier = {"model": "embedded/smollm2-135m-instruct", "temperature": 0.0, "max_tokens": 512,  # 2 threads always
                "engine": {"n_ctx": 8192, "n_threads": 2, "max_string_length": 300, "max_items": 8, "seed": 0}}
     # engine revision 2 (no flash attention, exact prefix reuse) gives other outputs than earlier releases, so the
-    # same settings no longer find their runs: they are other results, not the same run to resume
-    assert fingerprint(run_config("qa", lm=describe_lm(get_lm("embedded", threads=2)))) != \
+    # same settings (the shipped file, 2 threads) no longer find their runs: they are other results to resume
+    assert fingerprint(run_config("qa", lm=describe_lm(get_lm("embedded", threads=2, quant="shipped")))) != \
         fingerprint(run_config("qa", lm=earlier))
     assert describe_lm(get_lm("embedded"))["engine"]["revision"] == 2
 
@@ -147,7 +147,8 @@ def test_lm_threads_and_contexts_on_the_command_line_and_in_lm_configs(tmp_path,
     assert (config.lm_for("agent.1").engine.threads, config.lm_for("agent.1").engine.contexts) == (1, 1)
     assert "threads" not in config.spec_for("agent.2")
     described = config.describe()
-    assert described["roles"]["agent.1"] == {"model": "embedded", "threads": 1, "runtime": {"contexts": 1}}
+    assert described["roles"]["agent.1"] == {"model": "embedded", "threads": 1, "quant": "q8_0", "revision": 2,
+                                             "runtime": {"contexts": 1}}
     rebuilt = LMConfig(default=described["default"], roles=described["roles"])  # as a Ray worker does
     assert rebuilt.lm_for("agent.1").engine.contexts == 1
     with pytest.raises(LMSetupError, match="only to the embedded LM"):
