@@ -27,19 +27,28 @@ from groundstate.lm.faults import lm_failure
 from groundstate.lm.specs import default_adapter, describe_lm
 
 
+def _minutes(seconds: float) -> str:
+    """``1.6 min`` below ten minutes, ``12 min`` above."""
+    minutes = seconds / 60
+    return f"{minutes:.1f} min" if minutes < 10 else f"{minutes:.0f} min"
+
+
 class EpisodeBudget(NamedTuple):
     """The LM work of one ReGround episode."""
 
     calls: int
     prompt_tokens: int
     output_tokens: int
+    reused_tokens: int = 0  # prompt tokens served from an evaluated prefix (groundstate.lm.prefix)
 
 
-TYPICAL_EPISODE = EpisodeBudget(calls=37, prompt_tokens=17_702, output_tokens=2_841)
-"""One synthetic ReGround episode with the embedded LM: the demo's episode (``make demo``), counted by
-``bench/demo_budget.py --embedded`` (the model's own tokenizer) with the shipped q4_1 file; other types answer a
-little differently, so their counts differ a little. Every prompt token is counted as evaluated: prompt prefixes
-that a context reuses from its previous call make an episode shorter than this estimate."""
+TYPICAL_EPISODE = EpisodeBudget(calls=34, prompt_tokens=18_200, output_tokens=1_846, reused_tokens=8_744)
+"""One synthetic ReGround episode with the embedded LM: the demo's episode (``make demo``, its run's summary) with
+the default q8_0 file and prefix reuse, on 2 contexts, on 2026-12-02: 48% of its prompt tokens reused. Other types
+and settings answer differently, so their counts differ (the shipped q4_1 file: 37 calls, 17,702 prompt and 2,841
+output tokens, ``bench/demo_budget.py --embedded``). The reused tokens are not evaluated, so the estimate leaves
+them out; it counts model time only (the demo's episode took 1 min 51 s of wall time on 2 contexts, about 110
+CPU-seconds, where lm check's rates at that moment estimated about 1.6 min on one context)."""
 
 
 @dataclass
@@ -77,7 +86,8 @@ class Rates:
         """Seconds of ``episode`` on one context at these wall rates (``None`` if either was not measured)."""
         if self.prompt_per_s is None or self.generation_per_s is None:
             return None
-        return episode.prompt_tokens / self.prompt_per_s + episode.output_tokens / self.generation_per_s
+        evaluated = episode.prompt_tokens - episode.reused_tokens
+        return evaluated / self.prompt_per_s + episode.output_tokens / self.generation_per_s
 
 
 @dataclass
@@ -192,12 +202,12 @@ def rate_lines(report: CheckReport, cores: int | None = None) -> list[str]:
                                        rates.generation_per_cpu_s))
     seconds = rates.episode_seconds()
     episode = TYPICAL_EPISODE
-    what = (f"a typical ReGround episode ({episode.calls} calls, {episode.prompt_tokens:,} prompt and "
-            f"{episode.output_tokens:,} output tokens)")
+    what = (f"a typical ReGround episode ({episode.calls} calls, {episode.prompt_tokens:,} prompt tokens of which "
+            f"{episode.reused_tokens:,} reused, {episode.output_tokens:,} output tokens)")
     if seconds is None:
         lines.append(f"{what}: no estimate (a rate could not be timed)")
     else:
         load = "" if report.load_average is None else \
             f" (load average {report.load_average:.1f}{f' on {cores} cores' if cores else ''})"
-        lines.append(f"{what}: about {max(1, round(seconds / 60))} min on one context at the current load{load}")
+        lines.append(f"{what}: about {_minutes(seconds)} on one context at the current load{load}")
     return lines

@@ -61,9 +61,11 @@ def test_lm_check_times_prompt_and_generation_apart_and_estimates_an_episode(clo
            "CPU-second of this process)" in out
     assert f"generation: 10 tokens in 1.00s: {generation_rate:.0f} tokens/s" in out
     episode = TYPICAL_EPISODE
-    minutes = round((episode.prompt_tokens / prompt_rate + episode.output_tokens / generation_rate) / 60)
-    assert re.search(rf"a typical ReGround episode \(37 calls, 17,702 prompt and 2,841 output tokens\): about "
-                     rf"{minutes} min on one context at the current load \(load average [\d.]+ on \d+ cores\)", out)
+    evaluated = episode.prompt_tokens - episode.reused_tokens  # reused prompt tokens are not evaluated again
+    minutes = (evaluated / prompt_rate + episode.output_tokens / generation_rate) / 60
+    assert re.search(rf"a typical ReGround episode \(34 calls, 18,200 prompt tokens of which 8,744 reused, "
+                     rf"1,846 output tokens\): about {minutes:.1f} min on one context at the current load "
+                     r"\(load average [\d.]+ on \d+ cores\)", out)
     assert "output tokens/s" not in out  # the earlier figure, which counted the prompt's time as generation's
 
 
@@ -77,7 +79,7 @@ def test_rates_that_cannot_be_timed_give_no_estimate():
                          output_tokens=3, seconds=0.5)
     assert rate_lines(hosted) == ["tokens: 11 in, 3 out; the call took 0.50s (prompt and generation are timed apart "
                                   "for the embedded LM only)"]
-    assert Rates(600, 3.0, 6.0, 30, 1.0, 1.0).episode_seconds() == pytest.approx(17_702 / 200 + 2_841 / 30)
+    assert Rates(600, 3.0, 6.0, 30, 1.0, 1.0).episode_seconds() == pytest.approx((18_200 - 8_744) / 200 + 1_846 / 30)
 
 
 @pytest.mark.embedded
@@ -90,4 +92,4 @@ def test_real_model_lm_check_prints_both_rates_and_the_estimate(capsys, monkeypa
     prompt = re.search(r"prompt: (\d+) tokens in [\d.]+s: (\d+) tokens/s \((\d+) per CPU-second", out)
     generation = re.search(r"generation: (\d+) tokens in [\d.]+s: (\d+) tokens/s", out)
     assert prompt and generation and int(prompt.group(1)) > 100 and int(generation.group(1)) >= 1
-    assert re.search(r"about \d+ min on one context at the current load", out)
+    assert re.search(r"about [\d.]+ min on one context at the current load", out)
