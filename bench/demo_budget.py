@@ -82,7 +82,7 @@ class CountingEngine:
     def __init__(self, inner):
         self.inner = inner
         self.lock = threading.Lock()
-        self.calls = self.prompt_tokens = self.output_tokens = 0
+        self.calls = self.prompt_tokens = self.output_tokens = self.reused_tokens = 0
         self.largest_prompt = 0
         self.stages: dict[str, dict[str, int]] = {}
 
@@ -90,11 +90,13 @@ class CountingEngine:
         response = self.inner.complete(request)
         usage = response.usage
         prompt, output = int(usage.input_tokens or 0), int(usage.output_tokens or 0)
+        reused = int(getattr(usage, "cache_read_tokens", None) or 0)  # the embedded LM's reused prompt prefix
         stage = stage_of(request)
         with self.lock:
             self.calls += 1
             self.prompt_tokens += prompt
             self.output_tokens += output
+            self.reused_tokens += reused
             self.largest_prompt = max(self.largest_prompt, prompt)
             entry = self.stages.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "output_tokens": 0})
             entry["calls"] += 1
@@ -107,6 +109,7 @@ class CountingEngine:
 
     def counts(self) -> dict:
         return {"lm_calls": self.calls, "prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens,
+                "reused_prompt_tokens": self.reused_tokens,
                 "largest_prompt_tokens": self.largest_prompt,
                 "stages": dict(sorted(self.stages.items(), key=lambda kv: -kv[1]["prompt_tokens"]))}
 
@@ -163,8 +166,8 @@ def main() -> int:
     result = measure(args.embedded)
     meter = "agrees" if result["meter_agrees"] else "differs: " + json.dumps(result["runner_meter"])
     print(f"demo ReGround part, {result['lm']}: {result['lm_calls']} LM calls, {result['prompt_tokens']} prompt "
-          f"tokens ({result['largest_prompt_tokens']} in the largest call), {result['output_tokens']} output tokens; "
-          f"the runner's meter {meter}")
+          f"tokens ({result['largest_prompt_tokens']} in the largest call; {result['reused_prompt_tokens']} reused "
+          f"from an evaluated prefix), {result['output_tokens']} output tokens; the runner's meter {meter}")
     for stage, entry in result["stages"].items():
         print(f"  {stage:32s} {entry['calls']:4d} calls {entry['prompt_tokens']:7d} prompt tokens")
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "InputError": "groundstate.errors",
     "LMSetupError": "groundstate.errors",
     "ConfigError": "groundstate.errors",
+    "CostCapReached": "groundstate.errors",
     # running
     "run_task": "groundstate.eval.assemble",
     "RunSettings": "groundstate.eval.run_settings",
@@ -36,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "Run": "groundstate.eval.runs",
     "RunResult": "groundstate.eval.runner",
     "RunAborted": "groundstate.eval.runner",
+    "CostCapStopped": "groundstate.eval.run_result",
     "ScoringError": "groundstate.eval.scoring",
     "thread_map": "groundstate.concurrency",
     # optimization and artifacts
@@ -48,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "offquery_metric": "groundstate.eval.reground.metrics",
     "evaluate": "groundstate.eval.reground.evaluate",
     "Evaluation": "groundstate.eval.reground.evaluate",
+    "paired_difference": "groundstate.eval.paired",
+    "PairedDifference": "groundstate.eval.paired",
     "ReGroundSettings": "groundstate.eval.reground.settings",
     "BaselineSettings": "groundstate.eval.reground.settings",
     "MetricSpec": "groundstate.eval.metric_spec",

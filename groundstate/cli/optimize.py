@@ -56,7 +56,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_data_option(p, DATA_HELP)
     add_data_option(p, VAL_DATA_HELP, required=False, flag="--val-data")
     p.add_argument("--out", required=True, help="directory for the optimized program")
-    p.add_argument("--t2-truth", default=None, help=argparse.SUPPRESS)
     add_settings(p, OptimizeSettings, flags=OPTIMIZE_FLAGS,
                  overrides={"trainable": {"default": None}})
     add_lm_options(p)

