@@ -11,9 +11,10 @@ the summary, says why, and exits 1), its summary's ``stopped_reason`` naming the
 same command again resumes: finished records make no call, and the new command may spend up to its cap again.
 
 What is counted: the dollars LiteLLM's cost map gives for the usage each LM call reports (:mod:`groundstate.metering`),
-the program's calls and, on the threads backend, the T2 judge's calls while scoring; calls DSPy's cache answered
-cost nothing. Under Ray the driver counts what each finished record's row reports (``cost_usd``: the program's
-calls). The cap is not part of the run id: it does not change any result.
+the program's calls and the T2 judge's calls while scoring; calls DSPy's cache answered cost nothing. Under Ray the
+driver counts what each finished record's row reports: ``cost_usd`` (the program's calls) and the judge's dollars,
+which a worker under a cap adds to the row under :data:`SCORING_KEYS` and the driver takes out before the row is
+written (:meth:`CostCap.settle_row`). The cap is not part of the run id: it does not change any result.
 
 An LM that has no price (the embedded model, a scripted LM, a model LiteLLM does not know) cannot be capped, so
 :func:`~groundstate.metering.check_priced` refuses the run before any call, naming the model; should a record still
@@ -33,6 +34,17 @@ from groundstate.metering import program_models as program_models
 
 LM_KEYS = ("lm", "lm_config", "judge_lm")
 """Run-config keys (at any depth) whose value describes LMs the run calls (:func:`described_models`)."""
+
+
+SCORING_KEYS = ("_scoring_cost_usd", "_scoring_calls")
+"""What a Ray worker under a cap adds to a row: the judge's dollars while scoring the record (``None`` when a model
+it called has no price) and its calls that reached a model; :meth:`CostCap.settle_row` removes them."""
+
+
+def scoring_fields(scoring: Any) -> dict[str, Any]:
+    """:data:`SCORING_KEYS` of a record's scoring meter."""
+    calls = scoring.reached_model()
+    return {SCORING_KEYS[0]: scoring.cost_usd() if calls else 0.0, SCORING_KEYS[1]: calls}
 
 
 class CostCap:
@@ -81,14 +93,21 @@ class CostCap:
                     self.unpriced = f"the LM '{unpriced[0]}' has no price in LiteLLM's cost map"
                 self.settled_usd += _meter_dollars(meter)
 
-    def settle_row(self, row: Mapping[str, Any]) -> None:
-        """A record that ran elsewhere (a Ray worker) ended with ``row``: its ``cost_usd`` is added."""
+    def settle_row(self, row: dict[str, Any]) -> None:
+        """A record that ran elsewhere (a Ray worker) ended with ``row``: its ``cost_usd`` and its judge's dollars
+        (:data:`SCORING_KEYS`, removed from ``row``) are added."""
         cost = row.get("cost_usd")
+        judge_cost, judge_calls = row.pop(SCORING_KEYS[0], 0.0), int(row.pop(SCORING_KEYS[1], 0) or 0)
         with self._lock:
             if isinstance(cost, int | float):
                 self.settled_usd += float(cost)
             elif int(row.get("lm_calls") or 0) > int(row.get("cached_calls") or 0) and self.unpriced is None:
                 self.unpriced = f"record '{row.get('id')}' called an LM with no price in LiteLLM's cost map"
+            if isinstance(judge_cost, int | float):
+                self.settled_usd += float(judge_cost)
+            elif judge_calls and self.unpriced is None:
+                self.unpriced = (f"the judge of record '{row.get('id')}' called an LM with no price in LiteLLM's "
+                                 "cost map")
 
     def describe(self) -> dict[str, Any]:
         """``{"max_usd", "spent_usd"}`` (and ``unpriced`` when the spend became unknown), for ``summary.json``."""

@@ -68,7 +68,7 @@ from typing import Any
 
 from groundstate.concurrency import current_overrides, overrides
 from groundstate.errors import ConfigError, InputError, redact_known_secrets, scrub_secrets
-from groundstate.eval.cost_cap import check_priced, described_models, program_models
+from groundstate.eval.cost_cap import check_priced, described_models, program_models, scoring_fields
 from groundstate.eval.identity import canonical_json as canonical_json
 from groundstate.eval.identity import file_hash as file_hash
 from groundstate.eval.identity import fingerprint as fingerprint
@@ -168,6 +168,7 @@ class Runner:
     labels: Callable[[Any], dict[str, Any]] | None = None
     cost_cap: Any = None
     mlflow: bool = False
+    meter_scoring: bool = False  # a Ray worker under a cap: rows carry the judge's spend (cost_cap.SCORING_KEYS)
     _write_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:  # a Runner is shipped to Ray workers; its lock is not
@@ -280,14 +281,16 @@ class Runner:
         """Yield rows as records finish (``listener`` hears each LM call, or on Ray the workers' running totals when
         the progress display is on); stop when the consumer stops."""
         if self.ray is not None:
-            worker = Runner(self.program, {}, inputs=self.inputs, scorer=self.scorer, outputs=self.outputs,
-                            lm=self.lm, adapter=self.adapter, labels=self.labels)
             cap = self.cost_cap
+            worker = Runner(self.program, {}, inputs=self.inputs, scorer=self.scorer, outputs=self.outputs,
+                            lm=self.lm, adapter=self.adapter, labels=self.labels, meter_scoring=cap is not None)
             for row in execute_on_ray(worker.run_record, worker.error_row, todo if cap is None or not cap.reached()
                                       else [], failed, record_id, self.ray, self.threads,
                                       listener=listener if self.progress else None):
+                if cap is not None:
+                    cap.settle_row(row)  # before the row is written: it takes out the judge's spend
                 yield row
-                if cap is not None and (cap.settle_row(row) or cap.reached()):
+                if cap is not None and cap.reached():
                     return  # the records still in flight are cancelled; a resume runs them
             return
         parent = current_overrides()
@@ -347,10 +350,11 @@ class Runner:
     def _record_row(self, record: Any, parent_overrides: dict, failed: dict[str, dict[str, Any]], listener: Any,
                     meters: tuple[Any, Any] | None) -> dict[str, Any]:
         rid = record_id(record)
-        meter, scoring = meters or (new_meter(), None)
+        meter, scoring = meters or (new_meter(), new_meter() if self.meter_scoring else None)
+        spend = (lambda: scoring_fields(scoring)) if meters is None and self.meter_scoring else dict
         if rescorable(self.scorer, failed.get(rid)):
             with meter_context(scoring) if scoring is not None else contextlib.nullcontext():
-                return {**rescored_row(self.scorer, record, failed[rid]), **self.record_labels(record)}
+                return {**rescored_row(self.scorer, record, failed[rid]), **self.record_labels(record), **spend()}
         meter.listener = listener
         values = meter_overrides(meter, parent_overrides)
         if self.lm is not None:
@@ -387,7 +391,7 @@ class Runner:
             "latency_s": round(latency, 6),
             "error": error,
             "attempt": int(failed.get(rid, {}).get("attempt", 0)) + 1,
-            **self.record_labels(record),
+            **self.record_labels(record), **spend(),
         }
 
     def record_labels(self, record: Any) -> dict[str, Any]:

@@ -242,3 +242,29 @@ def test_experiment_run_checks_every_cell_before_the_first_and_shares_one_cap(tm
     finished = run_experiment(spec, RunSettings(out=tmp_path / "runs", threads=1), lms=rest)
     assert not finished.failed and all(o.summary["n_done"] == 2 for o in finished.outcomes)
     assert rest.calls == sum(o.summary["lm_calls"]["total"] for o in finished.outcomes if not o.reused) - first_calls
+
+
+def test_a_ray_workers_rows_bring_the_judges_spend_and_the_driver_counts_it_without_writing_it():
+    """Under Ray the scoring happens on the worker: a worker runner under a cap (``meter_scoring``) adds the judge's
+    dollars to each row, and the driver's ``settle_row`` adds them to the spend and takes them out of the row."""
+    judge = echo_number_lm(model=PRICED, **TOKENS)
+
+    def judged(record, prediction):
+        with dspy.context(lm=judge, adapter=json_adapter()):
+            dspy.Predict("question -> answer")(question=record["question"])
+        return {"judged": 1.0}
+
+    worker = Runner(QuestionAnswering(), {}, lm=priced_lm(), adapter=json_adapter(), scorer=judged,
+                    inputs=lambda r: {"question": r["question"]}, meter_scoring=True)
+    row = worker.run_record(qa_records(1)[0], {}, {})
+    assert row["_scoring_calls"] == 1 and row["_scoring_cost_usd"] == pytest.approx(call_cost())
+    cap = CostCap(1.0)
+    cap.settle_row(row)
+    assert cap.spent() == pytest.approx(2 * call_cost())  # the program's call and the judge's
+    assert not any(key.startswith("_scoring") for key in row)  # never written to results.jsonl
+    unpriced = {"id": "r", "cost_usd": 0.0, "lm_calls": 1, "_scoring_cost_usd": None, "_scoring_calls": 2}
+    cap.settle_row(unpriced)
+    assert cap.reached() and "judge of record 'r'" in cap.reason(2, 3)
+    plain = Runner(QuestionAnswering(), {}, lm=priced_lm(), adapter=json_adapter(), scorer=judged,
+                   inputs=lambda r: {"question": r["question"]}).run_record(qa_records(1)[0], {}, {})
+    assert not any(key.startswith("_scoring") for key in plain)  # no cap: rows as before
