@@ -132,6 +132,10 @@ def test_the_identity_of_a_team():
     assert described == {"kind": "lm", "default": {"model": "openai/a", "temperature": 0.0},
                          "roles": {"agent.2": {"model": "openai/b", "temperature": 0.3}}}  # no server, key, non-agent
     assert agents_identity(LMTeam(lambda i: None)) is None
+    embedded = LMConfig()
+    embedded.roles = {"agent.1": {"model": "embedded", "quant": "shipped"}}
+    # the embedded model's revision is part of what its agents are: revision 2 answers differently from earlier ones
+    assert agents_identity(LMTeam(lm_config=embedded))["roles"]["agent.1"] == {"model": "embedded", "revision": 2}
     with pytest.raises(ConfigError, match="cannot tell which agents"):
         calibrate(generate_hidden_travel(2, seed=1), LMTeam(lambda i: None), RuleController(), Configuration("rules"))
 

@@ -14,8 +14,8 @@ alike:
 - LM agents (:class:`~groundstate.programs.consilience.agents.LMTeam`): ``{"kind": "lm", "default": {...},
   "roles": {pattern: {...}}}``, the LM every agent role resolves to: the configuration's default and each
   ``[roles.<pattern>]`` that can match an agent role (``agent.<i>``), each as its model and the settings that
-  change what it says (:data:`OUTPUT_SETTINGS`: decoding, and for the embedded model its file, context, threads
-  and tensor type), never where it is served (``api_base``), how long a call may take or any key. A team built from a
+  change what it says (:data:`OUTPUT_SETTINGS`: decoding, and for the embedded model its file, context, threads,
+  tensor type and engine revision), never where it is served (``api_base``), how long a call may take or any key. A team built from a
   list of LMs is described per agent (``agent.<i>``), one without LMs by DSPy's configured LM.
 
 A team this module cannot describe (an :class:`LMTeam` built from a bare callable, any other callable) gives
@@ -36,7 +36,7 @@ from groundstate.programs.consilience.agents import LMTeam
 from groundstate.programs.consilience.simulated import SimTeam
 
 OUTPUT_SETTINGS = frozenset({"model", "temperature", "max_tokens", "top_p", "model_path", "n_ctx", "threads",
-                             "n_threads", "max_string_length", "max_items", "seed", "quant"})
+                             "n_threads", "max_string_length", "max_items", "seed", "quant", "revision"})
 """The settings of an LM that change what it says (the others change where, how fast or how patiently)."""
 
 AGENT_ROLES = ("agent", *(f"agent.{i}" for i in range(256)))
