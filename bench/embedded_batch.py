@@ -31,8 +31,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from demo_budget import stage_of  # noqa: E402
-from embedded_quant import choose, decision_fields, episode_requests, faithfulness, timed  # noqa: E402
+from embedded_quant import choose, decision_fields, episode_requests, faithfulness  # noqa: E402
 
+from groundstate.eval.lm_check import timed_completion  # noqa: E402
 from groundstate.lm.contexts import FLASH_ATTENTION  # noqa: E402
 from groundstate.lm.embedded import CONTEXT_WINDOW, EmbeddedEngine  # noqa: E402
 from groundstate.lm.quantize import DEFAULT_QUANT, model_for  # noqa: E402
@@ -46,11 +47,11 @@ def measure(path: str, n_batch: int, n_ubatch: int, calls: list[dict]) -> dict:
 
     llama = Llama(model_path=path, n_ctx=CONTEXT_WINDOW, n_threads=1, n_threads_batch=1, n_batch=n_batch,
                   n_ubatch=n_ubatch, flash_attn=FLASH_ATTENTION, verbose=False)
-    timed(llama, calls[0]["messages"], {**calls[0]["kwargs"], "max_tokens": 1})  # warm-up
+    timed_completion(llama, calls[0]["messages"], {**calls[0]["kwargs"], "max_tokens": 1})  # warm-up
     rows = []
     for call in calls:
-        first, cpu, _ = timed(llama, call["messages"], {**call["kwargs"], "max_tokens": 1})
-        full, _, _ = timed(llama, call["messages"], call["kwargs"])
+        first, _, cpu = timed_completion(llama, call["messages"], {**call["kwargs"], "max_tokens": 1})
+        full, _, _ = timed_completion(llama, call["messages"], call["kwargs"])
         rows.append({"prompt_tokens": first["usage"]["prompt_tokens"], "prompt_cpu_s": cpu,
                      "output": full["choices"][0]["message"]["content"] or ""})
     llama.close()

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the demo's commands 
 from demo_budget import DEMO_DATA, DEMO_REGROUND, responder, stage_of  # noqa: E402
 
 from groundstate.cli import main as cli  # noqa: E402
+from groundstate.eval.lm_check import timed_completion  # noqa: E402
 from groundstate.lm.config import LMConfig  # noqa: E402
 from groundstate.lm.contexts import new_llama  # noqa: E402
 from groundstate.lm.embedded import CONTEXT_WINDOW, EMBEDDED_MODEL_NAME, EmbeddedEngine  # noqa: E402
@@ -121,21 +122,14 @@ def decision_fields(schema: dict | None) -> list[str]:
     return fields
 
 
-def timed(llama, messages: list, kwargs: dict) -> tuple[dict, float, float]:
-    llama.reset()  # every call pays for its whole prompt
-    cpu, wall = time.process_time(), time.perf_counter()
-    out = llama.create_chat_completion(messages=messages, **kwargs)
-    return out, time.process_time() - cpu, time.perf_counter() - wall
-
-
 def measure_type(path: str, calls: list[dict]) -> dict:
     """Prompt and generation rates of the model file at ``path`` and its outputs, one context of one thread."""
     llama = new_llama(path, CONTEXT_WINDOW, 1)
-    timed(llama, calls[0]["messages"], {**calls[0]["kwargs"], "max_tokens": 1})  # warm-up: page the weights in
+    timed_completion(llama, calls[0]["messages"], {**calls[0]["kwargs"], "max_tokens": 1})  # warm-up: page weights in
     rows = []
     for call in calls:
-        first, p_cpu, p_wall = timed(llama, call["messages"], {**call["kwargs"], "max_tokens": 1})
-        full, f_cpu, f_wall = timed(llama, call["messages"], call["kwargs"])
+        first, p_wall, p_cpu = timed_completion(llama, call["messages"], {**call["kwargs"], "max_tokens": 1})
+        full, f_wall, f_cpu = timed_completion(llama, call["messages"], call["kwargs"])
         rows.append({"prompt_tokens": first["usage"]["prompt_tokens"], "prompt_cpu_s": p_cpu, "prompt_wall_s": p_wall,
                      "generated_tokens": max(0, full["usage"]["completion_tokens"] - 1),
                      "generation_cpu_s": max(0.0, f_cpu - p_cpu), "generation_wall_s": max(0.0, f_wall - p_wall),

@@ -120,19 +120,22 @@ class _Recorder:
         return getattr(self.inner, name)
 
 
+def timed_completion(llama: Any, messages: list[dict[str, str]], kwargs: dict[str, Any]) -> tuple[dict, float, float]:
+    """``(completion, wall seconds, CPU seconds of this process)`` of one call on a reset context (the whole prompt
+    evaluated, not only what differs from the context's previous one); ``lm check`` and the engine benches."""
+    llama.reset()
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = llama.create_chat_completion(messages=messages, **kwargs)
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
 def measure_rates(engine: EmbeddedEngine, request: Any) -> Rates:
     """Replay ``request`` on a context of ``engine``: prompt only, then in full (see the module docstring)."""
     messages, kwargs = engine.llama_arguments(request)
-
-    def timed(max_tokens: int) -> tuple[dict, float, float]:
-        llama.reset()  # evaluate the whole prompt, not only what differs from the context's previous one
-        wall, cpu = time.perf_counter(), time.process_time()
-        out = llama.create_chat_completion(messages=messages, **{**kwargs, "max_tokens": max_tokens})
-        return out, time.perf_counter() - wall, time.process_time() - cpu
-
     with engine.pool().context() as llama:
-        first, p_wall, p_cpu = timed(1)
-        full, f_wall, f_cpu = timed(kwargs.get("max_tokens") or 512)
+        first, p_wall, p_cpu = timed_completion(llama, messages, {**kwargs, "max_tokens": 1})
+        full, f_wall, f_cpu = timed_completion(llama, messages,
+                                               {**kwargs, "max_tokens": kwargs.get("max_tokens") or 512})
     return Rates(prompt_tokens=int(first["usage"]["prompt_tokens"]), prompt_wall_s=p_wall, prompt_cpu_s=p_cpu,
                  generated_tokens=max(0, int(full["usage"]["completion_tokens"]) - 1),
                  generation_wall_s=max(0.0, f_wall - p_wall), generation_cpu_s=max(0.0, f_cpu - p_cpu))

@@ -15,8 +15,8 @@ alike:
   "roles": {pattern: {...}}}``, the LM every agent role resolves to: the configuration's default and each
   ``[roles.<pattern>]`` that can match an agent role (``agent.<i>``), each as its model and the settings that
   change what it says (:data:`OUTPUT_SETTINGS`: decoding, and for the embedded model its file, context, threads,
-  tensor type and engine revision), never where it is served (``api_base``), how long a call may take or any key. A team built from a
-  list of LMs is described per agent (``agent.<i>``), one without LMs by DSPy's configured LM.
+  tensor type and engine revision), never where it is served (``api_base``), how long a call may take or any key.
+  A team built from a list of LMs is described per agent (``agent.<i>``), one without LMs by DSPy's configured LM.
 
 A team this module cannot describe (an :class:`LMTeam` built from a bare callable, any other callable) gives
 ``None``; a team may describe itself with an ``agents_identity()`` method.
