@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.lm.config import LMConfig
+from groundstate.lm.quantize import QUANT_TYPES
 from groundstate.schema import validate
 
 S = TypeVar("S", bound="Settings")
@@ -93,7 +94,7 @@ class LMSettings(Settings):
                                     "context each ('contexts' in --lm-config; default: the idle cores divided by "
                                     "--lm-threads, bounded by memory). Outputs do not depend on it",
                                     json_schema_extra={"metavar": "N"})
-    lm_quant: Literal["shipped", "q8_0", "q4_0", "f16"] | None = Field(
+    lm_quant: Literal[tuple(QUANT_TYPES)] | None = Field(  # the allow-list itself, not a copy of it
         None, description="embedded LM: tensor type ('quant' in --lm-config; default q8_0, made once from the shipped "
         "q4_1 file into ~/.cache/groundstate/models; 'shipped' runs the wheel's file as is). Outputs depend on it, so "
         "it is part of the run id")
